@@ -1,0 +1,100 @@
+// Thin C layer under ProVideoStorage. Every function returns 0 (or a count) on success and
+// -errno on failure, like liburing, so Swift turns the result into a typed error in one place.
+// The header includes no liburing or kernel header: those stay in the .c file, which keeps
+// Swift's Glibc module out of liburing's _GNU_SOURCE redefinitions.
+#ifndef CPROVIDEO_H
+#define CPROVIDEO_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+// MARK: Files
+
+/// open(2) with O_DIRECT added to `flags`.
+int pv_open_direct(const char *path, int flags, mode_t mode);
+/// Whether `fd` was opened with O_DIRECT (fcntl F_GETFL).
+int pv_is_direct(int fd);
+/// fallocate(2). `keep_size` adds FALLOC_FL_KEEP_SIZE.
+int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length);
+/// renameat2(2) with RENAME_NOREPLACE.
+int pv_rename_noreplace(const char *from, const char *to);
+/// copy_file_range(2) between explicit offsets; returns bytes copied or -errno.
+int64_t pv_copy_file_range(int fd_in, int64_t offset_in, int fd_out, int64_t offset_out, uint64_t length);
+/// FICLONE ioctl: `dst_fd` shares all of `src_fd`'s extents (XFS with reflink, btrfs).
+int pv_clone_file(int dst_fd, int src_fd);
+/// Sets FS_NOCOW_FL (like `chattr +C`) through FS_IOC_SETFLAGS. -ENOTTY/-EOPNOTSUPP where
+/// the filesystem has no such flag.
+int pv_set_nocow(int fd);
+/// 1 when FS_NOCOW_FL is set, 0 when clear, -errno when the flag cannot be read.
+int pv_get_nocow(int fd);
+
+/// What statx(2) reports for direct I/O and allocation.
+typedef struct {
+    uint32_t dio_mem_align;     // STATX_DIOALIGN: 0 when the filesystem does not report it
+    uint32_t dio_offset_align;
+    uint32_t block_size;        // stx_blksize
+    uint64_t size;              // stx_size
+    uint64_t allocated_bytes;   // stx_blocks * 512
+    uint32_t dev_major;
+    uint32_t dev_minor;
+} pv_file_facts;
+int pv_statx(const char *path, pv_file_facts *out);
+
+/// statfs(2) f_type, free bytes for unprivileged users (f_bavail * f_bsize), total bytes.
+int pv_statfs(const char *path, int64_t *fs_type, uint64_t *available_bytes, uint64_t *total_bytes);
+
+/// Number of the `length` bytes at `offset` of `fd` that sit in the page cache (mmap + mincore).
+int64_t pv_cached_bytes(int fd, int64_t offset, int64_t length);
+
+// MARK: OFD locks (fcntl F_OFD_SETLK / F_OFD_GETLK, Linux 3.15)
+
+/// Takes a write lock on [start, start+length). `wait` blocks (F_OFD_SETLKW).
+/// -EAGAIN when another open file description holds a conflicting lock and `wait` is 0.
+int pv_ofd_lock(int fd, int64_t start, int64_t length, int wait);
+int pv_ofd_unlock(int fd, int64_t start, int64_t length);
+/// 1 when another open file description holds a lock on the range, 0 when it is free.
+int pv_ofd_is_locked(int fd, int64_t start, int64_t length);
+
+// MARK: Device topology (libblkid)
+
+typedef struct {
+    uint64_t logical_sector_size;
+    uint64_t physical_sector_size;
+    uint64_t minimum_io_size;
+    uint64_t optimal_io_size;
+} pv_topology;
+/// Reads the topology of the block device at `device_path`.
+int pv_device_topology(const char *device_path, pv_topology *out);
+
+// MARK: SHA-256 (libcrypto)
+
+typedef struct pv_sha256 pv_sha256;
+pv_sha256 *pv_sha256_new(void);
+void pv_sha256_update(pv_sha256 *ctx, const void *data, size_t length);
+/// Writes 32 bytes to `digest` and frees `ctx`.
+void pv_sha256_finish(pv_sha256 *ctx, uint8_t *digest);
+
+// MARK: io_uring (liburing)
+
+typedef struct pv_ring pv_ring;
+/// io_uring_queue_init with `entries` SQEs. NULL and `*error` = -errno when setup fails
+/// (EPERM: kernel.io_uring_disabled, ENOSYS/EPERM: seccomp, ENOMEM: memlock).
+pv_ring *pv_ring_create(unsigned entries, int *error);
+void pv_ring_destroy(pv_ring *ring);
+/// io_uring_register_buffers; the buffers are then addressed by index in pv_ring_prep_write.
+int pv_ring_register_buffers(pv_ring *ring, void *const *bases, const size_t *lengths, unsigned count);
+/// Queues a write. `buffer_index` >= 0 uses IORING_OP_WRITE_FIXED on a registered buffer.
+int pv_ring_prep_write(pv_ring *ring, int fd, const void *buffer, unsigned length, int64_t offset,
+                       int buffer_index, uint64_t user_data);
+/// Queues IORING_OP_FSYNC with IORING_FSYNC_DATASYNC (fdatasync).
+int pv_ring_prep_fdatasync(pv_ring *ring, int fd, uint64_t user_data);
+/// io_uring_submit: number of SQEs submitted or -errno.
+int pv_ring_submit(pv_ring *ring);
+/// Waits for one CQE (at most `timeout_ns`, negative = forever), consumes it.
+/// Returns 1 with the completion, 0 on timeout, -errno on failure.
+int pv_ring_wait(pv_ring *ring, int64_t timeout_ns, uint64_t *user_data, int32_t *result);
+/// Takes one CQE if one is ready. 1 with the completion, 0 when none is ready.
+int pv_ring_peek(pv_ring *ring, uint64_t *user_data, int32_t *result);
+
+#endif

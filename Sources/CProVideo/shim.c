@@ -1,0 +1,251 @@
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <unistd.h>
+#include <linux/fs.h>
+#include <stdio.h>
+#include <liburing.h>
+#include <blkid/blkid.h>
+#include <openssl/evp.h>
+
+#include "CProVideo.h"
+
+#define NEG_ERRNO(expr) ((expr) < 0 ? -errno : 0)
+
+int pv_open_direct(const char *path, int flags, mode_t mode) {
+    int fd = open(path, flags | O_DIRECT | O_CLOEXEC, mode);
+    return fd < 0 ? -errno : fd;
+}
+
+int pv_is_direct(int fd) {
+    int flags = fcntl(fd, F_GETFL);
+    return flags < 0 ? -errno : ((flags & O_DIRECT) != 0);
+}
+
+int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length) {
+    return NEG_ERRNO(fallocate(fd, keep_size ? FALLOC_FL_KEEP_SIZE : 0, offset, length));
+}
+
+int pv_rename_noreplace(const char *from, const char *to) {
+    return NEG_ERRNO(renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE));
+}
+
+int64_t pv_copy_file_range(int fd_in, int64_t offset_in, int fd_out, int64_t offset_out, uint64_t length) {
+    loff_t in = offset_in, out = offset_out;
+    ssize_t copied = copy_file_range(fd_in, &in, fd_out, &out, length, 0);
+    return copied < 0 ? -errno : copied;
+}
+
+int pv_clone_file(int dst_fd, int src_fd) {
+    return NEG_ERRNO(ioctl(dst_fd, FICLONE, src_fd));
+}
+
+int pv_set_nocow(int fd) {
+    int flags = 0;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) return -errno;
+    flags |= FS_NOCOW_FL;
+    return NEG_ERRNO(ioctl(fd, FS_IOC_SETFLAGS, &flags));
+}
+
+int pv_get_nocow(int fd) {
+    int flags = 0;
+    if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) return -errno;
+    return (flags & FS_NOCOW_FL) != 0;
+}
+
+int pv_statx(const char *path, pv_file_facts *out) {
+    struct statx stx;
+    memset(&stx, 0, sizeof stx);
+    if (statx(AT_FDCWD, path, 0, STATX_BASIC_STATS | STATX_DIOALIGN, &stx) < 0) return -errno;
+    memset(out, 0, sizeof *out);
+    if (stx.stx_mask & STATX_DIOALIGN) {
+        out->dio_mem_align = stx.stx_dio_mem_align;
+        out->dio_offset_align = stx.stx_dio_offset_align;
+    }
+    out->block_size = stx.stx_blksize;
+    out->size = stx.stx_size;
+    out->allocated_bytes = (uint64_t)stx.stx_blocks * 512;
+    out->dev_major = stx.stx_dev_major;
+    out->dev_minor = stx.stx_dev_minor;
+    return 0;
+}
+
+int pv_statfs(const char *path, int64_t *fs_type, uint64_t *available_bytes, uint64_t *total_bytes) {
+    struct statfs s;
+    if (statfs(path, &s) < 0) return -errno;
+    *fs_type = (int64_t)s.f_type;
+    *available_bytes = (uint64_t)s.f_bavail * (uint64_t)s.f_bsize;
+    *total_bytes = (uint64_t)s.f_blocks * (uint64_t)s.f_bsize;
+    return 0;
+}
+
+int64_t pv_cached_bytes(int fd, int64_t offset, int64_t length) {
+    long page = sysconf(_SC_PAGESIZE);
+    void *map = mmap(NULL, (size_t)length, PROT_READ, MAP_SHARED, fd, offset);
+    if (map == MAP_FAILED) return -errno;
+    size_t pages = ((size_t)length + (size_t)page - 1) / (size_t)page;
+    unsigned char *vec = calloc(pages, 1);
+    if (!vec) { munmap(map, (size_t)length); return -ENOMEM; }
+    int64_t cached = 0;
+    int rc = mincore(map, (size_t)length, vec);
+    if (rc == 0) {
+        for (size_t i = 0; i < pages; i++) if (vec[i] & 1) cached += page;
+    } else {
+        cached = -errno;
+    }
+    free(vec);
+    munmap(map, (size_t)length);
+    return cached;
+}
+
+static int ofd(int fd, int cmd, short type, int64_t start, int64_t length, struct flock *out) {
+    struct flock fl;
+    memset(&fl, 0, sizeof fl);
+    fl.l_type = type;
+    fl.l_whence = SEEK_SET;
+    fl.l_start = start;
+    fl.l_len = length;
+    fl.l_pid = 0; // required by F_OFD_* commands
+    int rc;
+    do { rc = fcntl(fd, cmd, &fl); } while (rc < 0 && errno == EINTR && cmd == F_OFD_SETLKW);
+    if (rc < 0) return errno == EACCES ? -EAGAIN : -errno;
+    if (out) *out = fl;
+    return 0;
+}
+
+int pv_ofd_lock(int fd, int64_t start, int64_t length, int wait) {
+    return ofd(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, F_WRLCK, start, length, NULL);
+}
+
+int pv_ofd_unlock(int fd, int64_t start, int64_t length) {
+    return ofd(fd, F_OFD_SETLK, F_UNLCK, start, length, NULL);
+}
+
+int pv_ofd_is_locked(int fd, int64_t start, int64_t length) {
+    struct flock fl;
+    int rc = ofd(fd, F_OFD_GETLK, F_WRLCK, start, length, &fl);
+    if (rc < 0) return rc;
+    return fl.l_type != F_UNLCK;
+}
+
+int pv_device_topology(const char *device_path, pv_topology *out) {
+    memset(out, 0, sizeof *out);
+    blkid_probe pr = blkid_new_probe_from_filename(device_path);
+    if (!pr) return errno ? -errno : -ENODEV;
+    blkid_topology tp = blkid_probe_get_topology(pr);
+    if (!tp) { blkid_free_probe(pr); return -ENODEV; }
+    out->logical_sector_size = blkid_topology_get_logical_sector_size(tp);
+    out->physical_sector_size = blkid_topology_get_physical_sector_size(tp);
+    out->minimum_io_size = blkid_topology_get_minimum_io_size(tp);
+    out->optimal_io_size = blkid_topology_get_optimal_io_size(tp);
+    blkid_free_probe(pr);
+    return 0;
+}
+
+struct pv_sha256 { EVP_MD_CTX *ctx; };
+
+pv_sha256 *pv_sha256_new(void) {
+    pv_sha256 *s = malloc(sizeof *s);
+    if (!s) return NULL;
+    s->ctx = EVP_MD_CTX_new();
+    EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL);
+    return s;
+}
+
+void pv_sha256_update(pv_sha256 *s, const void *data, size_t length) {
+    EVP_DigestUpdate(s->ctx, data, length);
+}
+
+void pv_sha256_finish(pv_sha256 *s, uint8_t *digest) {
+    unsigned int n = 0;
+    EVP_DigestFinal_ex(s->ctx, digest, &n);
+    EVP_MD_CTX_free(s->ctx);
+    free(s);
+}
+
+struct pv_ring { struct io_uring ring; };
+
+pv_ring *pv_ring_create(unsigned entries, int *error) {
+    pv_ring *r = calloc(1, sizeof *r);
+    if (!r) { *error = -ENOMEM; return NULL; }
+    int rc = io_uring_queue_init(entries, &r->ring, 0);
+    if (rc < 0) { free(r); *error = rc; return NULL; }
+    *error = 0;
+    return r;
+}
+
+void pv_ring_destroy(pv_ring *r) {
+    if (!r) return;
+    io_uring_queue_exit(&r->ring);
+    free(r);
+}
+
+int pv_ring_register_buffers(pv_ring *r, void *const *bases, const size_t *lengths, unsigned count) {
+    struct iovec *iov = calloc(count, sizeof *iov);
+    if (!iov) return -ENOMEM;
+    for (unsigned i = 0; i < count; i++) { iov[i].iov_base = bases[i]; iov[i].iov_len = lengths[i]; }
+    int rc = io_uring_register_buffers(&r->ring, iov, count);
+    free(iov);
+    return rc;
+}
+
+int pv_ring_prep_write(pv_ring *r, int fd, const void *buffer, unsigned length, int64_t offset,
+                       int buffer_index, uint64_t user_data) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+    if (!sqe) return -EBUSY;
+    if (buffer_index >= 0)
+        io_uring_prep_write_fixed(sqe, fd, buffer, length, (__u64)offset, buffer_index);
+    else
+        io_uring_prep_write(sqe, fd, buffer, length, (__u64)offset);
+    io_uring_sqe_set_data64(sqe, user_data);
+    return 0;
+}
+
+int pv_ring_prep_fdatasync(pv_ring *r, int fd, uint64_t user_data) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+    if (!sqe) return -EBUSY;
+    io_uring_prep_fsync(sqe, fd, IORING_FSYNC_DATASYNC);
+    io_uring_sqe_set_data64(sqe, user_data);
+    return 0;
+}
+
+int pv_ring_submit(pv_ring *r) {
+    int rc;
+    do { rc = io_uring_submit(&r->ring); } while (rc == -EINTR);
+    return rc;
+}
+
+static int take(pv_ring *r, struct io_uring_cqe *cqe, uint64_t *user_data, int32_t *result) {
+    *user_data = io_uring_cqe_get_data64(cqe);
+    *result = cqe->res;
+    io_uring_cqe_seen(&r->ring, cqe);
+    return 1;
+}
+
+int pv_ring_wait(pv_ring *r, int64_t timeout_ns, uint64_t *user_data, int32_t *result) {
+    struct io_uring_cqe *cqe = NULL;
+    int rc;
+    if (timeout_ns < 0) {
+        do { rc = io_uring_wait_cqe(&r->ring, &cqe); } while (rc == -EINTR);
+    } else {
+        struct __kernel_timespec ts = { .tv_sec = timeout_ns / 1000000000, .tv_nsec = timeout_ns % 1000000000 };
+        rc = io_uring_wait_cqe_timeout(&r->ring, &cqe, &ts);
+        if (rc == -ETIME || rc == -EINTR) return 0;
+    }
+    if (rc < 0) return rc;
+    return take(r, cqe, user_data, result);
+}
+
+int pv_ring_peek(pv_ring *r, uint64_t *user_data, int32_t *result) {
+    struct io_uring_cqe *cqe = NULL;
+    if (io_uring_peek_cqe(&r->ring, &cqe) != 0 || !cqe) return 0;
+    return take(r, cqe, user_data, result);
+}

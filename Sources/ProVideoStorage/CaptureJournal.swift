@@ -1,0 +1,70 @@
+import Foundation
+import Glibc
+
+/// What a capture keeps on disk in `capture/` so that any process can see it and a crash
+/// can be salvaged:
+///
+///     capture.json   this journal, written once (durably) before the capture takes the reserve
+///     data           the reserve, renamed: the recording's bytes from offset 0
+///     progress       8 bytes: bytes landed so far (not flushed; for remainingCapacity)
+///     commit         16 bytes: the committed length, written with O_DSYNC after fdatasync
+struct CaptureJournal: Codable, Sendable, Equatable {
+    var id: String
+    /// Absolute path the recording moves to on finish.
+    var destination: String
+    /// The reserve's size when the capture took it, in bytes: its capacity.
+    var capacityAtStart: Int64
+    /// Alignment of every write, in bytes.
+    var alignment: Int
+    /// Expected bitrate in bits per second, used for "time remaining".
+    var bitrate: Int64
+    /// The engine writing the capture ("io_uring", "io_uring (unregistered buffers)", "pwrite").
+    var engine: String
+    /// Seconds since 1970.
+    var startedAt: Double
+    var pid: Int32
+    /// Set once the recording is placed: the reserve to rebuild, in bytes.
+    var reserveTarget: Int64?
+    /// Where the recording was placed.
+    var placedAt: String?
+
+    static func load(_ path: String) throws -> CaptureJournal {
+        let bytes = try FileSystem.readSmallFile(path)
+        do {
+            return try JSONDecoder().decode(CaptureJournal.self, from: Data(bytes))
+        } catch {
+            throw ProVideoError(.corruptState, "the capture journal \(path) is unreadable (\(error))", path: path)
+        }
+    }
+
+    func save(_ path: String) throws {
+        try FileSystem.replaceDurably(path, with: Array(try JSONEncoder().encode(self)))
+    }
+
+    /// Reads an 8-byte little-endian counter (`progress`), 0 if the file is missing or short.
+    static func readCounter(_ path: String) -> Int64 {
+        guard let bytes = try? FileSystem.readSmallFile(path), bytes.count >= 8 else { return 0 }
+        return Int64(bitPattern: word(bytes, at: 0))
+    }
+
+    private static func word(_ bytes: [UInt8], at start: Int) -> UInt64 {
+        (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[start + $1]) << (8 * $1) }
+    }
+
+    /// Reads the committed length from `commit`: 0 when missing or when its check word does not
+    /// match (a torn write).
+    static func readCommitted(_ path: String) -> Int64 {
+        guard let bytes = try? FileSystem.readSmallFile(path), bytes.count >= 16 else { return 0 }
+        let length = word(bytes, at: 0)
+        let check = word(bytes, at: 8)
+        return check == length ^ commitCheck ? Int64(length) : 0
+    }
+
+    static let commitCheck: UInt64 = 0x5052_4F56_4944_454F
+
+    /// The 16-byte commit record for `length`.
+    static func commitRecord(_ length: Int64, into bytes: UnsafeMutableRawBufferPointer) {
+        bytes.storeBytes(of: UInt64(length).littleEndian, toByteOffset: 0, as: UInt64.self)
+        bytes.storeBytes(of: (UInt64(length) ^ commitCheck).littleEndian, toByteOffset: 8, as: UInt64.self)
+    }
+}

@@ -1,0 +1,285 @@
+import Foundation
+import Glibc
+
+/// Starting, completing, discarding and salvaging captures. Each step is ordered so that a
+/// process killed at any point leaves a state the next `Pool.open` finishes the same way:
+///
+/// 1. start: journal written durably, then `reserve` renamed to `capture/data`.
+/// 2. finish: data flushed and its length committed, then the recording placed (renamed to
+///    the destination, or copied there and verified, or kept in `recordings/`), then the
+///    journal records the reserve to rebuild (`reserveTarget`), then `reserve.new` is grown and
+///    renamed to `reserve`, then `capture/` is removed (the journal last).
+/// A killed capture is salvaged the same way from its last committed length.
+extension Pool {
+    /// Starts a capture that will move its recording to `destination`.
+    /// - Throws: `.busy` (another capture in any process, a resize, a replenish);
+    ///   `.notEnoughSpace` when the remaining capacity is 0; `.invalidDestination` when the
+    ///   destination's directory does not exist, is not a directory or is not writable, or the
+    ///   destination is inside the pool; `.destinationExists`.
+    public func startCapture(to destination: String, options: CaptureOptions = CaptureOptions()) throws -> Capture {
+        let destination = FileSystem.absolute(destination)
+        try checkDestination(destination)
+        let holder = try PoolLock(path: layout.lock)
+        var journal = CaptureJournal(id: Self.newCaptureID(), destination: destination, capacityAtStart: 0,
+                                     alignment: directIOAlignment.io, bitrate: options.bitrate, engine: "starting",
+                                     startedAt: Date().timeIntervalSince1970, pid: getpid(), reserveTarget: nil)
+        try lock.withMutation {
+            let busy = try lock.heldByOthers()
+            guard busy.isEmpty, try holder.tryHold(.capturing) else {
+                throw busyError(busy.union(.capturing), action: "start a capture")
+            }
+            do {
+                if FileSystem.exists(layout.captureDirectory) { try salvageDeadCapture() }
+                journal.capacityAtStart = try reserve(layout.reserve).size()
+                guard journal.capacityAtStart > 0 else {
+                    throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity; run `provideo replenish` "
+                                        + "or `provideo resize`", path: path)
+                }
+                try FileSystem.makeDirectory(layout.captureDirectory)
+                try journal.save(layout.captureJournal)
+                CrashPoint.hit("capture.journaled")
+                try FileSystem.rename(layout.reserve, layout.captureData)
+                try FileSystem.syncDirectory(layout.captureDirectory)
+                try FileSystem.syncDirectory(path)
+            } catch {
+                holder.release(.capturing)
+                throw error
+            }
+        }
+        do {
+            let data = try FileDescriptor.open(layout.captureData, O_RDWR, direct: true)
+            let capture = try Capture(pool: self, journal: journal, busy: holder, data: data, options: options)
+            journal.engine = capture.statistics.engine
+            try journal.save(layout.captureJournal)
+            return capture
+        } catch {
+            try? discardCapture()
+            holder.release(.capturing)
+            throw error
+        }
+    }
+
+    private static func newCaptureID() -> String {
+        String(UInt64(Date().timeIntervalSince1970 * 1000), radix: 36) + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    }
+
+    private func checkDestination(_ destination: String) throws {
+        let directory = FileSystem.parent(of: destination)
+        guard FileSystem.isDirectory(directory) else {
+            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
+                                + "before starting the capture", path: destination)
+        }
+        guard access(directory, W_OK) == 0 else {
+            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) is not writable",
+                                path: destination)
+        }
+        var st = stat()
+        if lstat(destination, &st) == 0 {
+            throw ProVideoError(.destinationExists, "\(destination) already exists; it is never overwritten: choose "
+                                + "another name", path: destination)
+        }
+        if destination == path || destination.hasPrefix(path + "/") {
+            throw ProVideoError(.invalidDestination, "\(destination) is inside the pool directory; choose a destination "
+                                + "outside \(path)", path: destination)
+        }
+    }
+
+    // MARK: Completing
+
+    /// Where a recording went.
+    struct Placement {
+        var path: String
+        /// The reserve to rebuild afterwards, in bytes.
+        var reserveTarget: Int64
+        /// Set when the recording could not reach its destination and stays in the pool.
+        var problem: ProVideoError?
+    }
+
+    /// What to do when the destination exists at the end.
+    enum TakenDestination { case keepInPool, recoveredSibling }
+
+    /// Places the recording (its `length` bytes flushed in `capture/data`), rebuilds the reserve
+    /// and removes the capture's files. Throws the placement's problem after cleaning up.
+    func completeCapture(journal: CaptureJournal, length: Int64, whenTaken: TakenDestination = .keepInPool) throws -> Placement {
+        var journal = journal
+        var placement: Placement
+        if let target = journal.reserveTarget {
+            placement = Placement(path: journal.placedAt ?? journal.destination, reserveTarget: target, problem: nil)
+        } else if FileSystem.exists(layout.captureData) {
+            placement = try placeRecording(journal, length: length, whenTaken: whenTaken)
+            journal.reserveTarget = placement.reserveTarget
+            journal.placedAt = placement.path
+            try journal.save(layout.captureJournal)
+            CrashPoint.hit("finish.placed")
+        } else {
+            // Killed after the rename to the destination, before the journal recorded it.
+            placement = Placement(path: journal.destination,
+                                  reserveTarget: journal.capacityAtStart - reserve(layout.reserve).rounded(length),
+                                  problem: nil)
+        }
+        if FileSystem.exists(layout.captureData) && !FileSystem.exists(layout.newReserve) {
+            // The recording was copied out (or discarded): its allocated file becomes the reserve.
+            try FileSystem.rename(layout.captureData, layout.newReserve)
+        }
+        try rebuildReserve(to: placement.reserveTarget)
+        for file in [layout.captureProgress, layout.captureCommit, layout.captureData, layout.captureJournal + ".tmp",
+                     layout.captureJournal] {
+            try FileSystem.remove(file)
+        }
+        try FileSystem.removeDirectory(layout.captureDirectory)
+        try FileSystem.syncDirectory(path)
+        if let problem = placement.problem { throw problem }
+        return placement
+    }
+
+    /// Discards the capture's recording and gives all of its space back to the reserve.
+    func discardCapture() throws {
+        var journal = try CaptureJournal.load(layout.captureJournal)
+        journal.reserveTarget = journal.capacityAtStart
+        journal.placedAt = nil
+        try journal.save(layout.captureJournal)
+        _ = try completeCapture(journal: journal, length: 0)
+    }
+
+    /// Salvages a capture whose owner died: cuts it to its last committed length, flushes it,
+    /// moves it to its destination (to a sibling name when the destination now exists) and
+    /// returns the unused reserve. Call with the mutation lock held and `capturing` free.
+    func salvageDeadCapture() throws {
+        guard let journal = try? CaptureJournal.load(layout.captureJournal) else {
+            // Killed before the journal was durable: the reserve was never taken.
+            for file in [layout.captureJournal + ".tmp", layout.captureProgress, layout.captureCommit] { try FileSystem.remove(file) }
+            if FileSystem.exists(layout.captureData) && !FileSystem.exists(layout.reserve) {
+                try FileSystem.rename(layout.captureData, layout.reserve)
+            }
+            try FileSystem.removeDirectory(layout.captureDirectory)
+            return
+        }
+        if journal.engine == "starting" && FileSystem.exists(layout.reserve) && !FileSystem.exists(layout.captureData) {
+            // Killed between the journal and taking the reserve.
+            for file in [layout.captureJournal, layout.captureProgress, layout.captureCommit] { try FileSystem.remove(file) }
+            try FileSystem.removeDirectory(layout.captureDirectory)
+            return
+        }
+        let committed = CaptureJournal.readCommitted(layout.captureCommit)
+        if journal.reserveTarget == nil && FileSystem.exists(layout.captureData) {
+            let data = try FileDescriptor.open(layout.captureData, O_RDWR)
+            try data.truncate(committed, calls)
+            try data.sync(calls)
+        }
+        _ = try completeCapture(journal: journal, length: committed, whenTaken: .recoveredSibling)
+    }
+
+    // MARK: Placing the recording
+
+    private func placeRecording(_ journal: CaptureJournal, length: Int64, whenTaken: TakenDestination) throws -> Placement {
+        let destination = journal.destination
+        let directory = FileSystem.parent(of: destination)
+        let moved = journal.capacityAtStart - reserve(layout.reserve).rounded(length)
+        guard FileSystem.isDirectory(directory) else {
+            return try keepInPool(journal, length: length, problem: ProVideoError(
+                .invalidDestination, "the destination's directory \(directory) no longer exists", path: destination))
+        }
+        let sameFilesystem = try FileSystem.facts(directory).dev_major == FileSystem.facts(path).dev_major
+            && FileSystem.facts(directory).dev_minor == FileSystem.facts(path).dev_minor
+        var target = destination
+        if sameFilesystem {
+            let data = try FileDescriptor.open(layout.captureData, O_RDWR)
+            try data.truncate(length, calls)
+            try data.sync(calls)
+            var rc = calls.renameNoReplace(layout.captureData, target)
+            if rc == -EEXIST && whenTaken == .recoveredSibling {
+                target = Self.recoveredName(destination, id: journal.id)
+                rc = calls.renameNoReplace(layout.captureData, target)
+            }
+            if rc == 0 {
+                try FileSystem.syncDirectory(directory)
+                try FileSystem.syncDirectory(layout.captureDirectory)
+                return Placement(path: target, reserveTarget: moved, problem: nil)
+            }
+            if rc != -EXDEV {
+                return try keepInPool(journal, length: length, problem: Self.moveError(rc, destination))
+            }
+            // A bind mount or another mount of the same device: fall through to the copy.
+        }
+        do {
+            let source = try FileDescriptor.open(layout.captureData, O_RDONLY)
+            target = try RecordingCopy.copy(source, length: length, to: destination, tag: journal.id, calls: calls)
+        } catch let error as ProVideoError where error.code == .destinationExists && whenTaken == .recoveredSibling {
+            let source = try FileDescriptor.open(layout.captureData, O_RDONLY)
+            target = try RecordingCopy.copy(source, length: length, to: Self.recoveredName(destination, id: journal.id),
+                                            tag: journal.id, calls: calls)
+        } catch let error as ProVideoError {
+            return try keepInPool(journal, length: length, problem: error)
+        }
+        // The copy is verified and flushed: the pool's file goes back to the reserve whole.
+        return Placement(path: target, reserveTarget: journal.capacityAtStart, problem: nil)
+    }
+
+    private static func moveError(_ rc: Int32, _ destination: String) -> ProVideoError {
+        rc == -EEXIST
+            ? ProVideoError(.destinationExists, "\(destination) appeared while recording; it was not overwritten",
+                            errno: EEXIST, path: destination)
+            : ProVideoError.system("renameat2", errno: -rc, path: destination)
+    }
+
+    /// "take.mov" → "take.recovered-<id>.mov", next to the destination.
+    static func recoveredName(_ destination: String, id: String) -> String {
+        let name = FileSystem.lastComponent(of: destination)
+        let directory = FileSystem.parent(of: destination)
+        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
+            return "\(directory)/\(name[..<dot]).recovered-\(id)\(name[dot...])"
+        }
+        return "\(directory)/\(name).recovered-\(id)"
+    }
+
+    /// Keeps the recording in `recordings/` with a note of where it was meant to go.
+    private func keepInPool(_ journal: CaptureJournal, length: Int64, problem: ProVideoError) throws -> Placement {
+        try FileSystem.makeDirectory(layout.recordings)
+        let kept = layout.recordings + "/\(journal.id)-" + FileSystem.lastComponent(of: journal.destination)
+        let data = try FileDescriptor.open(layout.captureData, O_RDWR)
+        try data.truncate(length, calls)
+        try data.sync(calls)
+        let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message)
+        try note.save(kept + ".json")
+        try FileSystem.rename(layout.captureData, kept)
+        try FileSystem.syncDirectory(layout.recordings)
+        var reported = problem
+        reported.message += "; the recording (\(length) bytes) is kept in the pool at \(kept)"
+        reported.path = kept
+        return Placement(path: kept, reserveTarget: journal.capacityAtStart - reserve(layout.reserve).rounded(length),
+                         problem: reported)
+    }
+
+    /// Grows or shrinks `reserve.new` to `target` bytes (best effort when space is short), then
+    /// renames it to `reserve`.
+    private func rebuildReserve(to target: Int64) throws {
+        let newReserve = reserve(layout.newReserve)
+        let fd = try newReserve.open(create: true, nocow: configuration.storage.isBtrfs)
+        let size = try newReserve.size()
+        if size % newReserve.unit != 0 || size > target {
+            try fd.truncate(min(newReserve.rounded(size), max(target, 0)), calls)
+        }
+        let current = try newReserve.size()
+        if target > current {
+            do {
+                _ = try refill(newReserve, by: target - current)
+            } catch let error as ProVideoError where error.code == .notEnoughSpace {
+                // Best effort: the pool reports the smaller reserve; `replenish` restores it later.
+            }
+        }
+        CrashPoint.hit("finish.reserveRebuilt")
+        try FileSystem.rename(layout.newReserve, layout.reserve)
+    }
+}
+
+/// A recording the pool holds because its destination could not take it.
+struct HeldRecording: Codable, Sendable {
+    var path: String
+    var destination: String
+    var length: Int64
+    var reason: String
+
+    func save(_ file: String) throws {
+        try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)))
+    }
+}

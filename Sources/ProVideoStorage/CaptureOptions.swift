@@ -1,0 +1,54 @@
+/// How a capture writes. Every field has a default; sizes in bytes, times in nanoseconds.
+public struct CaptureOptions: Sendable {
+    /// What `append` does when every buffer is in flight (the disk is behind).
+    public enum OverrunPolicy: Sendable, Equatable {
+        /// Wait for a buffer up to this many nanoseconds, then throw `.overrun`.
+        case wait(nanoseconds: UInt64)
+        /// Throw `.overrun` at once: the recorder drops the frame and keeps going.
+        case fail
+    }
+
+    /// Expected bitrate in bits per second (ProRes 422 HQ 2160p29.97 is ~880,000,000). Sizes
+    /// the buffers when `bufferBudget` is nil and gives "recording time remaining".
+    public var bitrate: Int64
+    /// Total bytes of aligned buffers, allocated at capture start. Default: one second at
+    /// `bitrate`, clamped to 16…256 MiB.
+    public var bufferBudget: Int?
+    /// Bytes per write. Default: 4 MiB rounded to the device's optimal I/O size when it
+    /// reports one (large sequential writes keep the device streaming).
+    public var writeSize: Int?
+    /// How often the committed length is made durable (fdatasync, then the commit record), in
+    /// nanoseconds. 0 commits after every frame that landed. A crash loses at most the frames
+    /// of one interval plus the buffers in flight. Default 1 s.
+    public var durabilityInterval: UInt64
+    /// Default `.wait(nanoseconds: 2 s)`: a recorder that buffers frames upstream rides out a
+    /// disk stall; one that cannot wait uses `.fail` and counts dropped frames.
+    public var overrunPolicy: OverrunPolicy
+    /// Default `.automatic`: io_uring, else pwrite.
+    public var engine: EngineChoice
+
+    public init(bitrate: Int64 = 880_000_000, bufferBudget: Int? = nil, writeSize: Int? = nil,
+                durabilityInterval: UInt64 = 1_000_000_000,
+                overrunPolicy: OverrunPolicy = .wait(nanoseconds: 2_000_000_000),
+                engine: EngineChoice = .automatic) {
+        self.bitrate = bitrate
+        self.bufferBudget = bufferBudget
+        self.writeSize = writeSize
+        self.durabilityInterval = durabilityInterval
+        self.overrunPolicy = overrunPolicy
+        self.engine = engine
+    }
+
+    /// The write size for `alignment` and the device's optimal I/O size (0 when unknown).
+    func resolvedWriteSize(alignment: Int, optimalIOSize: Int) -> Int {
+        let unit = max(alignment, optimalIOSize)
+        let wanted = writeSize ?? (4 << 20)
+        return max((wanted + unit - 1) / unit * unit, unit)
+    }
+
+    /// Number of buffers of `writeSize` bytes: at least 4 so one fills while others are in flight.
+    func bufferCount(writeSize: Int) -> Int {
+        let oneSecond = Int(min(max(bitrate / 8, 16 << 20), 256 << 20))
+        return max((bufferBudget ?? oneSecond) / writeSize, 4)
+    }
+}

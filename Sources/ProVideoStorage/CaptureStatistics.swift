@@ -1,0 +1,27 @@
+/// What a capture did. Byte counts in bytes, latencies in nanoseconds.
+public struct CaptureStatistics: Sendable {
+    /// The engine that wrote the capture.
+    public var engine: String
+    /// Bytes accepted by `append`.
+    public var bytes: Int64 = 0
+    /// Calls to `append` that were accepted.
+    public var frames: Int64 = 0
+    /// Write completions received from the engine.
+    public var writeCompletions: Int64 = 0
+    /// Writes that completed short and were resubmitted from an aligned boundary.
+    public var shortWritesRetried: Int64 = 0
+    /// Appends that found every buffer in flight (they waited or failed, per the policy).
+    public var overruns: Int64 = 0
+    /// Appends refused with `.overrun`.
+    public var overrunFailures: Int64 = 0
+    /// Calls to `write(_:at:)` that patched earlier bytes.
+    public var patches: Int64 = 0
+    /// Durability commits (fdatasync + commit record) completed.
+    public var commits: Int64 = 0
+    /// Time `append` took, from call to return.
+    public var appendLatency = LatencyHistogram()
+    /// Time from a write's submission to its completion.
+    public var completionLatency = LatencyHistogram()
+
+    init(engine: String) { self.engine = engine }
+}

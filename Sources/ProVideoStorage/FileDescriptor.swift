@@ -1,0 +1,165 @@
+import CProVideo
+import Glibc
+
+/// An owned file descriptor, closed on deinit. The thin layer under the pool: each method is
+/// one system call whose failure becomes a `ProVideoError` naming the call and the path.
+final class FileDescriptor {
+    let rawValue: Int32
+    let path: String
+
+    private init(rawValue: Int32, path: String) {
+        self.rawValue = rawValue
+        self.path = path
+    }
+
+    deinit { Glibc.close(rawValue) }
+
+    /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`.
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, direct: Bool = false) throws -> FileDescriptor {
+        let fd = direct ? pv_open_direct(path, flags, mode) : Glibc.open(path, flags | O_CLOEXEC, mode)
+        if fd < 0 {
+            let error = direct ? -fd : Glibc.errno
+            throw ProVideoError.system("open", errno: error, path: path,
+                                       code: error == ENOENT ? .poolNotFound : nil)
+        }
+        return FileDescriptor(rawValue: fd, path: path)
+    }
+
+    /// Facts from statx(2) about the open file's path.
+    func facts() throws -> pv_file_facts { try FileSystem.facts(path) }
+
+    func sync(_ calls: SystemCalls) throws {
+        let rc = calls.fdatasync(rawValue)
+        if rc < 0 { throw ProVideoError.system("fdatasync", errno: -rc, path: path) }
+    }
+
+    func truncate(_ length: Int64, _ calls: SystemCalls) throws {
+        let rc = calls.ftruncate(rawValue, length)
+        if rc < 0 { throw ProVideoError.system("ftruncate", errno: -rc, path: path) }
+    }
+
+    /// Writes all of `bytes` at `offset` with pwrite(2), resuming after short writes.
+    func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64, _ calls: SystemCalls) throws {
+        var done = 0
+        while done < bytes.count {
+            let n = calls.pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, offset + Int64(done))
+            if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
+            if n < 0 { throw ProVideoError.system("pwrite", errno: Int32(-n), path: path) }
+            if n == 0 { throw ProVideoError(.ioError, "pwrite on \(path) wrote 0 bytes", path: path) }
+            done += n
+        }
+    }
+
+    /// Reads up to `buffer.count` bytes at `offset`; returns how many (0 at end of file).
+    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, _ calls: SystemCalls) throws -> Int {
+        while true {
+            let n = calls.pread(rawValue, buffer.baseAddress!, buffer.count, offset)
+            if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
+            if n < 0 { throw ProVideoError.system("pread", errno: Int32(-n), path: path) }
+            return n
+        }
+    }
+}
+
+/// Path-level helpers: existence, directories, durable replacement of small files.
+enum FileSystem {
+    static func facts(_ path: String) throws -> pv_file_facts {
+        var facts = pv_file_facts()
+        let rc = pv_statx(path, &facts)
+        if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path, code: rc == -ENOENT ? .poolNotFound : nil) }
+        return facts
+    }
+
+    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    static func isDirectory(_ path: String) -> Bool {
+        var st = stat()
+        return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
+    }
+
+    static func makeDirectory(_ path: String) throws {
+        if mkdir(path, 0o755) != 0 && Glibc.errno != EEXIST {
+            throw ProVideoError.system("mkdir", errno: Glibc.errno, path: path)
+        }
+    }
+
+    static func remove(_ path: String) throws {
+        if unlink(path) != 0 && Glibc.errno != ENOENT {
+            throw ProVideoError.system("unlink", errno: Glibc.errno, path: path)
+        }
+    }
+
+    static func removeDirectory(_ path: String) throws {
+        if rmdir(path) != 0 && Glibc.errno != ENOENT {
+            throw ProVideoError.system("rmdir", errno: Glibc.errno, path: path)
+        }
+    }
+
+    /// rename(2), replacing the target (used only for the pool's own files).
+    static func rename(_ from: String, _ to: String) throws {
+        if Glibc.rename(from, to) != 0 { throw ProVideoError.system("rename", errno: Glibc.errno, path: from) }
+    }
+
+    /// fsync(2) on a directory, so that a rename or create in it survives a power cut.
+    static func syncDirectory(_ path: String) throws {
+        let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+        if fsync(fd.rawValue) != 0 { throw ProVideoError.system("fsync", errno: Glibc.errno, path: path) }
+    }
+
+    static func parent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "." }
+        return slash == path.startIndex ? "/" : String(path[..<slash])
+    }
+
+    static func lastComponent(of path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return path }
+        return String(path[path.index(after: slash)...])
+    }
+
+    /// Makes `path` absolute against the working directory and removes `.`, `..` and empty
+    /// components, without following symbolic links.
+    static func absolute(_ path: String) -> String {
+        var base = path.hasPrefix("/") ? "" : currentDirectory()
+        base += "/" + path
+        var parts: [Substring] = []
+        for part in base.split(separator: "/") {
+            if part == "." { continue }
+            if part == ".." { _ = parts.popLast(); continue }
+            parts.append(part)
+        }
+        return "/" + parts.joined(separator: "/")
+    }
+
+    static func currentDirectory() -> String {
+        guard let cwd = getcwd(nil, 0) else { return "/" }
+        defer { free(cwd) }
+        return String(cString: cwd)
+    }
+
+    /// Reads a whole small file.
+    static func readSmallFile(_ path: String) throws -> [UInt8] {
+        let fd = try FileDescriptor.open(path, O_RDONLY)
+        var result: [UInt8] = []
+        var chunk = [UInt8](repeating: 0, count: 65536)
+        var offset: Int64 = 0
+        while true {
+            let n = try chunk.withUnsafeMutableBytes { try fd.read(into: $0, at: offset, .live) }
+            if n == 0 { return result }
+            result += chunk[0..<n]
+            offset += Int64(n)
+        }
+    }
+
+    /// Replaces `path` with `bytes` crash-consistently: write a temporary file, flush it,
+    /// rename it over `path`, flush the directory. A reader sees the old or the new content.
+    static func replaceDurably(_ path: String, with bytes: [UInt8]) throws {
+        let temporary = path + ".tmp"
+        do {
+            let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC)
+            try bytes.withUnsafeBytes { try fd.writeAll($0, at: 0, .live) }
+            if fsync(fd.rawValue) != 0 { throw ProVideoError.system("fsync", errno: Glibc.errno, path: temporary) }
+        }
+        try rename(temporary, path)
+        try syncDirectory(parent(of: path))
+    }
+}

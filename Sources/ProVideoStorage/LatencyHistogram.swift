@@ -1,0 +1,64 @@
+/// A fixed-size log-linear histogram of durations in nanoseconds: 8 sub-buckets per power of
+/// two, so a percentile is reported within 12.5 % of the true value. All memory is allocated
+/// at creation; `record` never allocates (it runs on the capture's append path).
+public struct LatencyHistogram: Sendable {
+    private static let subBuckets = 8
+    private var counts = [UInt64](repeating: 0, count: 64 * 8)
+    public private(set) var count: UInt64 = 0
+    public private(set) var maximum: UInt64 = 0
+
+    public init() {}
+
+    private static func index(_ value: UInt64) -> Int {
+        if value < UInt64(subBuckets) { return Int(value) }
+        let exponent = 63 - value.leadingZeroBitCount
+        let mantissa = Int(value >> UInt64(exponent - 3)) & (subBuckets - 1)
+        return (exponent - 2) * subBuckets + mantissa
+    }
+
+    /// The largest value that falls in bucket `index`.
+    private static func upperBound(_ index: Int) -> UInt64 {
+        if index < subBuckets { return UInt64(index) }
+        let exponent = index / subBuckets + 2
+        let mantissa = UInt64(index % subBuckets)
+        return ((UInt64(subBuckets) + mantissa + 1) << UInt64(exponent - 3)) - 1
+    }
+
+    public mutating func record(_ nanoseconds: UInt64) {
+        counts[Self.index(nanoseconds)] += 1
+        count += 1
+        maximum = max(maximum, nanoseconds)
+    }
+
+    /// The value at quantile `q` (0…1), in nanoseconds; 0 when empty. Never above `maximum`.
+    public func percentile(_ q: Double) -> UInt64 {
+        guard count > 0 else { return 0 }
+        let rank = max(UInt64((q * Double(count)).rounded(.up)), 1)
+        var seen: UInt64 = 0
+        for (index, bucket) in counts.enumerated() where bucket > 0 {
+            seen += bucket
+            if seen >= rank { return min(Self.upperBound(index), maximum) }
+        }
+        return maximum
+    }
+
+    /// p50, p99, p99.9 and max, in nanoseconds.
+    public var summary: LatencySummary {
+        LatencySummary(p50: percentile(0.5), p99: percentile(0.99), p999: percentile(0.999), max: maximum)
+    }
+}
+
+/// Latency percentiles in nanoseconds.
+public struct LatencySummary: Codable, Sendable, Equatable {
+    public var p50: UInt64
+    public var p99: UInt64
+    public var p999: UInt64
+    public var max: UInt64
+
+    public init(p50: UInt64, p99: UInt64, p999: UInt64, max: UInt64) {
+        self.p50 = p50
+        self.p99 = p99
+        self.p999 = p999
+        self.max = max
+    }
+}

@@ -1,0 +1,316 @@
+import CProVideo
+import Foundation
+import Glibc
+
+/// A pool: a system-wide, preallocated reserve of storage on one filesystem, shared by every
+/// recorder process on the machine (Apple: "Pro Video Storage", `AVProVideoStorage`).
+///
+/// Every process that opens the same directory sees the same `initialCapacity`,
+/// `remainingCapacity()` and `busyReasons()`: the state lives in the pool's files and locks,
+/// not in memory. Opening a pool repairs what a killed process left behind (see `repair()`).
+public final class Pool {
+    /// The pool's directory, absolute.
+    public let path: String
+    let layout: PoolLayout
+    let lock: PoolLock
+    let calls: SystemCalls
+    var configuration: PoolConfiguration
+
+    /// Where a pool lives when neither `--pool` nor `PROVIDEO_POOL` says otherwise.
+    public static let defaultPath = "/var/lib/provideo"
+
+    /// The pool path to use: `explicit`, else `PROVIDEO_POOL`, else `defaultPath`.
+    public static func resolvePath(_ explicit: String?,
+                                   environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
+        FileSystem.absolute(explicit ?? environment["PROVIDEO_POOL"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath)
+    }
+
+    private init(path: String, configuration: PoolConfiguration, calls: SystemCalls) throws {
+        self.path = path
+        self.layout = PoolLayout(directory: path)
+        self.lock = try PoolLock(path: layout.lock)
+        self.calls = calls
+        self.configuration = configuration
+    }
+
+    // MARK: Support
+
+    /// Whether `directory`'s filesystem and kernel can host a pool: direct I/O really bypasses
+    /// the page cache there (proven by a probe write, see `DirectIOProbe`) and fallocate works.
+    public static func isSupported(at directory: String) -> Bool {
+        unsupportedReason(at: directory) == nil
+    }
+
+    /// Why `directory` cannot host a pool, or nil when it can.
+    public static func unsupportedReason(at directory: String) -> String? {
+        do {
+            return DirectIOProbe.reasonUnsupported(directory: FileSystem.absolute(directory),
+                                                   facts: try StorageFacts.read(directory))
+        } catch { return "\(error)" }
+    }
+
+    // MARK: Create, open, destroy
+
+    /// Creates a pool in `path` (created if missing; its parent must exist) with a reserve of
+    /// `capacity` bytes, rounded up to the allocation unit.
+    /// - Parameters:
+    ///   - zeroFill: also write the reserve once with zeros, so captures overwrite written
+    ///     extents instead of converting unwritten ones.
+    ///   - progress: called with (bytes done, bytes total) while zero-filling.
+    /// - Throws: `.poolExists`, `.unsupported` (with the reason), `.invalidArgument` for a
+    ///   capacity ≤ 0 or a path that is not a directory, `.notEnoughSpace`, `.ioError`.
+    public static func create(at path: String, capacity: Int64, zeroFill: Bool = false,
+                              progress: ((Int64, Int64) -> Void)? = nil,
+                              systemCalls: SystemCalls = .live) throws -> Pool {
+        let path = FileSystem.absolute(path)
+        guard capacity > 0 else {
+            throw ProVideoError(.invalidArgument, "the capacity must be more than 0 bytes")
+        }
+        if FileSystem.exists(path) && !FileSystem.isDirectory(path) {
+            throw ProVideoError(.invalidArgument, "\(path) exists and is not a directory", path: path)
+        }
+        let layout = PoolLayout(directory: path)
+        if FileSystem.exists(layout.configuration) {
+            throw ProVideoError(.poolExists, "a pool already exists at \(path); use `provideo resize` to change "
+                                + "its capacity or `provideo destroy` first", path: path)
+        }
+        guard FileSystem.isDirectory(FileSystem.parent(of: path)) else {
+            throw ProVideoError(.invalidArgument, "the parent directory of \(path) does not exist", path: path)
+        }
+        let storage = try StorageFacts.read(FileSystem.parent(of: path))
+        if let reason = DirectIOProbe.reasonUnsupported(directory: FileSystem.parent(of: path), facts: storage) {
+            throw ProVideoError(.unsupported, "cannot create a pool at \(path): \(reason)", path: path)
+        }
+        try FileSystem.makeDirectory(path)
+        if storage.isBtrfs {
+            // Files created in the directory inherit NOCOW, so the reserve is NOCOW from birth.
+            let directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+            let rc = pv_set_nocow(directory.rawValue)
+            if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_SETFLAGS, FS_NOCOW_FL)", errno: -rc, path: path) }
+        }
+        let configuration = PoolConfiguration(format: PoolConfiguration.currentFormat, initialCapacity: 0,
+                                              storage: storage, zeroFilled: zeroFill)
+        let pool = try Pool(path: path, configuration: configuration, calls: systemCalls)
+        try pool.lock.withMutation {
+            // Another process may have won the race, or a killed create left files behind: only
+            // pool.json marks a pool, so anything else here without it is ours to discard.
+            if FileSystem.exists(layout.configuration) {
+                throw ProVideoError(.poolExists, "a pool already exists at \(path)", path: path)
+            }
+            try FileSystem.remove(layout.reserve)
+            try FileSystem.remove(layout.newReserve)
+            let reserve = pool.reserve(layout.newReserve)
+            let size = reserve.rounded(capacity)
+            let fd = try reserve.open(create: true, nocow: storage.isBtrfs)
+            try reserve.grow(fd, from: 0, to: size)
+            CrashPoint.hit("create.allocated")
+            if zeroFill { try reserve.zeroFill(from: 0, to: size, alignment: storage.directIOAlignment.io, progress: progress) }
+            try FileSystem.rename(layout.newReserve, layout.reserve)
+            pool.configuration.initialCapacity = size
+            try pool.configuration.save(layout.configuration)
+        }
+        return pool
+    }
+
+    /// Opens the pool at `path` (see `resolvePath(_:environment:)`), then repairs what a killed
+    /// process left behind.
+    /// - Throws: `.poolNotFound` (with the command that creates one), `.invalidArgument` when
+    ///   the path is a file, `.corruptState` for an unreadable or newer `pool.json`.
+    public static func open(at path: String? = nil, systemCalls: SystemCalls = .live) throws -> Pool {
+        let path = resolvePath(path)
+        if FileSystem.exists(path) && !FileSystem.isDirectory(path) {
+            throw ProVideoError(.invalidArgument, "\(path) is a file, not a pool directory", path: path)
+        }
+        let layout = PoolLayout(directory: path)
+        guard FileSystem.exists(layout.configuration) else {
+            throw ProVideoError(.poolNotFound, "no pool at \(path); create one with "
+                                + "`provideo --pool \(path) create --capacity 64G`", path: path)
+        }
+        let pool = try Pool(path: path, configuration: try PoolConfiguration.load(layout.configuration),
+                            calls: systemCalls)
+        try pool.repair()
+        return pool
+    }
+
+    /// Removes the pool and its reserve.
+    /// - Throws: `.busy` naming the reasons; `.invalidArgument` while the pool still holds
+    ///   recordings (they are never deleted by destroy).
+    public func destroy() throws {
+        try lock.withMutation {
+            let busy = try lock.heldByOthers()
+            guard busy.isEmpty else { throw busyError(busy, action: "destroy the pool") }
+            let held = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
+            guard held.isEmpty else {
+                throw ProVideoError(.invalidArgument, "the pool still holds \(held.count) recording(s) in "
+                                    + "\(layout.recordings); move them out, then destroy the pool", path: path)
+            }
+            if FileSystem.exists(layout.captureDirectory) { try salvageDeadCapture() }
+            try FileSystem.remove(layout.configuration)
+            try FileSystem.syncDirectory(path)
+            for file in [layout.reserve, layout.newReserve, layout.configuration + ".tmp"] { try FileSystem.remove(file) }
+            try FileSystem.removeDirectory(layout.recordings)
+        }
+        try FileSystem.remove(layout.lock)
+        try? FileSystem.removeDirectory(path)
+    }
+
+    // MARK: State
+
+    /// The size the administrator chose, in bytes.
+    public var initialCapacity: Int64 { configuration.initialCapacity }
+
+    /// The alignment of every direct write into the pool, in bytes.
+    public var directIOAlignment: DirectIOAlignment { configuration.storage.directIOAlignment }
+
+    /// Bytes a capture can still write: the reserve's size, less what a running capture has
+    /// written. The same number in every process; a capture publishes its progress as each
+    /// write completes.
+    public func remainingCapacity() throws -> Int64 {
+        if let journal = try? CaptureJournal.load(layout.captureJournal) {
+            let landed = CaptureJournal.readCounter(layout.captureProgress)
+            return max(journal.capacityAtStart - reserve(layout.reserve).rounded(landed), 0)
+        }
+        return try reserve(layout.reserve).size()
+    }
+
+    /// What the pool is doing now, as seen from every process.
+    public func busyReasons() throws -> BusyReasons { try lock.heldByOthers() }
+
+    /// A snapshot of everything `provideo status` shows.
+    public func status() throws -> PoolStatus {
+        let reserveFile = reserve(layout.reserve)
+        let journal = try? CaptureJournal.load(layout.captureJournal)
+        var allocated = try reserveFile.allocatedBytes()
+        var capture: PoolStatus.Capture?
+        if let journal {
+            if FileSystem.exists(layout.captureData) {
+                allocated += Int64(try FileSystem.facts(layout.captureData).allocated_bytes)
+            }
+            capture = PoolStatus.Capture(destination: journal.destination, engine: journal.engine,
+                                         bytesWritten: CaptureJournal.readCounter(layout.captureProgress),
+                                         committedBytes: CaptureJournal.readCommitted(layout.captureCommit),
+                                         bitrate: journal.bitrate, pid: journal.pid)
+        }
+        let remaining = try remainingCapacity()
+        let storage = configuration.storage
+        return PoolStatus(
+            path: path, initialCapacity: initialCapacity, remainingCapacity: remaining,
+            busyReasons: try busyReasons().names, filesystem: storage.filesystem,
+            directIOAlignment: storage.directIOAlignment, device: storage.device,
+            reservedBytesOnDisk: allocated, zeroFilled: configuration.zeroFilled,
+            engine: journal?.engine ?? WriteEngineFactory.availableEngineName(),
+            recordingSecondsRemaining: journal.flatMap { $0.bitrate > 0 ? Double(remaining) * 8 / Double($0.bitrate) : nil },
+            capture: capture)
+    }
+
+    // MARK: Resize and replenish
+
+    /// Sets `initialCapacity` to `capacity` bytes (rounded up to the allocation unit) and
+    /// grows or shrinks the reserve to it. Busy reason `adjustingCapacity` while it runs.
+    /// - Returns: the new capacity in bytes.
+    /// - Throws: `.busy`; `.notEnoughSpace` with the missing bytes, the reserve left exactly as
+    ///   it was; `.invalidArgument` for a capacity ≤ 0.
+    @discardableResult
+    public func resize(to capacity: Int64) throws -> Int64 {
+        guard capacity > 0 else { throw ProVideoError(.invalidArgument, "the capacity must be more than 0 bytes") }
+        return try whileBusy(.adjustingCapacity, action: "resize the pool") {
+            let reserve = reserve(layout.reserve)
+            let target = reserve.rounded(capacity)
+            let current = try reserve.size()
+            let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
+            if target > current {
+                try reserve.grow(fd, from: current, to: target)
+            } else if target < current {
+                try fd.truncate(target, calls)
+            }
+            CrashPoint.hit("resize.allocated")
+            configuration.initialCapacity = target
+            try configuration.save(layout.configuration)
+            return target
+        }
+    }
+
+    /// Restores the reserve toward `initialCapacity` from the filesystem's free space, best
+    /// effort: it may add less than was missing, and the result says so. Busy reason
+    /// `replenishing` while it runs.
+    /// - Throws: `.notEnoughSpace` when it could add nothing; `.busy`.
+    @discardableResult
+    public func replenishCapacity() throws -> ReplenishResult {
+        try whileBusy(.replenishing, action: "replenish the pool") {
+            let reserve = reserve(layout.reserve)
+            let before = try reserve.size()
+            let added = try refill(reserve, by: configuration.initialCapacity - before)
+            return ReplenishResult(added: added, missing: max(configuration.initialCapacity - before - added, 0),
+                                   remainingCapacity: before + added)
+        }
+    }
+
+    /// Grows `reserve` by up to `wanted` bytes: all of it if it fits, else what the filesystem's
+    /// free space allows, trying smaller amounts a bounded number of times (each failed try is
+    /// rolled back exactly, so retries never eat the disk).
+    /// - Returns: the bytes added.
+    func refill(_ reserve: Reserve, by wanted: Int64) throws -> Int64 {
+        guard wanted > 0 else { return 0 }
+        let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
+        let start = try reserve.size()
+        var attempt = reserve.rounded(wanted)
+        var lastError: ProVideoError?
+        for _ in 0..<8 where attempt > 0 {
+            do {
+                try reserve.grow(fd, from: start, to: start + attempt)
+                return attempt
+            } catch let error as ProVideoError where error.code == .notEnoughSpace {
+                lastError = error
+                let available = try StorageFacts.availableBytes(path)
+                attempt = min(attempt / 2, available - available % reserve.unit)
+            }
+        }
+        throw ProVideoError(.notEnoughSpace, "the filesystem has no space to add to the reserve "
+                            + "(\(lastError?.message ?? "nothing free")); free some space and run "
+                            + "`provideo replenish` again", errno: ENOSPC, path: path)
+    }
+
+    // MARK: Internals
+
+    func reserve(_ file: String) -> Reserve {
+        let storage = configuration.storage
+        return Reserve(path: file, calls: calls, unit: Int64(max(storage.directIOAlignment.io, storage.blockSize)))
+    }
+
+    func busyError(_ busy: BusyReasons, action: String) -> ProVideoError {
+        ProVideoError(.busy, "cannot \(action): the pool is busy (\(busy)); wait for it to finish and try again",
+                      path: path)
+    }
+
+    /// Runs `body` holding `reason`, after checking under the mutation lock that nothing else
+    /// is running: of two processes that start at once, exactly one gets in.
+    func whileBusy<T>(_ reason: BusyReasons, action: String, _ body: () throws -> T) throws -> T {
+        let holder = try PoolLock(path: layout.lock)
+        try lock.withMutation {
+            let busy = try lock.heldByOthers()
+            guard busy.isEmpty, try holder.tryHold(reason) else { throw busyError(busy.union(reason), action: action) }
+        }
+        defer { holder.release(reason) }
+        return try body()
+    }
+
+    /// Repairs what a killed process left: salvages a capture whose owner is gone, discards a
+    /// half-built reserve, frees blocks a killed grow left past the reserve's end.
+    func repair() throws {
+        try lock.withMutation {
+            guard try lock.heldByOthers().isEmpty else { return }
+            if FileSystem.exists(layout.captureDirectory) { try salvageDeadCapture() }
+            try FileSystem.remove(layout.newReserve)
+            try reserve(layout.reserve).trimPastEnd()
+        }
+    }
+}
+
+/// The outcome of `Pool.replenishCapacity()`, in bytes.
+public struct ReplenishResult: Codable, Sendable, Equatable {
+    /// Bytes added to the reserve.
+    public var added: Int64
+    /// Bytes still missing to reach `initialCapacity` (0 when fully restored).
+    public var missing: Int64
+    public var remainingCapacity: Int64
+}

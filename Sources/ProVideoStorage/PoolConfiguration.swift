@@ -1,0 +1,38 @@
+import Foundation
+
+/// The pool's durable configuration, stored as `pool.json`.
+struct PoolConfiguration: Codable, Sendable, Equatable {
+    static let currentFormat = 1
+
+    var format: Int
+    /// The size the administrator chose, in bytes.
+    var initialCapacity: Int64
+    /// The facts measured when the pool was created.
+    var storage: StorageFacts
+    /// Whether the reserve was written with zeros once at creation (`create --zero`).
+    var zeroFilled: Bool
+
+    static func load(_ path: String) throws -> PoolConfiguration {
+        let bytes = try FileSystem.readSmallFile(path)
+        let configuration: PoolConfiguration
+        do {
+            configuration = try JSONDecoder().decode(PoolConfiguration.self, from: Data(bytes))
+        } catch {
+            throw ProVideoError(.corruptState,
+                                "the pool state file \(path) is unreadable (\(error)); restore it from a backup "
+                                + "or remove the pool directory and create the pool again", path: path)
+        }
+        if configuration.format > currentFormat {
+            throw ProVideoError(.corruptState,
+                                "the pool at \(path) has format \(configuration.format), newer than this "
+                                + "version understands (\(currentFormat)); use a newer provideo", path: path)
+        }
+        return configuration
+    }
+
+    func save(_ path: String) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        try FileSystem.replaceDurably(path, with: Array(try encoder.encode(self)))
+    }
+}

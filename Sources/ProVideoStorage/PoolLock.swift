@@ -1,0 +1,51 @@
+import CProVideo
+import Glibc
+
+/// The pool's lock file. Byte 0 serializes short state changes between processes; bytes 1…3
+/// are the busy reasons, each held with an OFD lock (fcntl(2) `F_OFD_SETLK`) by the process
+/// doing that work for as long as it runs. OFD locks belong to an open file description, so
+/// they conflict between two opens in one process too, and the kernel drops them when their
+/// owner dies: a free busy byte is proof the owner is gone, never a guess from a pid.
+final class PoolLock {
+    private let file: FileDescriptor
+    private static let mutationByte: Int64 = 0
+
+    init(path: String) throws {
+        file = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o644)
+    }
+
+    private static func byte(_ reason: BusyReasons) -> Int64 {
+        Int64(reason.rawValue.trailingZeroBitCount) + 1
+    }
+
+    /// Runs `body` while holding the mutation lock, waiting for it if another process has it.
+    func withMutation<T>(_ body: () throws -> T) throws -> T {
+        let rc = pv_ofd_lock(file.rawValue, Self.mutationByte, 1, 1)
+        if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_SETLKW)", errno: -rc, path: file.path) }
+        defer { _ = pv_ofd_unlock(file.rawValue, Self.mutationByte, 1) }
+        return try body()
+    }
+
+    /// The reasons whose byte another open file description holds.
+    func heldByOthers() throws -> BusyReasons {
+        var reasons: BusyReasons = []
+        for (reason, _) in BusyReasons.all {
+            let rc = pv_ofd_is_locked(file.rawValue, Self.byte(reason), 1)
+            if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_GETLK)", errno: -rc, path: file.path) }
+            if rc == 1 { reasons.insert(reason) }
+        }
+        return reasons
+    }
+
+    /// Takes `reason`'s byte on this open file description; false if another holds it.
+    func tryHold(_ reason: BusyReasons) throws -> Bool {
+        let rc = pv_ofd_lock(file.rawValue, Self.byte(reason), 1, 0)
+        if rc == -EAGAIN { return false }
+        if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_SETLK)", errno: -rc, path: file.path) }
+        return true
+    }
+
+    func release(_ reason: BusyReasons) {
+        _ = pv_ofd_unlock(file.rawValue, Self.byte(reason), 1)
+    }
+}

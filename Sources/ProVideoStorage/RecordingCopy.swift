@@ -1,0 +1,88 @@
+import CProVideo
+import Glibc
+
+/// Copies a recording to a destination on another filesystem (rename(2) fails there with
+/// `EXDEV`). The copy goes to a hidden temporary name beside the destination with
+/// copy_file_range(2), resuming exactly where a partial copy stopped and asking only for the
+/// bytes still left; if copy_file_range fails it goes on with read/write from the same
+/// offset. The copy is flushed and checked (length and SHA-256 against the source) before it
+/// is renamed to the destination with `RENAME_NOREPLACE`, so no partial file is ever visible
+/// at the destination path.
+enum RecordingCopy {
+    static let chunk = 1 << 20
+
+    /// - Returns: the destination path.
+    /// - Throws: `.destinationExists` (nothing is overwritten), `.ioError` when a copy step
+    ///   or the verification fails. The temporary file is removed on every failure.
+    static func copy(_ source: FileDescriptor, length: Int64, to destination: String, tag: String,
+                     calls: SystemCalls) throws -> String {
+        let directory = FileSystem.parent(of: destination)
+        let temporary = "\(directory)/.\(FileSystem.lastComponent(of: destination)).provideo-\(tag).partial"
+        do {
+            let target = try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+            try transfer(source, to: target, length: length, calls: calls)
+            if fsync(target.rawValue) != 0 { throw ProVideoError.system("fsync", errno: errno, path: temporary) }
+            let copied = Int64(try FileSystem.facts(temporary).size)
+            guard copied == length else {
+                throw ProVideoError(.ioError, "the copy at \(temporary) has \(copied) bytes, expected \(length)", path: temporary)
+            }
+            guard try digest(source, length: length, calls: calls) == digest(target, length: length, calls: calls) else {
+                throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256)", path: temporary)
+            }
+            let rc = calls.renameNoReplace(temporary, destination)
+            if rc == -EEXIST {
+                throw ProVideoError(.destinationExists, "\(destination) appeared while recording; it was not overwritten",
+                                    errno: EEXIST, path: destination)
+            }
+            if rc < 0 { throw ProVideoError.system("renameat2", errno: -rc, path: destination) }
+            try FileSystem.syncDirectory(directory)
+            return destination
+        } catch {
+            unlink(temporary)
+            throw error
+        }
+    }
+
+    /// Copies bytes [0, length) from `source` to the same offsets of `target`.
+    static func transfer(_ source: FileDescriptor, to target: FileDescriptor, length: Int64, calls: SystemCalls) throws {
+        var offset: Int64 = 0
+        var kernelCopy = true
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        while offset < length {
+            if kernelCopy {
+                let n = calls.copyFileRange(source.rawValue, offset, target.rawValue, offset, Int(length - offset))
+                if n > 0 { offset += Int64(n); continue }
+                if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
+                // 0 before the end, EXDEV, EINVAL, ENOSYS, EOPNOTSUPP, EIO…: go on by hand.
+                kernelCopy = false
+                continue
+            }
+            let want = Int(min(Int64(chunk), length - offset))
+            let n = try buffer.withUnsafeMutableBytes {
+                try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
+            }
+            guard n > 0 else { throw ProVideoError(.ioError, "\(source.path) ended at \(offset) of \(length) bytes", path: source.path) }
+            try buffer.withUnsafeBytes { try target.writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<n]), at: offset, calls) }
+            offset += Int64(n)
+        }
+    }
+
+    /// SHA-256 of bytes [0, length) of `file`.
+    static func digest(_ file: FileDescriptor, length: Int64, calls: SystemCalls) throws -> [UInt8] {
+        guard let context = pv_sha256_new() else { throw ProVideoError(.ioError, "cannot allocate a SHA-256 context") }
+        var buffer = [UInt8](repeating: 0, count: chunk)
+        var offset: Int64 = 0
+        while offset < length {
+            let want = Int(min(Int64(chunk), length - offset))
+            let n = try buffer.withUnsafeMutableBytes {
+                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
+            }
+            if n == 0 { break }
+            buffer.withUnsafeBytes { pv_sha256_update(context, $0.baseAddress, n) }
+            offset += Int64(n)
+        }
+        var result = [UInt8](repeating: 0, count: 32)
+        pv_sha256_finish(context, &result)
+        return result
+    }
+}

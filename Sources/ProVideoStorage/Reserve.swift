@@ -1,0 +1,93 @@
+import CProVideo
+import Glibc
+
+/// The reserve file: preallocated with fallocate(2), its size is the capacity a capture can
+/// use. Grows allocate only the new range (on btrfs, fallocate over an allocated range reserves
+/// the whole length again), and a failed grow is rolled back exactly.
+struct Reserve {
+    let path: String
+    let calls: SystemCalls
+    /// The unit every reserve size is rounded to: the pool's direct-I/O alignment and the
+    /// filesystem block size, whichever is larger.
+    let unit: Int64
+
+    /// The reserve's size in bytes, 0 when there is no reserve file.
+    func size() throws -> Int64 {
+        guard FileSystem.exists(path) else { return 0 }
+        return Int64(try FileSystem.facts(path).size)
+    }
+
+    /// Bytes the filesystem really allocated for the reserve (`st_blocks` × 512).
+    func allocatedBytes() throws -> Int64 {
+        guard FileSystem.exists(path) else { return 0 }
+        return Int64(try FileSystem.facts(path).allocated_bytes)
+    }
+
+    func rounded(_ bytes: Int64) -> Int64 { (bytes + unit - 1) / unit * unit }
+
+    func open(create: Bool = false, nocow: Bool) throws -> FileDescriptor {
+        let fd = try FileDescriptor.open(path, O_RDWR | (create ? O_CREAT : 0), mode: 0o600)
+        // FS_NOCOW_FL only takes effect on an empty file; the pool directory carries it too, so
+        // files created in it inherit it. Filesystems without the flag answer ENOTTY.
+        if nocow { _ = pv_set_nocow(fd.rawValue) }
+        return fd
+    }
+
+    /// Extends the reserve from its current size to `newSize` bytes.
+    /// - Throws: `.notEnoughSpace` saying how many bytes were missing, after putting the file's
+    ///   size and allocated blocks back exactly as they were; `.ioError` for other failures.
+    func grow(_ fd: FileDescriptor, from oldSize: Int64, to newSize: Int64) throws {
+        precondition(newSize > oldSize && newSize % unit == 0)
+        let rc = calls.fallocate(fd.rawValue, false, oldSize, newSize - oldSize)
+        if rc == 0 { return }
+        try rollBack(fd, to: oldSize)
+        if rc == -ENOSPC || rc == -EDQUOT {
+            let available = (try? StorageFacts.availableBytes(FileSystem.parent(of: path))) ?? 0
+            let needed = newSize - oldSize
+            throw ProVideoError(.notEnoughSpace,
+                                "the filesystem cannot allocate \(ByteFormat.human(needed)) for the reserve: "
+                                + "\(ByteFormat.human(available)) free, \(ByteFormat.human(max(needed - available, 0))) "
+                                + "(\(max(needed - available, 0)) bytes) missing; nothing was changed",
+                                errno: -rc, path: path)
+        }
+        throw ProVideoError.system("fallocate", errno: -rc, path: path)
+    }
+
+    /// Puts the file back to `size` bytes and frees every block past it, including blocks a
+    /// failed fallocate kept past end of file (XFS does). A shrink is what makes every
+    /// filesystem free blocks past the new end, so the file is first made one byte longer.
+    func rollBack(_ fd: FileDescriptor, to size: Int64) throws {
+        try fd.truncate(size + 1, calls)
+        try fd.truncate(size, calls)
+    }
+
+    /// Frees blocks allocated past the end of the file, left by a grow that was killed.
+    func trimPastEnd() throws {
+        guard FileSystem.exists(path) else { return }
+        let facts = try FileSystem.facts(path)
+        let blockSize = Int64(max(facts.block_size, 512))
+        let needed = (Int64(facts.size) + blockSize - 1) / blockSize * blockSize
+        if Int64(facts.allocated_bytes) > needed {
+            try rollBack(try open(nocow: false), to: Int64(facts.size))
+        }
+    }
+
+    /// Writes zeros over [from, to) with direct I/O so later captures overwrite written extents
+    /// (`create --zero`). `progress` gets (bytes done, bytes total).
+    func zeroFill(from: Int64, to: Int64, alignment: Int, progress: ((Int64, Int64) -> Void)?) throws {
+        let chunk = 8 << 20
+        guard let buffer = AlignedBuffer(length: chunk, alignment: alignment) else {
+            throw ProVideoError(.ioError, "cannot allocate \(chunk) bytes for zero-filling")
+        }
+        buffer.bytes.initializeMemory(as: UInt8.self, repeating: 0)
+        let fd = try FileDescriptor.open(path, O_WRONLY, direct: true)
+        var offset = from
+        while offset < to {
+            let length = Int(min(Int64(chunk), to - offset))
+            try fd.writeAll(UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<length]), at: offset, calls)
+            offset += Int64(length)
+            progress?(offset - from, to - from)
+        }
+        try fd.sync(calls)
+    }
+}

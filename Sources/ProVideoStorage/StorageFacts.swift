@@ -1,0 +1,118 @@
+import CProVideo
+import Glibc
+
+/// Alignment that `O_DIRECT` requires, in bytes.
+public struct DirectIOAlignment: Codable, Sendable, Equatable {
+    /// Alignment of the memory buffer address and length.
+    public var memory: Int
+    /// Alignment of the file offset and length.
+    public var offset: Int
+
+    public init(memory: Int, offset: Int) {
+        self.memory = memory
+        self.offset = offset
+    }
+
+    /// The alignment every write of the pool uses: the larger of the two.
+    public var io: Int { max(memory, offset) }
+}
+
+/// The block device under a filesystem, as libblkid reports it (`blkid_probe_get_topology`).
+/// All sizes in bytes; 0 where the filesystem has no single block device (tmpfs, overlayfs).
+public struct DeviceTopology: Codable, Sendable, Equatable {
+    public var path: String?
+    public var logicalSectorSize: Int
+    public var physicalSectorSize: Int
+    public var minimumIOSize: Int
+    public var optimalIOSize: Int
+
+    public static let unknown = DeviceTopology(path: nil, logicalSectorSize: 0, physicalSectorSize: 0,
+                                               minimumIOSize: 0, optimalIOSize: 0)
+}
+
+/// What the kernel reports about the filesystem holding a directory.
+public struct StorageFacts: Codable, Sendable, Equatable {
+    /// The filesystem type as /proc/self/mountinfo names it ("ext4", "xfs", "btrfs", …).
+    public var filesystem: String
+    /// statfs(2) `f_type`.
+    public var filesystemMagic: Int64
+    /// The filesystem's preferred block size (`stx_blksize`).
+    public var blockSize: Int
+    /// What `statx(STATX_DIOALIGN)` reported; `nil` where the filesystem leaves it clear
+    /// (btrfs and tmpfs on Linux 6.18).
+    public var reportedAlignment: DirectIOAlignment?
+    /// The alignment the pool uses: the reported one, else the device's logical sector size
+    /// and the filesystem block size, whichever is larger (never a constant).
+    public var directIOAlignment: DirectIOAlignment
+    public var device: DeviceTopology
+
+    /// tmpfs and ramfs (statfs(2) magic numbers from linux/magic.h) hold files in the page cache.
+    static let memoryFilesystems: [Int64: String] = [0x0102_1994: "tmpfs", 0x8584_58f6: "ramfs"]
+    static let btrfsMagic: Int64 = 0x9123_683E
+
+    var isBtrfs: Bool { filesystemMagic == Self.btrfsMagic }
+
+    /// Reads the facts for `path` (a file or directory).
+    public static func read(_ path: String) throws -> StorageFacts {
+        let facts = try FileSystem.facts(path)
+        var magic: Int64 = 0, available: UInt64 = 0, total: UInt64 = 0
+        let rc = pv_statfs(path, &magic, &available, &total)
+        if rc < 0 { throw ProVideoError.system("statfs", errno: -rc, path: path) }
+        let mount = MountInfo.find(major: facts.dev_major, minor: facts.dev_minor)
+        var device = DeviceTopology.unknown
+        if let source = mount?.source, source.hasPrefix("/dev/") {
+            var topology = pv_topology()
+            if pv_device_topology(source, &topology) == 0 {
+                device = DeviceTopology(path: source,
+                                        logicalSectorSize: Int(topology.logical_sector_size),
+                                        physicalSectorSize: Int(topology.physical_sector_size),
+                                        minimumIOSize: Int(topology.minimum_io_size),
+                                        optimalIOSize: Int(topology.optimal_io_size))
+            }
+        }
+        let reported = facts.dio_offset_align > 0
+            ? DirectIOAlignment(memory: Int(facts.dio_mem_align), offset: Int(facts.dio_offset_align)) : nil
+        let fallback = max(device.logicalSectorSize, Int(facts.block_size))
+        return StorageFacts(
+            filesystem: mount?.type ?? String(magic, radix: 16),
+            filesystemMagic: magic,
+            blockSize: Int(facts.block_size),
+            reportedAlignment: reported,
+            directIOAlignment: reported ?? DirectIOAlignment(memory: fallback, offset: fallback),
+            device: device)
+    }
+
+    /// Free bytes on the filesystem holding `path` for unprivileged users (statfs `f_bavail`).
+    public static func availableBytes(_ path: String) throws -> Int64 {
+        var magic: Int64 = 0, available: UInt64 = 0, total: UInt64 = 0
+        let rc = pv_statfs(path, &magic, &available, &total)
+        if rc < 0 { throw ProVideoError.system("statfs", errno: -rc, path: path) }
+        return Int64(available)
+    }
+}
+
+/// One line of /proc/self/mountinfo (see proc(5)).
+struct MountInfo {
+    var major: UInt32
+    var minor: UInt32
+    var mountPoint: String
+    var type: String
+    var source: String
+
+    /// The mount whose device number is `major:minor` (for btrfs, the anonymous device number
+    /// that stat reports is also the one mountinfo shows).
+    static func find(major: UInt32, minor: UInt32) -> MountInfo? {
+        guard let bytes = try? FileSystem.readSmallFile("/proc/self/mountinfo") else { return nil }
+        var found: MountInfo?
+        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+            let fields = line.split(separator: " ")
+            guard fields.count > 6, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count else { continue }
+            let numbers = fields[2].split(separator: ":")
+            guard numbers.count == 2, UInt32(numbers[0]) == major, UInt32(numbers[1]) == minor else { continue }
+            // The last matching line is the mount on top.
+            found = MountInfo(major: major, minor: minor, mountPoint: String(fields[4]),
+                              type: String(fields[dash + 1]), source: String(fields[dash + 2]))
+        }
+        return found
+    }
+}

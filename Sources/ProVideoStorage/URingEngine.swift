@@ -1,0 +1,65 @@
+import CProVideo
+import Glibc
+
+/// The io_uring engine (liburing): writes as `IORING_OP_WRITE_FIXED` on registered buffers
+/// (`IORING_OP_WRITE` when registration fails, e.g. `ENOMEM` under a small memlock limit),
+/// flushes as `IORING_OP_FSYNC` with `IORING_FSYNC_DATASYNC`.
+final class URingEngine: WriteEngine {
+    private let ring: OpaquePointer
+    private let calls: SystemCalls
+    private let registered: Bool
+    /// Bytes each in-flight write asked for, by tag, for `SystemCalls.writeCompletion`.
+    private var requested: [UInt64: Int32]
+
+    let name: String
+
+    init(entries: Int, buffers: [UnsafeMutableRawBufferPointer], calls: SystemCalls) throws {
+        var error: Int32 = 0
+        guard let ring = pv_ring_create(UInt32(entries), &error) else {
+            throw ProVideoError.system("io_uring_queue_init", errno: -error)
+        }
+        self.ring = ring
+        self.calls = calls
+        var bases = buffers.map { UnsafeMutableRawPointer($0.baseAddress) }
+        let lengths = buffers.map(\.count)
+        registered = pv_ring_register_buffers(ring, &bases, lengths, UInt32(buffers.count)) == 0
+        name = registered ? "io_uring" : "io_uring (unregistered buffers)"
+        requested = Dictionary(minimumCapacity: entries * 2)
+    }
+
+    deinit { pv_ring_destroy(ring) }
+
+    func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
+        requested[tag] = Int32(length)
+        try queue { pv_ring_prep_write(ring, fd, address, UInt32(length), offset, registered ? Int32(slot) : -1, tag) }
+    }
+
+    func queueDataSync(fd: Int32, tag: UInt64) throws {
+        try queue { pv_ring_prep_fdatasync(ring, fd, tag) }
+    }
+
+    /// Queues one SQE, submitting first when the submission queue is full.
+    private func queue(_ prep: () -> Int32) throws {
+        if prep() == 0 { return }
+        try submit()
+        let rc = prep()
+        if rc < 0 { throw ProVideoError.system("io_uring_get_sqe", errno: -rc) }
+    }
+
+    func submit() throws {
+        let rc = pv_ring_submit(ring)
+        if rc < 0 { throw ProVideoError.system("io_uring_submit", errno: -rc) }
+    }
+
+    func nextCompletion(waitNanoseconds: Int64?) throws -> EngineCompletion? {
+        var tag: UInt64 = 0
+        var result: Int32 = 0
+        let rc = waitNanoseconds == 0
+            ? pv_ring_peek(ring, &tag, &result)
+            : pv_ring_wait(ring, waitNanoseconds ?? -1, &tag, &result)
+        if rc < 0 { throw ProVideoError.system("io_uring_wait_cqe", errno: -rc) }
+        guard rc == 1 else { return nil }
+        if let asked = requested.removeValue(forKey: tag) { result = calls.writeCompletion(asked, result) }
+        return EngineCompletion(tag: tag, result: result)
+    }
+}

@@ -1,0 +1,62 @@
+import CProVideo
+import Glibc
+
+/// One finished request: its tag and the kernel's result (bytes written, 0 for a finished
+/// fdatasync, or -errno), as in an io_uring CQE.
+struct EngineCompletion {
+    var tag: UInt64
+    var result: Int32
+}
+
+/// Runs the capture's writes and flushes asynchronously. Requests are queued, `submit()`
+/// hands them to the kernel, completions come back in any order. Two implementations:
+/// `URingEngine` (io_uring through liburing) and `PwriteEngine` (pwrite(2) on a writer thread,
+/// used where io_uring cannot be set up).
+protocol WriteEngine: AnyObject {
+    /// "io_uring", "io_uring (unregistered buffers)" or "pwrite".
+    var name: String { get }
+    /// Queues a write of `length` bytes at `address` to `offset` of `fd`. `slot` is the index of
+    /// the capture buffer `address` lies in, or -1 for memory outside the capture buffers.
+    func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws
+    /// Queues fdatasync(2) of `fd`.
+    func queueDataSync(fd: Int32, tag: UInt64) throws
+    /// Hands queued requests to the kernel.
+    func submit() throws
+    /// The next completion: waits up to `waitNanoseconds` (nil: forever, 0: only if ready).
+    func nextCompletion(waitNanoseconds: Int64?) throws -> EngineCompletion?
+}
+
+/// Which engine a capture uses.
+public enum EngineChoice: String, Sendable, Codable {
+    /// io_uring when it can be set up, else pwrite.
+    case automatic
+    case ioUring
+    case pwrite
+}
+
+enum WriteEngineFactory {
+    /// Builds the engine for `buffers`: io_uring with registered buffers where the memlock
+    /// limit allows, unregistered where it does not, and the pwrite engine when io_uring
+    /// cannot be set up at all (kernel.io_uring_disabled, seccomp, memlock).
+    static func make(_ choice: EngineChoice, buffers: [UnsafeMutableRawBufferPointer], queueDepth: Int,
+                     calls: SystemCalls) throws -> WriteEngine {
+        if choice != .pwrite {
+            do {
+                return try URingEngine(entries: queueDepth, buffers: buffers, calls: calls)
+            } catch let error as ProVideoError where choice == .automatic {
+                _ = error
+            }
+        }
+        return PwriteEngine(queueDepth: queueDepth, calls: calls)
+    }
+
+    /// The engine a capture started now would use, for `provideo status`.
+    static func availableEngineName() -> String {
+        var error: Int32 = 0
+        guard let ring = pv_ring_create(4, &error) else {
+            return "pwrite (io_uring unavailable: \(String(cString: strerror(-error))))"
+        }
+        pv_ring_destroy(ring)
+        return "io_uring"
+    }
+}

@@ -1,0 +1,79 @@
+import Foundation
+import ProVideoStorage
+
+/// A mistake in how a command was called: exit status 2.
+public struct UsageError: Error, CustomStringConvertible {
+    public var description: String
+    public init(_ description: String) { self.description = description }
+}
+
+/// The words after the program name, consumed as a command reads them: options anywhere
+/// (`--flag`, `--name value`, `--name=value`), positionals in order.
+public struct Arguments {
+    private var words: [String]
+
+    public init(_ words: [String]) { self.words = words }
+
+    /// Removes `--name` and reports whether it was there.
+    public mutating func flag(_ name: String) -> Bool {
+        guard let index = words.firstIndex(of: name) else { return false }
+        words.remove(at: index)
+        return true
+    }
+
+    /// Removes `--name value` or `--name=value` and returns the value.
+    public mutating func option(_ name: String) throws -> String? {
+        if let index = words.firstIndex(where: { $0.hasPrefix(name + "=") }) {
+            return String(words.remove(at: index).dropFirst(name.count + 1))
+        }
+        guard let index = words.firstIndex(of: name) else { return nil }
+        guard index + 1 < words.count else { throw UsageError("\(name) needs a value") }
+        let value = words[index + 1]
+        words.removeSubrange(index...index + 1)
+        return value
+    }
+
+    /// Removes and returns the next positional word.
+    public mutating func positional(_ what: String) throws -> String {
+        guard let index = words.firstIndex(where: { !$0.hasPrefix("--") || $0 == "--" }) else {
+            throw UsageError("missing \(what)")
+        }
+        return words.remove(at: index)
+    }
+
+    /// Fails on anything left over.
+    public func finish() throws {
+        if let extra = words.first { throw UsageError("unexpected argument '\(extra)'") }
+    }
+}
+
+/// Running a command-line program: exit codes 0 (ok), 1 (operation failed), 2 (usage).
+public enum CommandLineProgram {
+    /// Runs `body`, printing errors to standard error and exiting with the matching status.
+    public static func run(usage: String, _ body: () throws -> Void) -> Never {
+        do {
+            try body()
+            exit(0)
+        } catch let error as UsageError {
+            printError("\(error.description)\n\n\(usage)")
+            exit(2)
+        } catch let error as ProVideoError {
+            printError("error: \(error.message)")
+            exit(1)
+        } catch {
+            printError("error: \(error)")
+            exit(1)
+        }
+    }
+
+    public static func printError(_ text: String) {
+        FileHandle.standardError.write(Data((text + "\n").utf8))
+    }
+
+    /// Prints `value` as one JSON object with sorted keys.
+    public static func printJSON<T: Encodable>(_ value: T) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        print(String(decoding: try encoder.encode(value), as: UTF8.self))
+    }
+}
