@@ -20,7 +20,7 @@ let package = Package(
         .target(name: "ProVideoStorage", dependencies: ["CProVideo"], path: "Sources/ProVideoStorage"),
         .target(name: "CommandLineSupport", dependencies: ["ProVideoStorage"], path: "Tools/CommandLineSupport"),
         .executableTarget(
-            name: "provideo", dependencies: ["ProVideoStorage", "CommandLineSupport"], path: "Tools/provideo"),
+            name: "provideo", dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo"], path: "Tools/provideo"),
         .executableTarget(
             name: "provideo-bench", dependencies: ["ProVideoStorage", "CommandLineSupport"],
             path: "Tools/provideo-bench"),

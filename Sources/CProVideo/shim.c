@@ -249,3 +249,18 @@ int pv_ring_peek(pv_ring *r, uint64_t *user_data, int32_t *result) {
     if (io_uring_peek_cqe(&r->ring, &cqe) != 0 || !cqe) return 0;
     return take(r, cqe, user_data, result);
 }
+
+static volatile sig_atomic_t stop_requested = 0;
+
+static void on_stop_signal(int signo) { (void)signo; stop_requested = 1; }
+
+int pv_install_stop_signals(void) {
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = on_stop_signal;
+    sigemptyset(&sa.sa_mask);
+    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0) return -errno;
+    return 0;
+}
+
+int pv_stop_requested(void) { return stop_requested; }

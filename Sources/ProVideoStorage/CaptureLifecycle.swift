@@ -29,7 +29,7 @@ extension Pool {
                 throw busyError(busy.union(.capturing), action: "start a capture")
             }
             do {
-                if FileSystem.exists(layout.captureDirectory) { try salvageDeadCapture() }
+                if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
                 journal.capacityAtStart = try reserve(layout.reserve).size()
                 guard journal.capacityAtStart > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity; run `provideo replenish` "
@@ -144,7 +144,8 @@ extension Pool {
     /// Salvages a capture whose owner died: cuts it to its last committed length, flushes it,
     /// moves it to its destination (to a sibling name when the destination now exists) and
     /// returns the unused reserve. Call with the mutation lock held and `capturing` free.
-    func salvageDeadCapture() throws {
+    @discardableResult
+    func salvageDeadCapture() throws -> SalvagedRecording? {
         guard let journal = try? CaptureJournal.load(layout.captureJournal) else {
             // Killed before the journal was durable: the reserve was never taken.
             for file in [layout.captureJournal + ".tmp", layout.captureProgress, layout.captureCommit] { try FileSystem.remove(file) }
@@ -152,13 +153,13 @@ extension Pool {
                 try FileSystem.rename(layout.captureData, layout.reserve)
             }
             try FileSystem.removeDirectory(layout.captureDirectory)
-            return
+            return nil
         }
         if journal.engine == "starting" && FileSystem.exists(layout.reserve) && !FileSystem.exists(layout.captureData) {
             // Killed between the journal and taking the reserve.
             for file in [layout.captureJournal, layout.captureProgress, layout.captureCommit] { try FileSystem.remove(file) }
             try FileSystem.removeDirectory(layout.captureDirectory)
-            return
+            return nil
         }
         let committed = CaptureJournal.readCommitted(layout.captureCommit)
         if journal.reserveTarget == nil && FileSystem.exists(layout.captureData) {
@@ -166,7 +167,12 @@ extension Pool {
             try data.truncate(committed, calls)
             try data.sync(calls)
         }
-        _ = try completeCapture(journal: journal, length: committed, whenTaken: .recoveredSibling)
+        do {
+            let placement = try completeCapture(journal: journal, length: committed, whenTaken: .recoveredSibling)
+            return SalvagedRecording(path: placement.path, length: committed)
+        } catch let error as ProVideoError where error.path?.hasPrefix(layout.recordings) == true {
+            return SalvagedRecording(path: error.path!, length: committed)
+        }
     }
 
     // MARK: Placing the recording
@@ -186,6 +192,7 @@ extension Pool {
             let data = try FileDescriptor.open(layout.captureData, O_RDWR)
             try data.truncate(length, calls)
             try data.sync(calls)
+            try Self.makeOrdinaryFile(data)
             var rc = calls.renameNoReplace(layout.captureData, target)
             if rc == -EEXIST && whenTaken == .recoveredSibling {
                 target = Self.recoveredName(destination, id: journal.id)
@@ -213,6 +220,13 @@ extension Pool {
         }
         // The copy is verified and flushed: the pool's file goes back to the reserve whole.
         return Placement(path: target, reserveTarget: journal.capacityAtStart, problem: nil)
+    }
+
+    /// The reserve is private to the pool (0600); a recording gets the usual 0666 less umask.
+    private static func makeOrdinaryFile(_ data: FileDescriptor) throws {
+        let mask = umask(0)
+        umask(mask)
+        if fchmod(data.rawValue, 0o666 & ~mask) != 0 { throw ProVideoError.system("fchmod", errno: errno, path: data.path) }
     }
 
     private static func moveError(_ rc: Int32, _ destination: String) -> ProVideoError {

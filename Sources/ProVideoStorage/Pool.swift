@@ -15,6 +15,8 @@ public final class Pool {
     let lock: PoolLock
     let calls: SystemCalls
     var configuration: PoolConfiguration
+    /// Recordings that opening the pool salvaged from captures whose recorder had died.
+    public private(set) var salvaged: [SalvagedRecording] = []
 
     /// Where a pool lives when neither `--pool` nor `PROVIDEO_POOL` says otherwise.
     public static let defaultPath = "/var/lib/provideo"
@@ -144,7 +146,7 @@ public final class Pool {
                 throw ProVideoError(.invalidArgument, "the pool still holds \(held.count) recording(s) in "
                                     + "\(layout.recordings); move them out, then destroy the pool", path: path)
             }
-            if FileSystem.exists(layout.captureDirectory) { try salvageDeadCapture() }
+            if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
             try FileSystem.remove(layout.configuration)
             try FileSystem.syncDirectory(path)
             for file in [layout.reserve, layout.newReserve, layout.configuration + ".tmp"] { try FileSystem.remove(file) }
@@ -299,7 +301,9 @@ public final class Pool {
     func repair() throws {
         try lock.withMutation {
             guard try lock.heldByOthers().isEmpty else { return }
-            if FileSystem.exists(layout.captureDirectory) { try salvageDeadCapture() }
+            if FileSystem.exists(layout.captureDirectory), let recording = try salvageDeadCapture() {
+                salvaged.append(recording)
+            }
             try FileSystem.remove(layout.newReserve)
             try reserve(layout.reserve).trimPastEnd()
         }

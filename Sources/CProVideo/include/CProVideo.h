@@ -97,4 +97,12 @@ int pv_ring_wait(pv_ring *ring, int64_t timeout_ns, uint64_t *user_data, int32_t
 /// Takes one CQE if one is ready. 1 with the completion, 0 when none is ready.
 int pv_ring_peek(pv_ring *ring, uint64_t *user_data, int32_t *result);
 
+// MARK: Signals
+
+/// Installs SIGINT and SIGTERM handlers (without SA_RESTART, so a blocking read returns
+/// EINTR) that only set a flag: a recorder then finishes its capture cleanly.
+int pv_install_stop_signals(void);
+/// 1 once SIGINT or SIGTERM arrived.
+int pv_stop_requested(void);
+
 #endif

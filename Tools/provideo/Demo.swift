@@ -1,0 +1,93 @@
+import CommandLineSupport
+import Foundation
+import ProVideoStorage
+
+/// `provideo demo`: the product's main job end to end on built-in defaults. Creates a small
+/// pool if none exists, records a ProRes 422 HQ stream that ffmpeg generates (fragmented MOV
+/// on a pipe, as a live recorder would write it), checks the result with ffprobe, and prints
+/// the pool's status before and after.
+enum Demo {
+    static let poolCapacity: Int64 = 256 << 20
+    static let outputDirectory = "/var/tmp/provideo-demo"
+
+    static func run(_ path: String, _ arguments: inout Arguments) throws {
+        let seconds = try arguments.option("--seconds").map { Int($0) ?? 0 } ?? 3
+        try arguments.finish()
+        guard seconds > 0 else { throw UsageError("--seconds takes a whole number of seconds") }
+        for tool in ["ffmpeg", "ffprobe"] where which(tool) == nil {
+            throw ProVideoError(.invalidArgument, "the demo needs \(tool): install it with `apt-get install ffmpeg`")
+        }
+        let pool: Pool
+        do {
+            pool = try Pool.open(at: path)
+        } catch let error as ProVideoError where error.code == .poolNotFound {
+            print("no pool at \(path): creating one of \(ByteFormat.human(poolCapacity))")
+            pool = try Pool.create(at: path, capacity: poolCapacity)
+        }
+        print("== pool before ==")
+        try printStatus(pool)
+        try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
+        let stamp = Int(Date().timeIntervalSince1970)
+        let destination = "\(outputDirectory)/demo-\(stamp)-\(getpid()).mov"
+
+        let ffmpeg = Process()
+        ffmpeg.executableURL = URL(fileURLWithPath: which("ffmpeg")!)
+        ffmpeg.arguments = ["-hide_banner", "-loglevel", "error", "-f", "lavfi",
+                            "-i", "testsrc2=size=1280x720:rate=25", "-t", "\(seconds)",
+                            "-c:v", "prores_ks", "-profile:v", "3", "-pix_fmt", "yuv422p10le",
+                            "-f", "mov", "-movflags", "frag_keyframe+empty_moov", "pipe:1"]
+        let pipe = Pipe()
+        ffmpeg.standardOutput = pipe
+        print("== recording \(seconds) s of 1280x720p25 ProRes 422 HQ from ffmpeg into the pool ==")
+        try ffmpeg.run()
+        let capture = try pool.startCapture(to: destination, options: CaptureOptions(bitrate: 150_000_000))
+        let started = Date()
+        let result = try Recorder.capture(from: pipe.fileHandleForReading.fileDescriptor, into: capture)
+        ffmpeg.waitUntilExit()
+        guard ffmpeg.terminationStatus == 0 else {
+            throw ProVideoError(.ioError, "ffmpeg failed (status \(ffmpeg.terminationStatus)); the partial recording is at \(result.path)")
+        }
+        print(Recorder.summary(result, seconds: Date().timeIntervalSince(started)))
+
+        let frames = try probeFrames(result.path)
+        let expected = seconds * 25
+        print("ffprobe: \(frames) ProRes frames decoded from \(result.path) (expected \(expected))")
+        print("== pool after ==")
+        try printStatus(pool)
+        guard frames == expected else {
+            throw ProVideoError(.ioError, "the recording has \(frames) frames, expected \(expected)")
+        }
+        print("demo ok: \(result.path)")
+    }
+
+    static func printStatus(_ pool: Pool) throws {
+        let status = try pool.status()
+        print("  \(status.path) on \(status.filesystem): capacity \(ByteFormat.human(status.initialCapacity)), "
+              + "remaining \(ByteFormat.human(status.remainingCapacity)), busy: "
+              + (status.busyReasons.isEmpty ? "no" : status.busyReasons.joined(separator: ", "))
+              + ", engine \(status.engine)")
+    }
+
+    /// Decodes every frame of the file's video stream and returns how many there were.
+    static func probeFrames(_ path: String) throws -> Int {
+        let probe = Process()
+        probe.executableURL = URL(fileURLWithPath: which("ffprobe")!)
+        probe.arguments = ["-v", "error", "-count_frames", "-select_streams", "v:0",
+                           "-show_entries", "stream=nb_read_frames,codec_name", "-of", "csv=p=0", path]
+        let pipe = Pipe()
+        probe.standardOutput = pipe
+        try probe.run()
+        let output = String(decoding: pipe.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        probe.waitUntilExit()
+        let fields = output.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
+        guard probe.terminationStatus == 0, fields.count == 2, fields[0] == "prores", let frames = Int(fields[1]) else {
+            throw ProVideoError(.ioError, "ffprobe could not decode \(path): \(output)")
+        }
+        return frames
+    }
+
+    static func which(_ tool: String) -> String? {
+        let directories = (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin").split(separator: ":")
+        return directories.map { "\($0)/\(tool)" }.first { FileManager.default.isExecutableFile(atPath: $0) }
+    }
+}
