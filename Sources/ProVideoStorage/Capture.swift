@@ -319,6 +319,7 @@ public final class Capture {
 
     /// Processes completions: the first waits up to `waitNanoseconds`, the rest only if ready.
     private func reap(waitNanoseconds: Int64?) throws {
+        try engine.submit()
         var wait = waitNanoseconds
         while let completion = try fail(on: { try engine.nextCompletion(waitNanoseconds: wait) }) {
             wait = 0

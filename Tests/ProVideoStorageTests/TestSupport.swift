@@ -97,12 +97,21 @@ enum TestSupport {
     /// Deterministic bytes for content checks.
     static func pattern(_ count: Int, seed: UInt64) -> [UInt8] {
         var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
-        return (0..<count).map { _ in
-            state ^= state << 13
-            state ^= state >> 7
-            state ^= state << 17
-            return UInt8(truncatingIfNeeded: state)
+        var bytes = [UInt8](repeating: 0, count: count)
+        bytes.withUnsafeMutableBytes { raw in
+            var offset = 0
+            while offset < count {
+                state ^= state << 13
+                state ^= state >> 7
+                state ^= state << 17
+                withUnsafeBytes(of: state) { word in
+                    let n = min(8, count - offset)
+                    raw.baseAddress!.advanced(by: offset).copyMemory(from: word.baseAddress!, byteCount: n)
+                }
+                offset += 8
+            }
         }
+        return bytes
     }
 
     static func readFile(_ path: String) -> [UInt8] {

@@ -1,0 +1,164 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ProVideoStorage
+
+/// Small buffers so tests allocate little; the engine logic is the same at any size.
+let testOptions = CaptureOptions(bitrate: 100_000_000, bufferBudget: 4 << 20, writeSize: 512 << 10,
+                                 durabilityInterval: 0)
+
+/// A pool in a scratch directory on the root filesystem (ext4 here), removed afterwards.
+func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name: String = #function,
+                 _ body: (Pool, String) throws -> T) throws -> T {
+    try TestSupport.withScratch(name) { scratch in
+        let pool = try Pool.create(at: scratch + "/pool", capacity: capacity, systemCalls: calls)
+        return try body(pool, scratch)
+    }
+}
+
+@Suite struct CaptureTests {
+    @Test func oddFramesGiveAnExactFile() throws {
+        try withPool { (pool, scratch) throws in
+            let frames = (0..<1000).map { TestSupport.pattern(4097, seed: UInt64($0)) }
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: testOptions)
+            for frame in frames { try capture.append(frame) }
+            let result = try capture.finish()
+            #expect(result.path == scratch + "/take.mov")
+            #expect(result.length == 4_097_000)
+            #expect(TestSupport.readFile(result.path) == frames.flatMap { $0 })
+            #expect(result.statistics.frames == 1000)
+        }
+    }
+
+    @Test(arguments: [0, 1])
+    func tinyRecordingsAreExact(size: Int) throws {
+        try withPool { (pool, scratch) throws in
+            let before = try pool.remainingCapacity()
+            let capture = try pool.startCapture(to: scratch + "/tiny", options: testOptions)
+            let bytes = TestSupport.pattern(size, seed: 7)
+            if size > 0 { try capture.append(bytes) }
+            let result = try capture.finish()
+            #expect(TestSupport.readFile(result.path) == bytes)
+            #expect(try FileManager.default.attributesOfItem(atPath: result.path)[.size] as? Int == size)
+            let unit = Int64(pool.configuration.storage.blockSize)
+            #expect(try pool.remainingCapacity() == before - (Int64(size) + unit - 1) / unit * unit)
+            #expect(try pool.busyReasons().isEmpty)
+        }
+    }
+
+    /// Field case F9: the frame that crosses the end fails; finish keeps what was accepted.
+    @Test func storageFullKeepsAcceptedBytes() throws {
+        try withPool(capacity: 64 << 20) { (pool, scratch) throws in
+            let capture = try pool.startCapture(to: scratch + "/full.mov", options: testOptions)
+            var accepted: [UInt8] = []
+            var failure: ProVideoError?
+            for index in 0..<80 {
+                let frame = TestSupport.pattern(1 << 20, seed: UInt64(index))
+                do {
+                    try capture.append(frame)
+                    accepted += frame
+                } catch let error as ProVideoError {
+                    failure = error
+                    break
+                }
+            }
+            #expect(failure?.code == .storageFull)
+            #expect(accepted.count == 64 << 20)
+            let result = try capture.finish()
+            #expect(result.length == 64 << 20)
+            #expect(TestSupport.readFile(result.path) == accepted)
+            #expect(try pool.remainingCapacity() == 0)
+        }
+    }
+
+    @Test func patchesRewriteEarlierBytes() throws {
+        try withPool { (pool, scratch) throws in
+            var expected = TestSupport.pattern(3 << 20 + 123, seed: 3)
+            let capture = try pool.startCapture(to: scratch + "/patched.mov", options: testOptions)
+            for start in stride(from: 0, to: expected.count, by: 100_001) {
+                try capture.append(Array(expected[start..<min(start + 100_001, expected.count)]))
+            }
+            // On disk, straddling two blocks; straddling disk and the filling buffer; in the buffer.
+            let patches: [(Int, Int)] = [(5, 8), (511, 3), (1_048_570, 20), (3 << 20 - 10, 40), (expected.count - 4, 4)]
+            for (index, (offset, count)) in patches.enumerated() {
+                let bytes = [UInt8](repeating: UInt8(0xA0 + index), count: count)
+                try bytes.withUnsafeBytes { try capture.write($0, at: Int64(offset)) }
+                expected.replaceSubrange(offset..<offset + count, with: bytes)
+            }
+            let outside = [UInt8](repeating: 1, count: 2)
+            #expect(throws: ProVideoError.self) {
+                try outside.withUnsafeBytes { try capture.write($0, at: Int64(expected.count - 1)) }
+            }
+            let result = try capture.finish()
+            #expect(result.statistics.patches == 5)
+            #expect(TestSupport.readFile(result.path) == expected)
+        }
+    }
+
+    @Test func cancelReturnsTheCapacity() throws {
+        try withPool { (pool, scratch) throws in
+            let before = try pool.remainingCapacity()
+            let capture = try pool.startCapture(to: scratch + "/discarded.mov", options: testOptions)
+            try capture.append(TestSupport.pattern(5 << 20, seed: 1))
+            try capture.cancel()
+            #expect(try pool.remainingCapacity() == before)
+            #expect(!FileManager.default.fileExists(atPath: scratch + "/discarded.mov"))
+            #expect(try pool.busyReasons().isEmpty)
+            #expect(throws: ProVideoError.self) { try capture.append([1]) }
+        }
+    }
+
+    @Test func busyPoolRefusesOtherWork() throws {
+        try withPool { (pool, scratch) throws in
+            let other = try Pool.open(at: pool.path)
+            let capture = try pool.startCapture(to: scratch + "/a.mov", options: testOptions)
+            #expect(try other.busyReasons() == [.capturing])
+            for attempt in [{ _ = try other.startCapture(to: scratch + "/b.mov", options: testOptions) },
+                            { try other.resize(to: 64 << 20) }, { try other.destroy() },
+                            { try other.replenishCapacity() }] {
+                let error = #expect(throws: ProVideoError.self) { try attempt() }
+                #expect(error?.code == .busy)
+                #expect(error?.message.contains("capturing") == true)
+            }
+            try capture.finish()
+            #expect(try other.busyReasons().isEmpty)
+        }
+    }
+
+    @Test func destinationIsCheckedAtStart() throws {
+        try withPool { (pool, scratch) throws in
+            FileManager.default.createFile(atPath: scratch + "/exists.mov", contents: Data([42]))
+            let cases: [(String, ProVideoError.Code)] = [
+                (scratch + "/missing/take.mov", .invalidDestination), (scratch + "/exists.mov", .destinationExists),
+                (pool.path + "/take.mov", .invalidDestination),
+            ]
+            for (destination, code) in cases {
+                let error = #expect(throws: ProVideoError.self) { try pool.startCapture(to: destination, options: testOptions) }
+                #expect(error?.code == code)
+            }
+            #expect(TestSupport.readFile(scratch + "/exists.mov") == [42])
+            #expect(try pool.busyReasons().isEmpty)
+            #expect(try pool.remainingCapacity() == pool.initialCapacity)
+        }
+    }
+
+    /// Field case F8: a destination that appears during the capture is never overwritten; the
+    /// recording stays in the pool and is listed.
+    @Test func takenDestinationKeepsRecordingInPool() throws {
+        try withPool { (pool, scratch) throws in
+            let destination = scratch + "/take.mov"
+            let capture = try pool.startCapture(to: destination, options: testOptions)
+            let bytes = TestSupport.pattern(1_000_000, seed: 9)
+            try capture.append(bytes)
+            FileManager.default.createFile(atPath: destination, contents: Data("precious".utf8))
+            let error = #expect(throws: ProVideoError.self) { try capture.finish() }
+            #expect(error?.code == .destinationExists)
+            #expect(TestSupport.readFile(destination) == Array("precious".utf8))
+            let listing = try pool.listing()
+            #expect(listing.recordings.count == 1)
+            #expect(listing.recordings.first?.destination == destination)
+            #expect(listing.recordings.first.map { TestSupport.readFile($0.path) } == bytes)
+            #expect(try pool.busyReasons().isEmpty)
+        }
+    }
+}
