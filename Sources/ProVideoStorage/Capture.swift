@@ -53,6 +53,7 @@ public final class Capture {
     private var landedFrameEnd: Int64 = 0
     private var committed: Int64 = 0
     private var commitStage = CommitStage.idle
+    private var commitRetries = 0
     private var lastCommitStart: UInt64 = 0
     private var state = State.open
 
@@ -61,8 +62,9 @@ public final class Capture {
 
     private var syncTag: UInt64 { UInt64(slotOffset.count) }
     private var commitTag: UInt64 { UInt64(slotOffset.count + 1) }
-    /// Zero-byte completions, EAGAIN and EINTR are retried this many times per write.
-    static let maximumRetries = 8
+    /// Completions that make no progress (0 bytes, less than one block, EAGAIN, EINTR) are
+    /// retried this many times per write before the write is reported failed.
+    static let maximumRetries = 32
 
     init(pool: Pool, journal: CaptureJournal, busy: PoolLock, data: FileDescriptor, options: CaptureOptions) throws {
         self.pool = pool
@@ -236,8 +238,10 @@ public final class Capture {
     }
 
     /// Discards the recording and returns its capacity to the pool.
+    /// - Throws: the capture's write error once a write failed (`provideo recover` then
+    ///   salvages the committed bytes); `.captureClosed`.
     public func cancel() throws {
-        if case .closed = state { throw ProVideoError(.captureClosed, "the capture has already ended") }
+        try checkOpen()
         state = .closed
         try? drain()
         defer { busy.release(.capturing) }
@@ -260,6 +264,8 @@ public final class Capture {
         do { return try body() } catch var error as ProVideoError {
             error.message += "; \(committed) bytes are committed and safe: `provideo recover` salvages them"
             state = .failed(error)
+            // Let `recover` (or the next process to open the pool) salvage the capture now.
+            busy.release(.capturing)
             throw error
         }
     }
@@ -405,7 +411,18 @@ public final class Capture {
             try engine.queueWrite(fd: commit.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!, length: 16,
                                   offset: 0, tag: commitTag)
         case .recording(let candidate):
-            guard result == 16 else { throw ProVideoError(.ioError, "the commit record write returned \(result)", path: commit.path) }
+            guard result == 16 else {
+                // Short or zero: rewrite the whole 16-byte record (it fits in one sector).
+                commitRetries += 1
+                guard commitRetries <= Self.maximumRetries else {
+                    throw ProVideoError(.ioError, "the commit record write returned \(result) bytes of 16, "
+                                        + "\(Self.maximumRetries) times", path: commit.path)
+                }
+                try engine.queueWrite(fd: commit.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!, length: 16,
+                                      offset: 0, tag: commitTag)
+                return
+            }
+            commitRetries = 0
             committed = candidate
             statistics.commits += 1
             commitStage = .idle

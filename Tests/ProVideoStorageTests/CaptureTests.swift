@@ -5,7 +5,7 @@ import Testing
 
 /// Small buffers so tests allocate little; the engine logic is the same at any size.
 let testOptions = CaptureOptions(bitrate: 100_000_000, bufferBudget: 4 << 20, writeSize: 512 << 10,
-                                 durabilityInterval: 0)
+                                 durabilityInterval: 50_000_000)
 
 /// A pool in a scratch directory on the root filesystem (ext4 here), removed afterwards.
 func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name: String = #function,
