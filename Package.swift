@@ -21,12 +21,13 @@ let package = Package(
         .target(name: "CommandLineSupport", dependencies: ["ProVideoStorage"], path: "Tools/CommandLineSupport"),
         .executableTarget(
             name: "provideo", dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo"], path: "Tools/provideo"),
+        .target(name: "BenchKit", dependencies: ["ProVideoStorage", "CProVideo"], path: "Tools/BenchKit"),
         .executableTarget(
-            name: "provideo-bench", dependencies: ["ProVideoStorage", "CommandLineSupport"],
-            path: "Tools/provideo-bench"),
+            name: "provideo-bench", dependencies: ["ProVideoStorage", "CommandLineSupport", "BenchKit"],
+            path: "Tools/provideo-bench", exclude: ["traces"]),
         .testTarget(
             name: "ProVideoStorageTests",
-            dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo"],
+            dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo", "BenchKit"],
             path: "Tests/ProVideoStorageTests"),
     ]
 )

@@ -54,14 +54,19 @@ public final class Capture {
     private var committed: Int64 = 0
     private var commitStage = CommitStage.idle
     private var commitRetries = 0
+    /// Bytes of the filling buffer being flushed by a commit, and how many are on disk.
+    private var flushLength = 0
+    private var flushDone = 0
     private var lastCommitStart: UInt64 = 0
     private var state = State.open
 
-    private enum CommitStage { case idle, syncing(Int64), recording(Int64) }
+    /// A commit: (flushing the filling buffer's frames →) fdatasync → the commit record.
+    private enum CommitStage { case idle, flushing(slot: Int, candidate: Int64), syncing(Int64), recording(Int64) }
     private enum State { case open, failed(ProVideoError), closed }
 
     private var syncTag: UInt64 { UInt64(slotOffset.count) }
     private var commitTag: UInt64 { UInt64(slotOffset.count + 1) }
+    private var flushTag: UInt64 { UInt64(slotOffset.count + 2) }
     /// Completions that make no progress (0 bytes, less than one block, EAGAIN, EINTR) are
     /// retried this many times per write before the write is reported failed.
     static let maximumRetries = 32
@@ -95,7 +100,7 @@ public final class Capture {
         self.commitRecord = commitRecord
         let size = slotSize
         let slots = (0..<count).map { UnsafeMutableRawBufferPointer(rebasing: memory.bytes[($0 * size)..<(($0 + 1) * size)]) }
-        engine = try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 2, calls: pool.calls)
+        engine = try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 3, calls: pool.calls)
         statistics = CaptureStatistics(engine: engine.name)
         freeSlots = Array((0..<count).reversed())
         inFlight = []
@@ -207,6 +212,17 @@ public final class Capture {
         }
     }
 
+    /// Processes finished writes without waiting: publishes progress to other processes and
+    /// starts a due durability commit. `append` does this too; call `poll` at least every
+    /// `durabilityInterval` (and every second) while the recorder waits for input, so other
+    /// processes see a live `remainingCapacity` and the last frames become durable.
+    public func poll() throws {
+        try checkOpen()
+        try reap(waitNanoseconds: 0)
+        try fail(on: { try maybeCommit() })
+        try engine.submit()
+    }
+
     // MARK: Finish and cancel
 
     /// Writes the last partial buffer (padded to the alignment), cuts the file to `length`,
@@ -306,6 +322,9 @@ public final class Capture {
     /// Queues the filling slot's first `padded` bytes as one write.
     private func submitFilling(padded: Int) throws {
         guard let slot = filling else { return }
+        // Two writes to the same blocks in flight land in any order: let a commit's flush of
+        // this buffer finish first.
+        while case .flushing(slot, _) = commitStage { try reap(waitNanoseconds: nil) }
         slotLength[slot] = padded
         slotDone[slot] = 0
         slotDoneFlag[slot] = false
@@ -336,7 +355,7 @@ public final class Capture {
 
     private func handle(_ completion: EngineCompletion) throws {
         let result = completion.result
-        if completion.tag == syncTag || completion.tag == commitTag {
+        if completion.tag == syncTag || completion.tag == commitTag || completion.tag == flushTag {
             try handleCommitStage(completion.tag, result: result)
             return
         }
@@ -392,17 +411,52 @@ public final class Capture {
         try withUnsafeBytes(of: &value) { try progress.writeAll($0, at: 0, .live) }
     }
 
-    /// Starts a commit when the durability interval has passed and a frame landed since the
-    /// last one: fdatasync of the data, then (on its completion) the commit record.
+    /// Starts a commit when the durability interval has passed and a frame arrived since the
+    /// last one: fdatasync of the data, then (on its completion) the commit record. When the
+    /// stream is slow, the frames since the last commit still sit in the filling buffer; the
+    /// commit then first writes what that buffer holds (up to the next block boundary), and
+    /// the whole buffer is written again once it is full.
     private func maybeCommit() throws {
-        guard case .idle = commitStage, landedFrameEnd > committed,
-              Self.now() - lastCommitStart >= options.durabilityInterval else { return }
-        lastCommitStart = Self.now()
-        commitStage = .syncing(landedFrameEnd)
-        try engine.queueDataSync(fd: data.rawValue, tag: syncTag)
+        guard case .idle = commitStage, Self.now() - lastCommitStart >= options.durabilityInterval else { return }
+        if inFlight.isEmpty, let slot = filling, slotLastFrameEnd[slot] > committed {
+            lastCommitStart = Self.now()
+            flushLength = (fillCount + alignment - 1) / alignment * alignment
+            flushDone = 0
+            commitRetries = 0
+            commitStage = .flushing(slot: slot, candidate: slotLastFrameEnd[slot])
+            try queueFlush(slot)
+        } else if landedFrameEnd > committed {
+            lastCommitStart = Self.now()
+            commitStage = .syncing(landedFrameEnd)
+            try engine.queueDataSync(fd: data.rawValue, tag: syncTag)
+        }
+    }
+
+    private func queueFlush(_ slot: Int) throws {
+        try engine.queueWrite(fd: data.rawValue, slot: slot, address: memory.bytes.baseAddress! + slot * slotSize + flushDone,
+                              length: flushLength - flushDone, offset: slotOffset[slot] + Int64(flushDone), tag: flushTag)
     }
 
     private func handleCommitStage(_ tag: UInt64, result: Int32) throws {
+        if case .flushing(let slot, let candidate) = commitStage, tag == flushTag {
+            if result == flushLength - flushDone {
+                commitStage = .syncing(candidate)
+                try engine.queueDataSync(fd: data.rawValue, tag: syncTag)
+                return
+            }
+            if result < 0 && result != -EAGAIN && result != -EINTR {
+                throw ProVideoError.system("write", errno: -result, path: data.path)
+            }
+            let done = result > 0 ? (flushDone + Int(result)) / alignment * alignment : flushDone
+            if done == flushDone { commitRetries += 1 }
+            guard commitRetries <= Self.maximumRetries else {
+                throw ProVideoError(.ioError, "flushing \(flushLength) bytes at offset \(slotOffset[slot]) made no progress "
+                                    + "after \(Self.maximumRetries) retries (last result \(result))", path: data.path)
+            }
+            flushDone = done
+            try queueFlush(slot)
+            return
+        }
         if result < 0 { throw ProVideoError.system(tag == syncTag ? "fdatasync" : "write", errno: -result, path: data.path) }
         switch commitStage {
         case .syncing(let candidate):
@@ -426,7 +480,7 @@ public final class Capture {
             committed = candidate
             statistics.commits += 1
             commitStage = .idle
-        case .idle:
+        case .idle, .flushing:
             break
         }
     }

@@ -17,8 +17,7 @@ extension Pool {
     ///   destination's directory does not exist, is not a directory or is not writable, or the
     ///   destination is inside the pool; `.destinationExists`.
     public func startCapture(to destination: String, options: CaptureOptions = CaptureOptions()) throws -> Capture {
-        let destination = FileSystem.absolute(destination)
-        try checkDestination(destination)
+        let destination = try resolveDestination(destination)
         let holder = try PoolLock(path: layout.lock)
         var journal = CaptureJournal(id: Self.newCaptureID(), destination: destination, capacityAtStart: 0,
                                      alignment: directIOAlignment.io, bitrate: options.bitrate, engine: "starting",
@@ -63,6 +62,26 @@ extension Pool {
         String(UInt64(Date().timeIntervalSince1970 * 1000), radix: 36) + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
     }
 
+    /// The destination with its directory resolved (symbolic links, `..`), so the checks made
+    /// now hold at finish even if a link in the path changes.
+    /// - Throws: `.invalidDestination`, `.destinationExists`.
+    func resolveDestination(_ destination: String) throws -> String {
+        let absolute = FileSystem.absolute(destination)
+        let name = FileSystem.lastComponent(of: absolute)
+        guard !destination.hasSuffix("/"), !name.isEmpty else {
+            throw ProVideoError(.invalidDestination, "\(destination) names a directory; give a file name", path: destination)
+        }
+        let directory = FileSystem.parent(of: absolute)
+        guard let real = realpath(directory, nil) else {
+            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
+                                + "before starting the capture", path: destination)
+        }
+        defer { free(real) }
+        let resolved = String(cString: real) + "/" + name
+        try checkDestination(resolved.hasPrefix("//") ? String(resolved.dropFirst()) : resolved)
+        return resolved.hasPrefix("//") ? String(resolved.dropFirst()) : resolved
+    }
+
     private func checkDestination(_ destination: String) throws {
         let directory = FileSystem.parent(of: destination)
         guard FileSystem.isDirectory(directory) else {
@@ -78,7 +97,8 @@ extension Pool {
             throw ProVideoError(.destinationExists, "\(destination) already exists; it is never overwritten: choose "
                                 + "another name", path: destination)
         }
-        if destination == path || destination.hasPrefix(path + "/") {
+        let poolDirectory = realpath(path, nil).map { pointer in defer { free(pointer) }; return String(cString: pointer) } ?? path
+        if destination.hasPrefix(poolDirectory + "/") || destination.hasPrefix(path + "/") {
             throw ProVideoError(.invalidDestination, "\(destination) is inside the pool directory; choose a destination "
                                 + "outside \(path)", path: destination)
         }
@@ -138,6 +158,7 @@ extension Pool {
         journal.reserveTarget = journal.capacityAtStart
         journal.placedAt = nil
         try journal.save(layout.captureJournal)
+        CrashPoint.hit("cancel.journaled")
         _ = try completeCapture(journal: journal, length: 0)
     }
 

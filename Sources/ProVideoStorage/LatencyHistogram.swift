@@ -30,6 +30,13 @@ public struct LatencyHistogram: Sendable {
         maximum = max(maximum, nanoseconds)
     }
 
+    /// Adds every sample of `other` (e.g. to combine streams or repeats).
+    public mutating func merge(_ other: LatencyHistogram) {
+        for index in counts.indices { counts[index] += other.counts[index] }
+        count += other.count
+        maximum = max(maximum, other.maximum)
+    }
+
     /// The value at quantile `q` (0…1), in nanoseconds; 0 when empty. Never above `maximum`.
     public func percentile(_ q: Double) -> UInt64 {
         guard count > 0 else { return 0 }

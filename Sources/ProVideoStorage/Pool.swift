@@ -79,16 +79,24 @@ public final class Pool {
         guard FileSystem.isDirectory(FileSystem.parent(of: path)) else {
             throw ProVideoError(.invalidArgument, "the parent directory of \(path) does not exist", path: path)
         }
-        let storage = try StorageFacts.read(FileSystem.parent(of: path))
-        if let reason = DirectIOProbe.reasonUnsupported(directory: FileSystem.parent(of: path), facts: storage) {
-            throw ProVideoError(.unsupported, "cannot create a pool at \(path): \(reason)", path: path)
-        }
+        // Probe the pool directory itself: it is often a mount point of its own disk.
+        let createdDirectory = !FileSystem.exists(path)
         try FileSystem.makeDirectory(path)
-        if storage.isBtrfs {
-            // Files created in the directory inherit NOCOW, so the reserve is NOCOW from birth.
-            let directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
-            let rc = pv_set_nocow(directory.rawValue)
-            if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_SETFLAGS, FS_NOCOW_FL)", errno: -rc, path: path) }
+        let storage: StorageFacts
+        do {
+            storage = try StorageFacts.read(path)
+            if let reason = DirectIOProbe.reasonUnsupported(directory: path, facts: storage) {
+                throw ProVideoError(.unsupported, "cannot create a pool at \(path): \(reason)", path: path)
+            }
+            if storage.isBtrfs {
+                // Files created in the directory inherit NOCOW, so the reserve is NOCOW from birth.
+                let directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+                let rc = pv_set_nocow(directory.rawValue)
+                if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_SETFLAGS, FS_NOCOW_FL)", errno: -rc, path: path) }
+            }
+        } catch {
+            if createdDirectory { rmdir(path) }
+            throw error
         }
         let configuration = PoolConfiguration(format: PoolConfiguration.currentFormat, initialCapacity: 0,
                                               storage: storage, zeroFilled: zeroFill)
@@ -147,9 +155,13 @@ public final class Pool {
                                     + "\(layout.recordings); move them out, then destroy the pool", path: path)
             }
             if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
-            try FileSystem.remove(layout.configuration)
+            // The reserve goes first: killed here, the pool is still valid, with no capacity,
+            // and destroy can simply run again.
+            for file in [layout.reserve, layout.newReserve] { try FileSystem.remove(file) }
             try FileSystem.syncDirectory(path)
-            for file in [layout.reserve, layout.newReserve, layout.configuration + ".tmp"] { try FileSystem.remove(file) }
+            CrashPoint.hit("destroy.reserveRemoved")
+            try FileSystem.remove(layout.configuration)
+            try FileSystem.remove(layout.configuration + ".tmp")
             try FileSystem.removeDirectory(layout.recordings)
         }
         try FileSystem.remove(layout.lock)
@@ -242,6 +254,7 @@ public final class Pool {
             let reserve = reserve(layout.reserve)
             let before = try reserve.size()
             let added = try refill(reserve, by: configuration.initialCapacity - before)
+            CrashPoint.hit("replenish.allocated")
             return ReplenishResult(added: added, missing: max(configuration.initialCapacity - before - added, 0),
                                    remainingCapacity: before + added)
         }
@@ -264,7 +277,7 @@ public final class Pool {
             } catch let error as ProVideoError where error.code == .notEnoughSpace {
                 lastError = error
                 let available = try StorageFacts.availableBytes(path)
-                attempt = min(attempt / 2, available - available % reserve.unit)
+                attempt = min(attempt / 2, available) / reserve.unit * reserve.unit
             }
         }
         throw ProVideoError(.notEnoughSpace, "the filesystem has no space to add to the reserve "

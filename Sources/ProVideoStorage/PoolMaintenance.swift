@@ -24,6 +24,46 @@ public struct PoolListing: Codable, Sendable {
 }
 
 extension Pool {
+    /// Moves a recording the pool holds (see `listing()`) to `destination`, or to the
+    /// destination it was meant for: a rename on the pool's filesystem, else a verified copy
+    /// (see `RecordingCopy`) after which the pool's file is deleted. Run `replenishCapacity()`
+    /// afterwards to turn the freed space back into reserve.
+    /// - Returns: the path the recording now has.
+    /// - Throws: `.invalidArgument` when `held` is not a recording the pool holds;
+    ///   `.invalidDestination`, `.destinationExists` (nothing is overwritten); a copy error
+    ///   (the recording stays held and the move can be retried).
+    @discardableResult
+    public func moveHeldRecording(_ held: String, to destination: String? = nil) throws -> String {
+        let held = FileSystem.absolute(held)
+        let notePath = held + ".json"
+        guard FileSystem.parent(of: held) == layout.recordings, FileSystem.exists(held),
+              let bytes = try? FileSystem.readSmallFile(notePath),
+              let note = try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes)) else {
+            throw ProVideoError(.invalidArgument, "\(held) is not a recording this pool holds; "
+                                + "`provideo list` shows them", path: held)
+        }
+        let target = try resolveDestination(destination ?? note.destination)
+        return try lock.withMutation {
+            let rc = calls.renameNoReplace(held, target)
+            if rc == -EXDEV {
+                let source = try FileDescriptor.open(held, O_RDONLY)
+                _ = try RecordingCopy.copy(source, length: Int64(try FileSystem.facts(held).size), to: target,
+                                           tag: FileSystem.lastComponent(of: held), calls: calls)
+                try FileSystem.remove(held)
+            } else if rc == -EEXIST {
+                throw ProVideoError(.destinationExists, "\(target) already exists; it is never overwritten: "
+                                    + "choose another destination", errno: EEXIST, path: target)
+            } else if rc < 0 {
+                throw ProVideoError.system("renameat2", errno: -rc, path: target)
+            } else {
+                try FileSystem.syncDirectory(FileSystem.parent(of: target))
+            }
+            try FileSystem.remove(notePath)
+            try FileSystem.syncDirectory(layout.recordings)
+            return target
+        }
+    }
+
     /// The capture in progress and the recordings the pool holds.
     public func listing() throws -> PoolListing {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
@@ -44,30 +84,34 @@ extension Pool {
     public func check() throws -> [String] {
         var problems: [String] = []
         let reserveFile = reserve(layout.reserve)
-        let facts = FileSystem.exists(layout.reserve) ? try FileSystem.facts(layout.reserve) : nil
-        let size = Int64(facts?.size ?? 0)
-        let allocated = Int64(facts?.allocated_bytes ?? 0)
-        let block = Int64(max(facts?.block_size ?? 512, 512))
-        if allocated < size {
-            problems.append("the reserve is \(size) bytes but only \(allocated) are allocated")
+        let size = try reserveFile.size()
+        let (mapped, end) = try reserveFile.extents()
+        if mapped < size {
+            problems.append("the reserve is \(size) bytes but only \(mapped) are allocated")
         }
-        if allocated > (size + block - 1) / block * block {
-            problems.append("the reserve holds \(allocated - size) bytes allocated past its end")
+        if end > reserveFile.rounded(size) {
+            problems.append("the reserve holds \(end - reserveFile.rounded(size)) bytes allocated past its end")
         }
         if size % reserveFile.unit != 0 {
             problems.append("the reserve's size \(size) is not a multiple of \(reserveFile.unit)")
+        }
+        for held in try listing().recordings where FileSystem.exists(held.path) {
+            let (_, heldEnd) = try reserve(held.path).extents()
+            if heldEnd > reserveFile.rounded(Int64(try FileSystem.facts(held.path).size)) {
+                problems.append("the held recording \(held.path) holds blocks past its end")
+            }
         }
         let busy = try busyReasons()
         if FileSystem.exists(layout.captureDirectory) && !busy.contains(.capturing) {
             problems.append("a capture is in the pool with no live recorder; run `provideo recover`")
         }
         if let journal = try? CaptureJournal.load(layout.captureJournal), busy.contains(.capturing) {
-            let data = FileSystem.exists(layout.captureData) ? Int64(try FileSystem.facts(layout.captureData).allocated_bytes) : 0
-            if try remainingCapacity() > journal.capacityAtStart || data < journal.capacityAtStart - block {
+            let (data, _) = try reserve(layout.captureData).extents()
+            if try remainingCapacity() > journal.capacityAtStart || data < journal.capacityAtStart {
                 problems.append("the capture's file holds \(data) bytes, less than the capacity it reports")
             }
-        } else if try remainingCapacity() > allocated {
-            problems.append("remainingCapacity \(try remainingCapacity()) exceeds the \(allocated) bytes really reserved")
+        } else if try remainingCapacity() > mapped {
+            problems.append("remainingCapacity \(try remainingCapacity()) exceeds the \(mapped) bytes really reserved")
         }
         return problems
     }

@@ -38,19 +38,39 @@ struct Reserve {
     ///   size and allocated blocks back exactly as they were; `.ioError` for other failures.
     func grow(_ fd: FileDescriptor, from oldSize: Int64, to newSize: Int64) throws {
         precondition(newSize > oldSize && newSize % unit == 0)
-        let rc = calls.fallocate(fd.rawValue, false, oldSize, newSize - oldSize)
+        let needed = newSize - oldSize
+        let available = try StorageFacts.availableBytes(FileSystem.parent(of: path))
+        // Refuse up front what cannot fit: an oversized fallocate that fails still changes the
+        // filesystem (ext4 keeps a deeper extent tree, XFS keeps blocks past the end).
+        if needed > available { throw Self.notEnoughSpace(needed: needed, available: available, errno: ENOSPC, path: path) }
+        let rc = calls.fallocate(fd.rawValue, false, oldSize, needed)
         if rc == 0 { return }
         try rollBack(fd, to: oldSize)
         if rc == -ENOSPC || rc == -EDQUOT {
-            let available = (try? StorageFacts.availableBytes(FileSystem.parent(of: path))) ?? 0
-            let needed = newSize - oldSize
-            throw ProVideoError(.notEnoughSpace,
-                                "the filesystem cannot allocate \(ByteFormat.human(needed)) for the reserve: "
-                                + "\(ByteFormat.human(available)) free, \(ByteFormat.human(max(needed - available, 0))) "
-                                + "(\(max(needed - available, 0)) bytes) missing; nothing was changed",
-                                errno: -rc, path: path)
+            let availableNow = (try? StorageFacts.availableBytes(FileSystem.parent(of: path))) ?? 0
+            throw Self.notEnoughSpace(needed: needed, available: availableNow, errno: -rc, path: path)
         }
         throw ProVideoError.system("fallocate", errno: -rc, path: path)
+    }
+
+    private static func notEnoughSpace(needed: Int64, available: Int64, errno: Int32, path: String) -> ProVideoError {
+        let missing = max(needed - available, 0)
+        return ProVideoError(.notEnoughSpace,
+                             "the filesystem cannot allocate \(ByteFormat.human(needed)) for the reserve: "
+                             + "\(ByteFormat.human(available)) free, \(ByteFormat.human(missing)) (\(missing) bytes) "
+                             + "missing; nothing was changed", errno: errno, path: path)
+    }
+
+    /// The reserve's data extents (FIEMAP): bytes mapped below its size, and the end of its
+    /// last extent. Metadata blocks (ext4 extent index blocks) are not counted, unlike
+    /// `st_blocks`.
+    func extents() throws -> (mapped: Int64, end: Int64) {
+        guard FileSystem.exists(path) else { return (0, 0) }
+        let fd = try FileDescriptor.open(path, O_RDONLY)
+        var mapped: UInt64 = 0, end: UInt64 = 0
+        let rc = pv_extents(fd.rawValue, UInt64(try size()), &mapped, &end)
+        if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_FIEMAP)", errno: -rc, path: path) }
+        return (Int64(mapped), Int64(end))
     }
 
     /// Puts the file back to `size` bytes and frees every block past it, including blocks a
@@ -63,13 +83,8 @@ struct Reserve {
 
     /// Frees blocks allocated past the end of the file, left by a grow that was killed.
     func trimPastEnd() throws {
-        guard FileSystem.exists(path) else { return }
-        let facts = try FileSystem.facts(path)
-        let blockSize = Int64(max(facts.block_size, 512))
-        let needed = (Int64(facts.size) + blockSize - 1) / blockSize * blockSize
-        if Int64(facts.allocated_bytes) > needed {
-            try rollBack(try open(nocow: false), to: Int64(facts.size))
-        }
+        let size = try size()
+        if try extents().end > rounded(size) { try rollBack(try open(nocow: false), to: size) }
     }
 
     /// Writes zeros over [from, to) with direct I/O so later captures overwrite written extents

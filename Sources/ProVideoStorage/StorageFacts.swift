@@ -52,13 +52,15 @@ public struct StorageFacts: Codable, Sendable, Equatable {
 
     var isBtrfs: Bool { filesystemMagic == Self.btrfsMagic }
 
-    /// Reads the facts for `path` (a file or directory).
+    /// Reads the facts for `path`, a directory (where a pool lives) or a regular file.
+    /// ext4 and XFS report `STATX_DIOALIGN` for regular files only, so for a directory the
+    /// alignment is read from a scratch file created (and removed) in it when it is writable.
     public static func read(_ path: String) throws -> StorageFacts {
         let facts = try FileSystem.facts(path)
         var magic: Int64 = 0, available: UInt64 = 0, total: UInt64 = 0
         let rc = pv_statfs(path, &magic, &available, &total)
         if rc < 0 { throw ProVideoError.system("statfs", errno: -rc, path: path) }
-        let mount = MountInfo.find(major: facts.dev_major, minor: facts.dev_minor)
+        let mount = MountInfo.find(mountID: facts.mount_id) ?? MountInfo.find(major: facts.dev_major, minor: facts.dev_minor)
         var device = DeviceTopology.unknown
         if let source = mount?.source, source.hasPrefix("/dev/") {
             var topology = pv_topology()
@@ -70,8 +72,9 @@ public struct StorageFacts: Codable, Sendable, Equatable {
                                         optimalIOSize: Int(topology.optimal_io_size))
             }
         }
-        let reported = facts.dio_offset_align > 0
-            ? DirectIOAlignment(memory: Int(facts.dio_mem_align), offset: Int(facts.dio_offset_align)) : nil
+        let file = FileSystem.isDirectory(path) ? regularFileFacts(in: path) ?? facts : facts
+        let reported = file.dio_offset_align > 0
+            ? DirectIOAlignment(memory: Int(file.dio_mem_align), offset: Int(file.dio_offset_align)) : nil
         let fallback = max(device.logicalSectorSize, Int(facts.block_size))
         return StorageFacts(
             filesystem: mount?.type ?? String(magic, radix: 16),
@@ -80,6 +83,18 @@ public struct StorageFacts: Codable, Sendable, Equatable {
             reportedAlignment: reported,
             directIOAlignment: reported ?? DirectIOAlignment(memory: fallback, offset: fallback),
             device: device)
+    }
+
+    /// statx of a fresh empty regular file in `directory`, or nil when none can be created.
+    private static func regularFileFacts(in directory: String) -> pv_file_facts? {
+        let path = directory + "/.provideo-statx-\(getpid())"
+        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
+        guard fd >= 0 else { return nil }
+        defer {
+            Glibc.close(fd)
+            unlink(path)
+        }
+        return try? FileSystem.facts(path)
     }
 
     /// Free bytes on the filesystem holding `path` for unprivileged users (statfs `f_bavail`).
@@ -93,26 +108,35 @@ public struct StorageFacts: Codable, Sendable, Equatable {
 
 /// One line of /proc/self/mountinfo (see proc(5)).
 struct MountInfo {
+    var id: UInt64
     var major: UInt32
     var minor: UInt32
     var mountPoint: String
     var type: String
     var source: String
 
-    /// The mount whose device number is `major:minor` (for btrfs, the anonymous device number
-    /// that stat reports is also the one mountinfo shows).
+    /// The mount with this mount ID (statx `STATX_MNT_ID`, field 1 of mountinfo). On btrfs the
+    /// device number stat reports is an anonymous one that mountinfo does not show.
+    static func find(mountID: UInt64) -> MountInfo? {
+        guard mountID != 0 else { return nil }
+        return lines().first { $0.id == mountID }
+    }
+
+    /// The last (topmost) mount whose device number is `major:minor`.
     static func find(major: UInt32, minor: UInt32) -> MountInfo? {
-        guard let bytes = try? FileSystem.readSmallFile("/proc/self/mountinfo") else { return nil }
-        var found: MountInfo?
-        for line in String(decoding: bytes, as: UTF8.self).split(separator: "\n") {
+        lines().last { $0.major == major && $0.minor == minor }
+    }
+
+    private static func lines() -> [MountInfo] {
+        guard let bytes = try? FileSystem.readSmallFile("/proc/self/mountinfo") else { return [] }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
-            guard fields.count > 6, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count else { continue }
+            guard fields.count > 6, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
+                  let id = UInt64(fields[0]) else { return nil }
             let numbers = fields[2].split(separator: ":")
-            guard numbers.count == 2, UInt32(numbers[0]) == major, UInt32(numbers[1]) == minor else { continue }
-            // The last matching line is the mount on top.
-            found = MountInfo(major: major, minor: minor, mountPoint: String(fields[4]),
-                              type: String(fields[dash + 1]), source: String(fields[dash + 2]))
+            guard numbers.count == 2, let major = UInt32(numbers[0]), let minor = UInt32(numbers[1]) else { return nil }
+            return MountInfo(id: id, major: major, minor: minor, mountPoint: String(fields[4]),
+                             type: String(fields[dash + 1]), source: String(fields[dash + 2]))
         }
-        return found
     }
 }

@@ -3,9 +3,10 @@ import Synchronization
 import Testing
 @testable import ProVideoStorage
 
-/// Small buffers so tests allocate little; the engine logic is the same at any size.
+/// Small buffers so tests allocate little; the engine logic is the same at any size. The disk
+/// here is shared and can stall for seconds, so appends wait long before an overrun.
 let testOptions = CaptureOptions(bitrate: 100_000_000, bufferBudget: 4 << 20, writeSize: 512 << 10,
-                                 durabilityInterval: 50_000_000)
+                                 durabilityInterval: 50_000_000, overrunPolicy: .wait(nanoseconds: 30_000_000_000))
 
 /// A pool in a scratch directory on the root filesystem (ext4 here), removed afterwards.
 func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name: String = #function,
@@ -92,6 +93,27 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             let result = try capture.finish()
             #expect(result.statistics.patches == 5)
             #expect(TestSupport.readFile(result.path) == expected)
+        }
+    }
+
+    /// A slow stream never fills a buffer between commits: the commit writes the filling
+    /// buffer's frames, so they are durable within the durability interval anyway.
+    @Test func slowStreamFramesBecomeDurable() throws {
+        try withPool { (pool, scratch) throws in
+            let capture = try pool.startCapture(to: scratch + "/slow.mov", options: testOptions)
+            let frames = (0..<5).map { TestSupport.pattern(10_001, seed: UInt64($0)) }
+            for frame in frames { try capture.append(frame) }
+            usleep(100_000)
+            for _ in 0..<100 where capture.committedLength < 50_005 {
+                try capture.poll()
+                usleep(10_000)
+            }
+            #expect(capture.committedLength == 50_005)
+            #expect(CaptureJournal.readCommitted(pool.layout.captureCommit) == 50_005)
+            #expect(CaptureJournal.readCounter(pool.layout.captureProgress) == 0)  // no whole buffer landed yet
+            try capture.append(TestSupport.pattern(600_000, seed: 9))  // fills and writes the buffer whole
+            let result = try capture.finish()
+            #expect(TestSupport.readFile(result.path) == frames.flatMap { $0 } + TestSupport.pattern(600_000, seed: 9))
         }
     }
 

@@ -158,3 +158,157 @@ struct LoopFilesystem {
         return try body(LoopFilesystem(type: type, mountPoint: mountPoint, device: device))
     }
 }
+
+// MARK: - Filesystem and fault test helpers (added for the Filesystem* / Fault* tests)
+
+import CProVideo
+
+extension TestSupport {
+    /// The built `provideo`, as an absolute path (for shell pipelines).
+    static var provideoPath: String { productsDirectory + "/provideo" }
+
+    /// `provideo --pool POOL status --json`, decoded. Throws when the command fails.
+    static func poolStatus(_ pool: String) throws -> PoolStatus {
+        let result = try run("provideo", ["--pool", pool, "status", "--json"])
+        guard result.status == 0 else {
+            throw ProVideoError(.ioError, "provideo status failed (\(result.status)): \(result.stderr)")
+        }
+        return try JSONDecoder().decode(PoolStatus.self, from: Data(result.stdout.utf8))
+    }
+
+    /// `provideo --pool POOL list --json`, decoded.
+    static func poolListing(_ pool: String) throws -> PoolListing {
+        let result = try run("provideo", ["--pool", pool, "list", "--json"])
+        guard result.status == 0 else {
+            throw ProVideoError(.ioError, "provideo list failed (\(result.status)): \(result.stderr)")
+        }
+        return try JSONDecoder().decode(PoolListing.self, from: Data(result.stdout.utf8))
+    }
+
+    /// Size and allocated bytes of a file as coreutils `stat -c '%s %b %B'` reports them
+    /// (allocated = %b * %B), independent of the library's own statx.
+    static func statSizes(_ path: String) throws -> (size: Int64, allocated: Int64) {
+        let fields = try shell("stat -c '%s %b %B' '\(path)'").split(whereSeparator: \.isWhitespace).compactMap { Int64($0) }
+        guard fields.count == 3 else { throw ProVideoError(.ioError, "cannot parse stat output for \(path)") }
+        return (fields[0], fields[1] * fields[2])
+    }
+
+    /// statvfs(3) of the filesystem holding `path`: free bytes (f_bfree), free bytes for
+    /// unprivileged users (f_bavail, what `df` shows as Avail) and the block size.
+    struct FreeSpace: Equatable, CustomStringConvertible {
+        var free: Int64
+        var available: Int64
+        var blockSize: Int64
+        var description: String { "free \(free), available \(available), block \(blockSize)" }
+    }
+
+    static func freeSpace(_ path: String) throws -> FreeSpace {
+        var s = statvfs()
+        guard statvfs(path, &s) == 0 else { throw ProVideoError(.ioError, "statvfs \(path): \(errno)") }
+        let unit = Int64(s.f_frsize)
+        return FreeSpace(free: Int64(s.f_bfree) * unit, available: Int64(s.f_bavail) * unit, blockSize: Int64(s.f_bsize))
+    }
+
+    /// The attribute letters `lsattr` prints for a file (e.g. "---------------C------").
+    static func lsattrFlags(_ path: String) throws -> String {
+        String(try shell("lsattr '\(path)'").split(separator: " ").first ?? "")
+    }
+
+    /// `n` rounded up to a multiple of `unit`.
+    static func roundUp(_ n: Int64, _ unit: Int64) -> Int64 { (n + unit - 1) / unit * unit }
+
+    /// SHA-256 of `bytes` in hex (libcrypto through the C shim).
+    static func sha256Hex(_ bytes: [UInt8]) -> String {
+        let context = pv_sha256_new()
+        bytes.withUnsafeBytes { pv_sha256_update(context, $0.baseAddress, $0.count) }
+        var digest = [UInt8](repeating: 0, count: 32)
+        pv_sha256_finish(context, &digest)
+        return digest.map { String(format: "%02x", $0) }.joined()
+    }
+
+    /// SHA-256 of a file in hex, computed by coreutils `sha256sum`.
+    static func sha256sum(_ path: String) throws -> String {
+        String(try shell("sha256sum '\(path)'").prefix(64))
+    }
+
+    /// What the kernel reports through statx(STATX_DIOALIGN) for a fresh regular file in
+    /// `directory` (nil when the filesystem leaves the bit clear).
+    static func reportedDirectIOAlignment(in directory: String) throws -> DirectIOAlignment? {
+        let file = directory + "/.dioalign-probe-\(getpid())"
+        let fd = open(file, O_CREAT | O_WRONLY, 0o600)
+        guard fd >= 0 else { throw ProVideoError(.ioError, "cannot create \(file): \(errno)") }
+        close(fd)
+        defer { unlink(file) }
+        var facts = pv_file_facts()
+        guard pv_statx(file, &facts) == 0 else { throw ProVideoError(.ioError, "statx \(file) failed") }
+        return facts.dio_offset_align > 0
+            ? DirectIOAlignment(memory: Int(facts.dio_mem_align), offset: Int(facts.dio_offset_align)) : nil
+    }
+
+    /// Sets a /proc/sys value for the duration of `body`, restoring the original value
+    /// afterwards even when `body` throws.
+    static func withSysctl<T>(_ path: String, _ value: String, _ body: () throws -> T) throws -> T {
+        let original = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
+        func write(_ text: String) throws {
+            let fd = open(path, O_WRONLY)
+            guard fd >= 0 else { throw ProVideoError(.ioError, "cannot open \(path): \(errno)") }
+            defer { close(fd) }
+            let bytes = Array((text + "\n").utf8)
+            guard Glibc.write(fd, bytes, bytes.count) == bytes.count else {
+                throw ProVideoError(.ioError, "cannot write \(text) to \(path): \(errno)")
+            }
+        }
+        try write(value)
+        defer { try? write(original) }
+        return try body()
+    }
+
+    /// Waits for `process` to exit, terminating it (SIGTERM, then SIGKILL) after `seconds`.
+    /// Returns false when it had to be killed.
+    @discardableResult
+    static func wait(_ process: Process, seconds: Double) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while process.isRunning && Date() < deadline { usleep(20_000) }
+        guard process.isRunning else { return true }
+        process.terminate()
+        let grace = Date(timeIntervalSinceNow: 3)
+        while process.isRunning && Date() < grace { usleep(20_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        return false
+    }
+
+    /// Frames for capture tests: `count` frames of `size` bytes cut from one deterministic
+    /// pattern, each stamped with its index so no two frames are alike.
+    static func frames(count: Int, size: Int, seed: UInt64) -> [[UInt8]] {
+        let stride = 61
+        let base = pattern(size + stride * min(count, 4096) + 8, seed: seed)
+        return (0..<count).map { index in
+            var frame = Array(base[(index % 4096) * stride ..< (index % 4096) * stride + size])
+            var stamp = UInt64(index).littleEndian
+            withUnsafeBytes(of: &stamp) { raw in
+                for i in 0..<min(8, size) { frame[i] = raw[i] }
+            }
+            return frame
+        }
+    }
+}
+
+extension TestSupport {
+    /// The frames laid end to end (fast even in debug builds).
+    static func concatenated(_ frames: [[UInt8]]) -> [UInt8] {
+        var all: [UInt8] = []
+        all.reserveCapacity(frames.reduce(0) { $0 + $1.count })
+        for frame in frames { all.append(contentsOf: frame) }
+        return all
+    }
+
+    /// Whether the file at `path` holds exactly `expected` (memcmp, fast in debug builds).
+    static func fileEquals(_ path: String, _ expected: [UInt8]) -> Bool {
+        guard let data = FileManager.default.contents(atPath: path), data.count == expected.count else { return false }
+        return data.withUnsafeBytes { file in
+            expected.withUnsafeBytes { memcmp(file.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
+                                              $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, expected.count) == 0 }
+        }
+    }
+}

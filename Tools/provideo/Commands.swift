@@ -119,6 +119,14 @@ enum Commands {
         }
     }
 
+    static func move(_ path: String, _ arguments: inout Arguments) throws {
+        let held = try arguments.positional("HELD (a recording `provideo list` shows)")
+        let destination = try? arguments.positional("DEST")
+        try arguments.finish()
+        let target = try Pool.open(at: path).moveHeldRecording(held, to: destination)
+        print("moved \(held) to \(target); run `provideo replenish` to return the space to the reserve")
+    }
+
     static func check(_ path: String, _ arguments: inout Arguments) throws {
         try arguments.finish()
         let problems = try Pool.open(at: path).check()
@@ -136,7 +144,13 @@ enum Recorder {
     /// Appends each read as one frame until end of input or SIGINT/SIGTERM, then finishes.
     static func capture(from fd: Int32, into capture: Capture, chunk: Int = 1 << 20) throws -> RecordingResult {
         var buffer = [UInt8](repeating: 0, count: chunk)
+        var input = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while pv_stop_requested() == 0 {
+            // While the input is quiet, keep the capture's progress and commits going.
+            if Glibc.poll(&input, 1, 200) == 0 {
+                try capture.poll()
+                continue
+            }
             let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, chunk) }
             if n == 0 { break }
             if n < 0 {

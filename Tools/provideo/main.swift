@@ -14,6 +14,7 @@ usage: provideo [--pool PATH] COMMAND
   demo                              record a generated ProRes 422 HQ clip end to end
   recover                           salvage captures of recorders that died
   list [--json]                     recordings the pool holds, and the capture in progress
+  move HELD [DEST]                  move a recording the pool holds to its destination (or DEST)
   check                             verify the pool's accounting against the disk
 The pool is --pool PATH, else $PROVIDEO_POOL, else \(Pool.defaultPath).
 SIZE: bytes, K/M/G/T (1024-based, "iB" optional) or KB/MB/GB/TB (1000-based).
@@ -39,6 +40,7 @@ CommandLineProgram.run(usage: usage) {
     case "demo": try Demo.run(poolPath, &arguments)
     case "recover": try Commands.recover(poolPath, &arguments)
     case "list": try Commands.list(poolPath, &arguments)
+    case "move": try Commands.move(poolPath, &arguments)
     case "check": try Commands.check(poolPath, &arguments)
     default: throw UsageError("unknown command '\(command)'")
     }

@@ -38,8 +38,14 @@ typedef struct {
     uint64_t allocated_bytes;   // stx_blocks * 512
     uint32_t dev_major;
     uint32_t dev_minor;
+    uint64_t mount_id;          // STATX_MNT_ID: field 1 of /proc/self/mountinfo
 } pv_file_facts;
 int pv_statx(const char *path, pv_file_facts *out);
+
+/// The file's extents (FIEMAP ioctl): bytes mapped at offsets below `below` and the end of
+/// the last extent (including extents past end of file, e.g. from FALLOC_FL_KEEP_SIZE). Unlike
+/// st_blocks these exclude metadata such as ext4's extent index blocks.
+int pv_extents(int fd, uint64_t below, uint64_t *mapped_bytes, uint64_t *end_of_last);
 
 /// statfs(2) f_type, free bytes for unprivileged users (f_bavail * f_bsize), total bytes.
 int pv_statfs(const char *path, int64_t *fs_type, uint64_t *available_bytes, uint64_t *total_bytes);

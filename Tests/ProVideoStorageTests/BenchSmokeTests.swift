@@ -1,0 +1,120 @@
+@testable import BenchKit
+import Foundation
+import ProVideoStorage
+import Testing
+
+/// A few frames through each mode into a tiny pool in a scratch directory. Nothing here
+/// asserts a timing: the disk is shared and noisy.
+@Suite(.serialized) struct BenchSmokeTests {
+    static let frames = 6
+
+    static func withPool<T>(_ name: String = #function, _ body: (Pool, String) throws -> T) throws -> T {
+        try TestSupport.withScratch(name) { directory in
+            let pool = try Pool.create(at: directory + "/pool", capacity: 32 << 20)
+            defer { try? pool.destroy() }
+            let files = directory + "/files"
+            try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+            return try body(pool, files)
+        }
+    }
+
+    @Test(arguments: BenchMode.allCases)
+    func eachModeRecordsEveryFrame(mode: BenchMode) throws {
+        try Self.withPool("smoke-\(mode.rawValue)") { pool, files in
+            // 1 MB frames: more than one 1 MiB write, so every mode completes writes.
+            let sizes = FrameSizes.constant(bitrate: 400_000_000, fps: 50, count: Self.frames)
+            let plan = RunPlan(streams: 1, bitrate: 400_000_000, fps: 50, sizes: sizes, inputQueueFrames: 1_000,
+                               writeSize: 1 << 20, scratchDirectory: files)
+            let remainingBefore = try pool.remainingCapacity()
+            let run = try ModeRunner.run(mode, plan: plan, pools: [pool])
+            // An input queue of 1000 frames and a 32 MiB reserve: no frame can be lost here.
+            #expect(run.accounting.onTime + run.accounting.late == Self.frames)
+            #expect(run.accounting.dropped == 0)
+            #expect(run.bytes == sizes.total)
+            #expect(run.samples.count == Self.frames)
+            #expect(run.completionLatency.max > 0)
+            // The capture was cancelled and the files removed: capacity and space come back.
+            #expect(try pool.remainingCapacity() == remainingBefore)
+            #expect(try pool.busyReasons().isEmpty)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: files).isEmpty)
+        }
+    }
+
+    @Test func twoStreamsNeedTwoPools() throws {
+        try TestSupport.withScratch { directory in
+            let pools = try (0..<2).map { try Pool.create(at: "\(directory)/pool-\($0)", capacity: 16 << 20) }
+            defer { for pool in pools { try? pool.destroy() } }
+            let sizes = FrameSizes.constant(bitrate: 40_000_000, fps: 50, count: 3)
+            let plan = RunPlan(streams: 2, bitrate: 40_000_000, fps: 50, sizes: sizes, inputQueueFrames: 1_000,
+                               scratchDirectory: directory)
+            let run = try ModeRunner.run(.pool, plan: plan, pools: pools)
+            #expect(run.accounting.onTime + run.accounting.late == 6)
+            #expect(run.bytes == 2 * sizes.total)
+        }
+    }
+
+    @Test func plotDrawsOneLinePerMode() {
+        let runs = BenchMode.allCases.map { mode in
+            ModeRun(mode: mode, engine: "e", accounting: FrameAccounting(interval: 1, inputQueueFrames: 1), bytes: 0,
+                    seconds: 1, cpuSeconds: 0,
+                    samples: (0..<50).map { ModeRun.Sample(time: UInt64($0) * 20_000_000, latency: UInt64($0 + 1) * 10_000) },
+                    completionLatency: LatencySummary(p50: 0, p99: 0, p999: 0, max: 0))
+        }
+        let svg = LatencyPlot.svg(runs, frameInterval: 20_000_000, title: "a < b")
+        #expect(svg.hasPrefix("<svg"))
+        #expect(svg.components(separatedBy: "<polyline").count == 4)
+        #expect(svg.contains("a &lt; b"))
+        #expect(svg.contains(">1 ms<"))
+    }
+
+    @Test func commandLinePrintsTheIssuesJSONShape() throws {
+        try Self.withPool { pool, _ in
+            let result = try TestSupport.run("provideo-bench", [
+                "--pool", pool.path, "--bitrate", "40M", "--fps", "50", "--duration", "0.1", "--mode", "all", "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            let modes = object?["modes"] as? [String: [String: Any]]
+            #expect(Set(modes?.keys.map { $0 } ?? []) == ["pool", "buffered", "direct"])
+            for (_, entry) in modes ?? [:] {
+                for key in ["throughput", "framesOnTime", "framesLate", "framesDropped", "cpuSecondsPerGB"] {
+                    #expect(entry[key] is NSNumber, "\(key)")
+                }
+                for key in ["appendLatencyNs", "completionLatencyNs"] {
+                    #expect(Set((entry[key] as? [String: Any])?.keys.map { $0 } ?? []) == ["p50", "p99", "p999", "max"])
+                }
+            }
+            #expect(try pool.busyReasons().isEmpty)
+        }
+    }
+
+    @Test func calibrateReportsBandwidth() throws {
+        try Self.withPool { pool, _ in
+            let fio = FileManager.default.isExecutableFile(atPath: "/usr/bin/fio")
+            let result = try TestSupport.run("provideo-bench", [
+                "--pool", pool.path, "calibrate", "--size", "8M", "--write-size", "1M", "--queue-depth", "4",
+                "--repeat", "2", "--json"] + (fio ? ["--fio"] : []))
+            #expect(result.status == 0, "\(result.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            #expect((object?["bandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
+            if fio {
+                #expect((object?["fioBandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
+                #expect((object?["efficiency"] as? NSNumber)?.doubleValue ?? 0 > 0)
+            }
+            #expect(try pool.remainingCapacity() == pool.initialCapacity)
+        }
+    }
+
+    @Test func tooSmallAPoolIsReportedClearly() throws {
+        try Self.withPool { pool, _ in
+            let result = try TestSupport.run("provideo-bench", [
+                "--pool", pool.path, "--bitrate", "4G", "--fps", "25", "--duration", "10", "--mode", "pool"])
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("reserve left"))
+        }
+    }
+
+    @Test func usageErrorsExitWithTwo() throws {
+        let result = try TestSupport.run("provideo-bench", ["--fps", "25", "--duration", "1", "--mode", "tape"])
+        #expect(result.status == 2)
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import ProVideoStorage
+
+/// The pools a benchmark writes into and a scratch directory on the same filesystem for the
+/// other modes' files. When no pool exists at the default path and none was named, it creates
+/// scratch pools under /var/tmp and destroys them on `release()`.
+public final class BenchWorkspace {
+    public let pools: [Pool]
+    /// Removed with everything in it on `release()`.
+    public let directory: String
+    private let createdPools: Bool
+
+    /// - Parameters:
+    ///   - paths: the pools named with `--pool` (or `$PROVIDEO_POOL`); empty for the default.
+    ///   - count: pools needed (one per stream in pool mode).
+    ///   - bytesEach: the capacity of a scratch pool, in bytes.
+    ///   - minimumBytes: reserve each named pool must have left, in bytes.
+    /// - Throws: `BenchError` when a named pool is missing or its reserve is too small.
+    public init(paths: [String], count: Int, bytesEach: Int64, minimumBytes: Int64, log: (String) -> Void) throws {
+        let named = paths.isEmpty ? [Pool.resolvePath(nil)] : paths.map { Pool.resolvePath($0) }
+        let defaultMissing = paths.isEmpty && !FileManager.default.fileExists(atPath: named[0] + "/pool.json")
+        if defaultMissing {
+            directory = "/var/tmp/provideo-bench-\(getpid())"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            log("no pool at \(named[0]): creating \(count) scratch pool(s) of \(ByteFormat.human(bytesEach)) in \(directory)")
+            var pools: [Pool] = []
+            do {
+                for index in 0..<count {
+                    pools.append(try Pool.create(at: "\(directory)/pool-\(index)", capacity: bytesEach))
+                }
+            } catch {
+                for pool in pools { try? pool.destroy() }
+                try? FileManager.default.removeItem(atPath: directory)
+                throw error
+            }
+            self.pools = pools
+            createdPools = true
+            return
+        }
+        guard named.count >= count else {
+            throw BenchError("pool mode needs one pool per stream (a pool runs one capture at a time): \(count) streams, "
+                             + "\(named.count) pool(s); pass --pool once per stream")
+        }
+        var pools: [Pool] = []
+        for path in named.prefix(count) {
+            let pool = try Pool.open(at: path)
+            let remaining = try pool.remainingCapacity()
+            guard remaining >= minimumBytes else {
+                throw BenchError("the pool at \(path) has \(ByteFormat.human(remaining)) of reserve left; this run needs "
+                                 + "\(ByteFormat.human(minimumBytes)) per stream. Grow it (`provideo --pool \(path) resize "
+                                 + "SIZE`), replenish it, or shorten --duration / lower --bitrate")
+            }
+            pools.append(pool)
+        }
+        self.pools = pools
+        directory = Self.parentDirectory(of: pools[0].path) + "/provideo-bench-\(getpid())"
+        try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+        createdPools = false
+    }
+
+    /// Free bytes on the workspace's filesystem.
+    public func availableBytes() -> Int64 {
+        let attributes = try? FileManager.default.attributesOfFileSystem(forPath: directory)
+        return (attributes?[.systemFreeSize] as? NSNumber)?.int64Value ?? 0
+    }
+
+    /// Destroys scratch pools and removes the scratch directory.
+    public func release() {
+        if createdPools { for pool in pools { try? pool.destroy() } }
+        try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    private static func parentDirectory(of path: String) -> String {
+        let parent = (path as NSString).deletingLastPathComponent
+        return parent.isEmpty ? "/" : parent
+    }
+}

@@ -1,0 +1,72 @@
+import Foundation
+import ProVideoStorage
+
+/// A measuring run: the modes alternated `repeats` times (the order rotates every repeat so
+/// that no mode always runs first or last), optionally next to a noisy neighbour.
+public enum Benchmark {
+    public struct Settings: Sendable {
+        public var plan: RunPlan
+        public var modes: [BenchMode]
+        public var repeats: Int
+        public var noise: Bool
+        /// The trace's path, for the report.
+        public var frameTrace: String?
+
+        public init(plan: RunPlan, modes: [BenchMode], repeats: Int, noise: Bool, frameTrace: String?) {
+            self.plan = plan
+            self.modes = modes
+            self.repeats = repeats
+            self.noise = noise
+            self.frameTrace = frameTrace
+        }
+    }
+
+    /// Bytes the noisy neighbour's file grows to before it starts over.
+    static let noiseFileLimit: Int64 = 4 << 30
+
+    /// Runs every mode and repeat. `plan.scratchDirectory` is replaced by `workspace.directory`.
+    /// - Returns: the report and every run, in the order they ran.
+    public static func run(_ settings: Settings, workspace: BenchWorkspace,
+                           log: @escaping (String) -> Void) throws -> (BenchReport, [ModeRun]) {
+        var plan = settings.plan
+        plan.scratchDirectory = workspace.directory
+        let needed = plan.sizes.total * Int64(plan.streams) + (settings.noise ? noiseFileLimit : 0)
+        guard workspace.availableBytes() > needed + (1 << 30) else {
+            throw BenchError("\(workspace.directory) has \(ByteFormat.human(workspace.availableBytes())) free; a run of the "
+                             + "buffered and direct modes needs \(ByteFormat.human(needed)) plus 1 GiB to spare")
+        }
+        var neighbour: NoisyNeighbour?
+        if settings.noise {
+            neighbour = try NoisyNeighbour(directory: workspace.directory, limit: noiseFileLimit)
+            log("noisy neighbour writing \(neighbour!.file) through the page cache (fsync every second)")
+            Thread.sleep(forTimeInterval: 2)
+        }
+        defer { neighbour?.stop() }
+        var runs: [ModeRun] = []
+        let seconds = Double(plan.durationNanoseconds) / 1e9
+        let total = settings.repeats * settings.modes.count
+        for round in 0..<settings.repeats {
+            let shift = round % settings.modes.count
+            for mode in settings.modes[shift...] + settings.modes[..<shift] {
+                let progress = ModeRunner.Progress()
+                let label = "\(mode.rawValue) (run \(runs.count + 1)/\(total))"
+                log("\(label): \(plan.streams) stream(s) for \(seconds) s")
+                let frames = plan.sizes.sizes.count * plan.streams
+                var elapsed = 0
+                let run = try ModeRunner.run(mode, plan: plan, pools: workspace.pools, progress: progress) {
+                    elapsed += 1
+                    if seconds >= 5 && elapsed % 5 == 0 {
+                        log("  \(label): \(progress.frames.load(ordering: .relaxed))/\(frames) frames, "
+                            + "\(progress.dropped.load(ordering: .relaxed)) dropped")
+                    }
+                }
+                log("  \(label): \(run.accounting.onTime) on time, \(run.accounting.late) late, \(run.accounting.dropped) dropped, "
+                    + String(format: "%.1f MB/s", Double(run.bytes) / run.seconds / 1e6))
+                runs.append(run)
+            }
+        }
+        let report = BenchReport(plan: plan, runs: runs, repeatCount: settings.repeats,
+                                 noise: settings.noise ? "writer" : "none", frameTrace: settings.frameTrace)
+        return (report, runs)
+    }
+}

@@ -1,0 +1,130 @@
+import Foundation
+import ProVideoStorage
+
+/// The engine's unthrottled sequential write bandwidth into the pool's reserve, optionally
+/// next to fio on the same file. Each repeat starts a capture (so the pool is busy and no
+/// recorder can take the reserve meanwhile), runs fio and our engine over the same bytes of
+/// the capture's file in alternating order, and cancels the capture (its capacity returns).
+public enum Calibration {
+    public struct Settings: Sendable {
+        /// Bytes written per pass.
+        public var bytes: Int64
+        /// Bytes per write: the capture's `writeSize` and fio's block size.
+        public var writeSize: Int
+        /// Buffers of `writeSize`, which is the engine's queue depth, and fio's `iodepth`.
+        public var queueDepth: Int
+        public var repeats: Int
+        public var withFio: Bool
+        /// The capture's `durabilityInterval` in nanoseconds (an fdatasync and a commit record
+        /// each interval), which fio does not do.
+        public var durabilityInterval: UInt64
+
+        public init(bytes: Int64, writeSize: Int, queueDepth: Int, repeats: Int, withFio: Bool,
+                    durabilityInterval: UInt64 = CaptureOptions().durabilityInterval) {
+            self.bytes = bytes
+            self.writeSize = writeSize
+            self.queueDepth = queueDepth
+            self.repeats = repeats
+            self.withFio = withFio
+            self.durabilityInterval = durabilityInterval
+        }
+    }
+
+    /// One repeat, bandwidths in bytes per second.
+    public struct Pass: Codable, Sendable {
+        public var bandwidth: Double
+        public var fioBandwidth: Double?
+        public var efficiency: Double?
+        public var fioFirst: Bool
+    }
+
+    /// What `calibrate --json` prints. Bandwidths in bytes per second, medians of the passes.
+    public struct Report: Codable, Sendable {
+        public var bandwidth: Double
+        public var fioBandwidth: Double?
+        /// Ours divided by fio's: the median of the passes' ratios.
+        public var efficiency: Double?
+        public var bytes: Int64
+        public var writeSize: Int
+        public var queueDepth: Int
+        /// Seconds between the engine's durability commits.
+        public var durabilityInterval: Double
+        public var engine: String
+        public var fioArguments: [String]?
+        public var passes: [Pass]
+    }
+
+    /// - Parameters:
+    ///   - destination: a path the captures would move to (they are always cancelled).
+    ///   - log: progress lines, for standard error.
+    public static func run(pool: Pool, settings: Settings, destination: String, log: (String) -> Void) throws -> Report {
+        let source = try AlignedMemory(length: settings.writeSize, alignment: pool.directIOAlignment.io)
+        ModeRunner.fillPattern(source.bytes)
+        let options = CaptureOptions(bitrate: 8 * Int64(settings.writeSize * settings.queueDepth),
+                                     bufferBudget: settings.writeSize * settings.queueDepth,
+                                     writeSize: settings.writeSize, durabilityInterval: settings.durabilityInterval,
+                                     overrunPolicy: .wait(nanoseconds: 30_000_000_000))
+        log("warm-up: \(ByteFormat.human(settings.bytes)) through our engine (not measured)")
+        var engine = try withCapture(pool, destination, options) { capture in
+            _ = try ourPass(capture, source: source, bytes: settings.bytes)
+            return capture.statistics.engine
+        }
+        var passes: [Pass] = []
+        var fioArguments: [String]?
+        for index in 0..<settings.repeats {
+            let fioFirst = index % 2 == 1
+            let pass = try withCapture(pool, destination, options) { capture -> Pass in
+                engine = capture.statistics.engine
+                let fio = FioRun(file: pool.path + "/capture/data", bytes: settings.bytes, blockSize: settings.writeSize,
+                                 queueDepth: settings.queueDepth, fixedBuffers: engine == "io_uring")
+                fioArguments = fio.arguments
+                var fioBandwidth: Double?
+                if settings.withFio && fioFirst { fioBandwidth = try fio.run() }
+                let ours = try ourPass(capture, source: source, bytes: settings.bytes)
+                if settings.withFio && !fioFirst { fioBandwidth = try fio.run() }
+                return Pass(bandwidth: ours, fioBandwidth: fioBandwidth, efficiency: fioBandwidth.map { ours / $0 },
+                            fioFirst: fioFirst)
+            }
+            passes.append(pass)
+            log("pass \(index + 1)/\(settings.repeats): ours \(megabytes(pass.bandwidth))"
+                + (pass.fioBandwidth.map { ", fio \(megabytes($0)), efficiency \(String(format: "%.3f", pass.efficiency!))" } ?? ""))
+        }
+        let withFio = settings.withFio
+        return Report(bandwidth: Percentiles.median(passes.map(\.bandwidth)),
+                      fioBandwidth: withFio ? Percentiles.median(passes.compactMap(\.fioBandwidth)) : nil,
+                      efficiency: withFio ? Percentiles.median(passes.compactMap(\.efficiency)) : nil,
+                      bytes: settings.bytes, writeSize: settings.writeSize, queueDepth: settings.queueDepth,
+                      durabilityInterval: Double(settings.durabilityInterval) / 1e9, engine: engine, fioArguments: withFio ? fioArguments : nil, passes: passes)
+    }
+
+    static func megabytes(_ bytesPerSecond: Double) -> String { String(format: "%.1f MB/s", bytesPerSecond / 1e6) }
+
+    private static func withCapture<T>(_ pool: Pool, _ destination: String, _ options: CaptureOptions,
+                                       _ body: (Capture) throws -> T) throws -> T {
+        let capture = try pool.startCapture(to: destination, options: options)
+        do {
+            let result = try body(capture)
+            try capture.cancel()
+            return result
+        } catch {
+            try? capture.cancel()
+            throw error
+        }
+    }
+
+    /// Appends `bytes` as fast as the engine takes them and waits until all are on disk.
+    /// - Returns: bytes per second.
+    private static func ourPass(_ capture: Capture, source: AlignedMemory, bytes: Int64) throws -> Double {
+        let chunk = UnsafeRawBufferPointer(source.bytes)
+        let started = MonotonicClock.nanoseconds()
+        var written: Int64 = 0
+        while written < bytes {
+            try capture.append(chunk)
+            written += Int64(chunk.count)
+        }
+        // Capture has no public flush: patching the first byte (with its own value) waits for
+        // every write in flight, then rewrites one aligned block.
+        try capture.write(UnsafeRawBufferPointer(rebasing: chunk[0..<1]), at: 0)
+        return Double(written) / (Double(MonotonicClock.nanoseconds() - started) / 1e9)
+    }
+}

@@ -1,0 +1,62 @@
+import Foundation
+
+/// fio writing a file the way a capture does: sequential `O_DIRECT` writes of `blockSize`
+/// bytes through io_uring, `queueDepth` in flight, into the existing file from offset 0.
+public struct FioRun: Sendable {
+    public var file: String
+    /// Bytes to write.
+    public var bytes: Int64
+    /// Bytes per write.
+    public var blockSize: Int
+    public var queueDepth: Int
+    /// Registered buffers (`fixedbufs`), as our engine uses when the memlock limit allows.
+    public var fixedBuffers: Bool
+
+    public init(file: String, bytes: Int64, blockSize: Int, queueDepth: Int, fixedBuffers: Bool) {
+        self.file = file
+        self.bytes = bytes
+        self.blockSize = blockSize
+        self.queueDepth = queueDepth
+        self.fixedBuffers = fixedBuffers
+    }
+
+    /// The command line; `fallocate=none` so that fio neither allocates nor lays out the file.
+    public var arguments: [String] {
+        ["--name=provideo-calibrate", "--filename=\(file)", "--rw=write", "--bs=\(blockSize)", "--iodepth=\(queueDepth)",
+         "--ioengine=io_uring", "--direct=1", "--size=\(bytes)", "--offset=0", "--fallocate=none",
+         "--fixedbufs=\(fixedBuffers ? 1 : 0)", "--output-format=json"]
+    }
+
+    /// Runs fio and returns its write bandwidth in bytes per second.
+    /// - Throws: `BenchError` when fio is missing, fails, or prints no bandwidth.
+    public func run() throws -> Double {
+        guard let fio = ["/usr/bin/fio", "/usr/local/bin/fio"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
+            throw BenchError("fio is not installed: `apt-get install fio`")
+        }
+        let process = Process()
+        process.executableURL = URL(fileURLWithPath: fio)
+        process.arguments = arguments
+        let output = Pipe(), errors = Pipe()
+        process.standardOutput = output
+        process.standardError = errors
+        try process.run()
+        let data = output.fileHandleForReading.readDataToEndOfFile()
+        let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+        process.waitUntilExit()
+        guard process.terminationStatus == 0 else {
+            throw BenchError("fio failed (status \(process.terminationStatus)): \(message)")
+        }
+        return try Self.bandwidth(fromJSON: data)
+    }
+
+    /// `jobs[0].write.bw_bytes` from fio's JSON output (which may follow notes in plain text).
+    static func bandwidth(fromJSON data: Data) throws -> Double {
+        let start = data.firstIndex(of: UInt8(ascii: "{")) ?? data.startIndex
+        let object = try? JSONSerialization.jsonObject(with: data[start...]) as? [String: Any]
+        guard let jobs = object?["jobs"] as? [[String: Any]], let write = jobs.first?["write"] as? [String: Any],
+              let bandwidth = (write["bw_bytes"] as? NSNumber)?.doubleValue, bandwidth > 0 else {
+            throw BenchError("fio printed no write bandwidth: \(String(decoding: data.prefix(400), as: UTF8.self))")
+        }
+        return bandwidth
+    }
+}

@@ -1,0 +1,76 @@
+import Foundation
+
+/// An SVG chart of append latency over time, one line per mode, on a log scale: each point is
+/// the slowest hand-over in its time slice, so stalls stay visible at any run length.
+public enum LatencyPlot {
+    static let width = 900.0, height = 420.0
+    static let left = 70.0, right = 20.0, top = 40.0, bottom = 45.0
+    static let slices = 300
+    static let colors: [BenchMode: String] = [.pool: "#1f6fb4", .buffered: "#d62728", .direct: "#2c9c2c"]
+
+    /// - Parameters:
+    ///   - runs: one run per mode (the first repeat of each).
+    ///   - frameInterval: nanoseconds, drawn as a dashed line: a hand-over above it is late.
+    public static func svg(_ runs: [ModeRun], frameInterval: UInt64, title: String) -> String {
+        let all = runs.flatMap { $0.samples }
+        let duration = max(Double(all.map(\.time).max() ?? 0) / 1e9, 1e-3)
+        let lowest = floor(log10(Double(max(all.map(\.latency).min() ?? 1_000, 1))))
+        let highest = max(ceil(log10(Double(max(all.map(\.latency).max() ?? 1, frameInterval)))), lowest + 1)
+        let plotWidth = width - left - right, plotHeight = height - top - bottom
+        func x(_ seconds: Double) -> Double { left + seconds / duration * plotWidth }
+        func y(_ nanoseconds: UInt64) -> Double {
+            top + plotHeight * (highest - log10(Double(max(nanoseconds, 1)))) / (highest - lowest)
+        }
+        func f(_ v: Double) -> String { String(format: "%.1f", v) }
+
+        var svg = ["<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
+                   + "font-family=\"sans-serif\" font-size=\"12\">",
+                   "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>",
+                   "<text x=\"\(f(left))\" y=\"22\" font-size=\"14\">\(escape(title))</text>"]
+        for decade in Int(lowest)...Int(highest) {
+            let ny = y(UInt64(pow(10, Double(decade))))
+            svg.append("<line x1=\"\(f(left))\" y1=\"\(f(ny))\" x2=\"\(f(width - right))\" y2=\"\(f(ny))\" stroke=\"#ddd\"/>")
+            svg.append("<text x=\"\(f(left - 6))\" y=\"\(f(ny + 4))\" text-anchor=\"end\">\(label(decade))</text>")
+        }
+        let step = max((duration / 6).rounded(.up), 1)
+        for second in stride(from: 0.0, through: duration, by: step) {
+            svg.append("<text x=\"\(f(x(second)))\" y=\"\(f(height - bottom + 16))\" text-anchor=\"middle\">\(Int(second)) s</text>")
+        }
+        svg.append("<text x=\"\(f(left + plotWidth / 2))\" y=\"\(f(height - 8))\" text-anchor=\"middle\">time since the first frame; "
+                   + "each point: the slowest append in \(f(duration / Double(slices) * 1000)) ms</text>")
+        let interval = y(frameInterval)
+        svg.append("<line x1=\"\(f(left))\" y1=\"\(f(interval))\" x2=\"\(f(width - right))\" y2=\"\(f(interval))\" "
+                   + "stroke=\"#888\" stroke-dasharray=\"6 4\"/>")
+        svg.append("<text x=\"\(f(width - right - 4))\" y=\"\(f(interval - 4))\" text-anchor=\"end\" fill=\"#666\">frame interval</text>")
+        svg.append("<rect x=\"\(f(left))\" y=\"\(f(top))\" width=\"\(f(plotWidth))\" height=\"\(f(plotHeight))\" fill=\"none\" stroke=\"#444\"/>")
+        for (index, run) in runs.enumerated() {
+            var slowest = [UInt64?](repeating: nil, count: slices)
+            for sample in run.samples {
+                let slice = min(Int(Double(sample.time) / 1e9 / duration * Double(slices)), slices - 1)
+                slowest[slice] = max(slowest[slice] ?? 0, sample.latency)
+            }
+            let points = slowest.enumerated().compactMap { slice, value in
+                value.map { "\(f(x((Double(slice) + 0.5) * duration / Double(slices)))),\(f(y($0)))" }
+            }
+            let color = colors[run.mode] ?? "black"
+            svg.append("<polyline fill=\"none\" stroke=\"\(color)\" stroke-width=\"1.2\" points=\"\(points.joined(separator: " "))\"/>")
+            let legendY = top + 16 + Double(index) * 16
+            svg.append("<line x1=\"\(f(left + 10))\" y1=\"\(f(legendY - 4))\" x2=\"\(f(left + 30))\" y2=\"\(f(legendY - 4))\" "
+                       + "stroke=\"\(color)\" stroke-width=\"2\"/>")
+            svg.append("<text x=\"\(f(left + 36))\" y=\"\(f(legendY))\">\(run.mode.rawValue) (\(escape(run.engine)))</text>")
+        }
+        svg.append("</svg>")
+        return svg.joined(separator: "\n") + "\n"
+    }
+
+    /// "1 µs", "10 ms", "1 s" for 10^decade nanoseconds.
+    static func label(_ decade: Int) -> String {
+        let units = [(9, "s"), (6, "ms"), (3, "µs"), (0, "ns")]
+        let (power, unit) = units.first { decade >= $0.0 } ?? (0, "ns")
+        return "\(Int(pow(10, Double(decade - power)))) \(unit)"
+    }
+
+    static func escape(_ text: String) -> String {
+        text.replacingOccurrences(of: "&", with: "&amp;").replacingOccurrences(of: "<", with: "&lt;")
+    }
+}

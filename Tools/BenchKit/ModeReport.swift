@@ -1,0 +1,74 @@
+import ProVideoStorage
+
+/// One mode's results over all its repeats, in the shape `--json` prints. Throughput in bytes
+/// per second, latencies in nanoseconds.
+public struct ModeReport: Codable, Sendable {
+    /// One repeat's headline numbers, to show how much the disk varied between runs.
+    public struct Repeat: Codable, Sendable {
+        public var throughput: Double
+        public var framesLate: Int
+        public var framesDropped: Int
+        public var appendP999Ns: UInt64
+    }
+
+    public var throughput: Double
+    public var framesOnTime: Int
+    public var framesLate: Int
+    public var framesDropped: Int
+    /// Exact percentiles over every hand-over of every stream and repeat.
+    public var appendLatencyNs: LatencySummary
+    /// The worst of each stream's and repeat's write completion percentiles (the captures'
+    /// histograms cannot be merged exactly).
+    public var completionLatencyNs: LatencySummary
+    /// CPU seconds this process spent per 10^9 bytes accepted.
+    public var cpuSecondsPerGB: Double
+    public var engine: String
+    public var bytes: Int64
+    public var seconds: Double
+    public var repeats: [Repeat]
+
+    /// Combines the repeats of one mode.
+    public init(_ runs: [ModeRun]) {
+        var accounting = runs[0].accounting
+        var completion = runs[0].completionLatency
+        for run in runs.dropFirst() {
+            accounting.add(run.accounting)
+            completion = Percentiles.worst(completion, run.completionLatency)
+        }
+        bytes = runs.reduce(0) { $0 + $1.bytes }
+        seconds = runs.reduce(0) { $0 + $1.seconds }
+        throughput = seconds > 0 ? Double(bytes) / seconds : 0
+        framesOnTime = accounting.onTime
+        framesLate = accounting.late
+        framesDropped = accounting.dropped
+        appendLatencyNs = Percentiles.summary(runs.flatMap { $0.samples.map(\.latency) })
+        completionLatencyNs = completion
+        let cpu = runs.reduce(0) { $0 + $1.cpuSeconds }
+        cpuSecondsPerGB = bytes > 0 ? cpu / (Double(bytes) / 1e9) : 0
+        engine = runs[0].engine
+        repeats = runs.map { run in
+            Repeat(throughput: run.seconds > 0 ? Double(run.bytes) / run.seconds : 0, framesLate: run.accounting.late,
+                   framesDropped: run.accounting.dropped,
+                   appendP999Ns: Percentiles.summary(run.samples.map(\.latency)).p999)
+        }
+    }
+}
+
+/// How one mode compares with another: each field is this mode's value divided by the other's
+/// (nil when the other's is 0).
+public struct ModeRatios: Codable, Sendable {
+    public var throughput: Double?
+    public var appendP99: Double?
+    public var appendP999: Double?
+    public var appendMax: Double?
+    public var cpuSecondsPerGB: Double?
+
+    public init(_ mode: ModeReport, over other: ModeReport) {
+        func ratio(_ a: Double, _ b: Double) -> Double? { b > 0 ? a / b : nil }
+        throughput = ratio(mode.throughput, other.throughput)
+        appendP99 = ratio(Double(mode.appendLatencyNs.p99), Double(other.appendLatencyNs.p99))
+        appendP999 = ratio(Double(mode.appendLatencyNs.p999), Double(other.appendLatencyNs.p999))
+        appendMax = ratio(Double(mode.appendLatencyNs.max), Double(other.appendLatencyNs.max))
+        cpuSecondsPerGB = ratio(mode.cpuSecondsPerGB, other.cpuSecondsPerGB)
+    }
+}

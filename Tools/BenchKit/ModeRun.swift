@@ -1,0 +1,24 @@
+import ProVideoStorage
+
+/// One mode's measurement: every stream of one repeat.
+public struct ModeRun: Sendable {
+    /// When a frame was due (ns since the run's first frame) and how long its hand-over took (ns).
+    public struct Sample: Sendable, Equatable {
+        public var time: UInt64
+        public var latency: UInt64
+    }
+
+    public var mode: BenchMode
+    public var engine: String
+    public var accounting: FrameAccounting
+    /// Bytes the writers accepted.
+    public var bytes: Int64
+    /// Seconds from the first frame's due time until the last stream's data was on disk.
+    public var seconds: Double
+    /// User + system CPU seconds of this process during the run.
+    public var cpuSeconds: Double
+    /// Every hand-over of every stream, in stream order.
+    public var samples: [Sample]
+    /// Each stream's write completion latency, merged with `Percentiles.worst`.
+    public var completionLatency: LatencySummary
+}

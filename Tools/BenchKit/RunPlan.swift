@@ -1,0 +1,35 @@
+/// What one measuring run simulates. Sizes in bytes, rates in bits per second.
+public struct RunPlan: Sendable {
+    /// Simultaneous recorders, each on its own thread (and, in pool mode, its own pool).
+    public var streams: Int
+    /// Each stream's rate in bits per second.
+    public var bitrate: Int64
+    /// Frames per second.
+    public var fps: Double
+    /// Every stream's frames.
+    public var sizes: FrameSizes
+    /// Frames a capture card holds while its recorder is busy; see `FrameAccounting`.
+    public var inputQueueFrames: Int
+    /// Bytes per write in pool and direct modes (4 MiB is the pool engine's default).
+    public var writeSize: Int
+    /// Where buffered and direct modes create their files: on the pool's filesystem.
+    public var scratchDirectory: String
+    /// The pool captures' buffer budget in bytes; nil for the engine's default (one second
+    /// at the bitrate, 16…256 MiB).
+    public var bufferBudget: Int?
+
+    public init(streams: Int, bitrate: Int64, fps: Double, sizes: FrameSizes, inputQueueFrames: Int = 2,
+                writeSize: Int = 4 << 20, scratchDirectory: String, bufferBudget: Int? = nil) {
+        self.streams = streams
+        self.bitrate = bitrate
+        self.fps = fps
+        self.sizes = sizes
+        self.inputQueueFrames = inputQueueFrames
+        self.writeSize = writeSize
+        self.scratchDirectory = scratchDirectory
+        self.bufferBudget = bufferBudget
+    }
+
+    /// Nanoseconds the run lasts (one stream's frames).
+    public var durationNanoseconds: UInt64 { UInt64((Double(sizes.sizes.count) * 1e9 / fps).rounded()) }
+}

@@ -1,0 +1,52 @@
+/// One recorder: delivers `sizes` frames at `fps` on `clock`, hands each to a `FrameWriter`
+/// and accounts for it. Every sample array is allocated before the first frame.
+public final class SimulatedRecorder {
+    public let sizes: FrameSizes
+    /// Frames per second (29.97 is 30000/1001).
+    public let fps: Double
+    public private(set) var accounting: FrameAccounting
+    /// Bytes the writer accepted.
+    public private(set) var bytes: Int64 = 0
+    /// Nanoseconds each hand-over (append) took; the first `sampleCount` entries are valid.
+    public private(set) var appendLatency: [UInt64]
+    /// Nanoseconds from the first frame's due time to the due time of each sampled frame.
+    public private(set) var sampleTimes: [UInt64]
+    public private(set) var sampleCount = 0
+
+    /// - Parameter inputQueueFrames: frames the capture card holds while the recorder is busy.
+    public init(sizes: FrameSizes, fps: Double, inputQueueFrames: Int) {
+        self.sizes = sizes
+        self.fps = fps
+        accounting = FrameAccounting(interval: UInt64((1e9 / fps).rounded()), inputQueueFrames: inputQueueFrames)
+        appendLatency = Array(repeating: 0, count: sizes.sizes.count)
+        sampleTimes = Array(repeating: 0, count: sizes.sizes.count)
+    }
+
+    /// Nanoseconds from the first frame to frame `index`.
+    public func offset(of index: Int) -> UInt64 { UInt64((Double(index) * 1e9 / fps).rounded()) }
+
+    /// Runs the stream: frame `i` is due at `start + offset(of: i)` (ns on `clock`).
+    /// - Parameters:
+    ///   - source: at least `sizes.largest` bytes; each frame is its first `size` bytes.
+    ///   - onFrame: called after every frame (progress), with whether it was dropped.
+    public func run(writer: FrameWriter, source: UnsafeRawBufferPointer, clock: BenchClock, start: UInt64,
+                    onFrame: (Bool) -> Void = { _ in }) throws {
+        for (index, size) in sizes.sizes.enumerated() {
+            let due = start + offset(of: index)
+            clock.sleep(until: due)
+            let begin = clock.now()
+            guard accounting.isStillQueued(due: due, now: begin) else {
+                onFrame(true)
+                continue
+            }
+            let accepted = try writer.append(UnsafeRawBufferPointer(rebasing: source[0..<size]))
+            let end = clock.now()
+            accounting.handedOver(due: due, end: end, accepted: accepted)
+            appendLatency[sampleCount] = end - begin
+            sampleTimes[sampleCount] = due - start
+            sampleCount += 1
+            if accepted { bytes += Int64(size) }
+            onFrame(!accepted)
+        }
+    }
+}

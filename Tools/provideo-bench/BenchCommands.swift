@@ -1,0 +1,136 @@
+import BenchKit
+import CommandLineSupport
+import Foundation
+import ProVideoStorage
+
+/// The commands: parse their options, run BenchKit, print.
+enum BenchCommands {
+    static func measure(_ pools: [String], _ arguments: inout Arguments) throws {
+        let streams = try integer(&arguments, "--streams", default: 1)
+        let fps = try number(&arguments, "--fps")
+        let duration = try number(&arguments, "--duration")
+        let bitrate = try arguments.option("--bitrate").map(SizeParser.bitrate)
+        let tracePath = try arguments.option("--frame-trace")
+        let modeName = try arguments.option("--mode") ?? "all"
+        let noise = try arguments.option("--noise") ?? "none"
+        let repeats = try integer(&arguments, "--repeat", default: 1)
+        let inputQueue = try integer(&arguments, "--input-queue", default: 2)
+        let bufferBudget = try arguments.option("--buffer-budget").map { Int(try SizeParser.bytes($0)) }
+        let json = arguments.flag("--json")
+        let plotPath = try arguments.option("--plot")
+        try arguments.finish()
+
+        guard let fps, fps > 0, let duration, duration > 0 else {
+            throw UsageError("--fps and --duration are required and must be more than 0")
+        }
+        guard streams > 0, repeats > 0, inputQueue > 0 else {
+            throw UsageError("--streams, --repeat and --input-queue take whole numbers of at least 1")
+        }
+        guard ["none", "writer"].contains(noise) else { throw UsageError("--noise is none or writer") }
+        let modes: [BenchMode]
+        if modeName == "all" {
+            modes = BenchMode.allCases
+        } else if let mode = BenchMode(rawValue: modeName) {
+            modes = [mode]
+        } else {
+            throw UsageError("--mode is pool, buffered, direct or all")
+        }
+        let frames = max(Int((duration * fps).rounded()), 1)
+        let sizes: FrameSizes
+        if let tracePath {
+            sizes = FrameSizes.trace(try FrameSizes.readTrace(tracePath), bitrate: bitrate, fps: fps, count: frames)
+        } else if let bitrate, bitrate >= 8 {
+            sizes = FrameSizes.constant(bitrate: bitrate, fps: fps, count: frames)
+        } else {
+            throw UsageError("--bitrate (at least 8 bit/s) or --frame-trace is required")
+        }
+        let streamBitrate = bitrate ?? Int64((Double(sizes.total) * 8 / duration).rounded())
+        let plan = RunPlan(streams: streams, bitrate: streamBitrate, fps: fps, sizes: sizes, inputQueueFrames: inputQueue,
+                           scratchDirectory: "", bufferBudget: bufferBudget)
+        let poolCount = modes.contains(.pool) ? streams : 1
+        // The stream's bytes, and the capture's final padded block and allocation rounding.
+        let bytesEach = sizes.total + (16 << 20)
+        let workspace = try BenchWorkspace(paths: pools, count: poolCount, bytesEach: bytesEach, minimumBytes: bytesEach, log: log)
+        defer { workspace.release() }
+        let (report, runs) = try Benchmark.run(
+            Benchmark.Settings(plan: plan, modes: modes, repeats: repeats, noise: noise == "writer",
+                               frameTrace: tracePath), workspace: workspace, log: log)
+        if let plotPath {
+            let firsts = modes.compactMap { mode in runs.first { $0.mode == mode } }
+            let title = "Append latency, \(streams) × \(String(format: "%.0f", Double(streamBitrate) / 1e6)) Mbit/s at "
+                + "\(fps) fps, noise: \(noise) (first repeat of each mode)"
+            let svg = LatencyPlot.svg(firsts, frameInterval: UInt64(1e9 / fps), title: title)
+            try svg.write(toFile: plotPath, atomically: true, encoding: .utf8)
+            log("wrote \(plotPath)")
+        }
+        if json { try CommandLineProgram.printJSON(report) } else { print(report.table) }
+    }
+
+    static func calibrate(_ pools: [String], _ arguments: inout Arguments) throws {
+        let withFio = arguments.flag("--fio")
+        let json = arguments.flag("--json")
+        let writeSize = Int(try arguments.option("--write-size").map(SizeParser.bytes) ?? (4 << 20))
+        let queueDepth = try integer(&arguments, "--queue-depth", default: 16)
+        let repeats = try integer(&arguments, "--repeat", default: 5)
+        let wanted = try arguments.option("--size").map(SizeParser.bytes)
+        let durability = try number(&arguments, "--durability") ?? Double(CaptureOptions().durabilityInterval) / 1e9
+        try arguments.finish()
+        guard writeSize > 0, queueDepth >= 4, repeats > 0, durability >= 0 else {
+            throw UsageError("--write-size must be more than 0, --queue-depth at least 4 (the engine's minimum), --repeat at least 1")
+        }
+        let bytesWanted = wanted ?? (2 << 30)
+        let workspace = try BenchWorkspace(paths: Array(pools.prefix(1)), count: 1, bytesEach: bytesWanted + (16 << 20),
+                                           minimumBytes: Int64(writeSize), log: log)
+        defer { workspace.release() }
+        let pool = workspace.pools[0]
+        let alignment = pool.directIOAlignment.io
+        guard writeSize % alignment == 0 else {
+            throw UsageError("--write-size must be a multiple of the pool's direct I/O alignment (\(alignment) bytes)")
+        }
+        let remaining = try pool.remainingCapacity()
+        let bytes = min(bytesWanted, remaining) / Int64(writeSize) * Int64(writeSize)
+        if bytes < bytesWanted {
+            log("the pool's reserve holds \(ByteFormat.human(remaining)): writing \(ByteFormat.human(bytes)) per pass")
+        }
+        let report = try Calibration.run(
+            pool: pool, settings: Calibration.Settings(bytes: bytes, writeSize: writeSize, queueDepth: queueDepth,
+                                                       repeats: repeats, withFio: withFio,
+                                                       durabilityInterval: UInt64(durability * 1e9)),
+            destination: workspace.directory + "/calibrate.mov", log: log)
+        if json {
+            try CommandLineProgram.printJSON(report)
+            return
+        }
+        print("engine \(report.engine), \(ByteFormat.human(report.bytes)) per pass, write size \(ByteFormat.human(Int64(report.writeSize))), "
+              + "queue depth \(report.queueDepth), durability commit every \(report.durabilityInterval) s, \(report.passes.count) passes")
+        print(String(format: "bandwidth      %.1f MB/s (median)", report.bandwidth / 1e6))
+        if let fio = report.fioBandwidth, let efficiency = report.efficiency {
+            print(String(format: "fio bandwidth  %.1f MB/s (median)", fio / 1e6))
+            print(String(format: "efficiency     %.3f (median of the passes' ratios)", efficiency))
+        }
+    }
+
+    /// The noisy neighbour's child process (started by `NoisyNeighbour`).
+    static func noiseWriter(_ arguments: inout Arguments) throws {
+        let file = try arguments.positional("the noise file")
+        let limit = try SizeParser.bytes(try arguments.positional("the noise file's size limit"))
+        try arguments.finish()
+        NoiseWriter.run(file: file, limit: limit)
+    }
+
+    private static func integer(_ arguments: inout Arguments, _ name: String, default value: Int) throws -> Int {
+        guard let text = try arguments.option(name) else { return value }
+        guard let number = Int(text) else { throw UsageError("\(name) takes a whole number, not '\(text)'") }
+        return number
+    }
+
+    private static func number(_ arguments: inout Arguments, _ name: String) throws -> Double? {
+        guard let text = try arguments.option(name) else { return nil }
+        // "30000/1001" is how NTSC rates are written.
+        let parts = text.split(separator: "/").map { Double($0) }
+        guard let first = parts.first ?? nil, parts.count <= 2, parts.allSatisfy({ $0 != nil }) else {
+            throw UsageError("\(name) takes a number (29.97 or 30000/1001), not '\(text)'")
+        }
+        return parts.count == 2 ? first / parts[1]! : first
+    }
+}
