@@ -45,10 +45,6 @@ int64_t pv_copy_file_range(int fd_in, int64_t offset_in, int fd_out, int64_t off
     return copied < 0 ? -errno : copied;
 }
 
-int pv_clone_file(int dst_fd, int src_fd) {
-    return NEG_ERRNO(ioctl(dst_fd, FICLONE, src_fd));
-}
-
 int pv_set_nocow(int fd) {
     int flags = 0;
     if (ioctl(fd, FS_IOC_GETFLAGS, &flags) < 0) return -errno;
@@ -77,6 +73,9 @@ int pv_statx(const char *path, pv_file_facts *out) {
     out->dev_major = stx.stx_dev_major;
     out->dev_minor = stx.stx_dev_minor;
     out->mount_id = (stx.stx_mask & STATX_MNT_ID) ? stx.stx_mnt_id : 0;
+    out->rdev_major = stx.stx_rdev_major;
+    out->rdev_minor = stx.stx_rdev_minor;
+    out->mode = stx.stx_mode;
     return 0;
 }
 

@@ -54,9 +54,13 @@ public final class Capture {
     private var committed: Int64 = 0
     private var commitStage = CommitStage.idle
     private var commitRetries = 0
+    /// Which of the two commit records the next commit writes.
+    private var commitSlot = 0
     /// Bytes of the filling buffer being flushed by a commit, and how many are on disk.
     private var flushLength = 0
     private var flushDone = 0
+    /// End of the bytes a commit's flush wrote ahead of `landed` (progress for other processes).
+    private var flushedEnd: Int64 = 0
     private var lastCommitStart: UInt64 = 0
     private var state = State.open
 
@@ -132,7 +136,8 @@ public final class Capture {
 
     /// Appends one frame (any size, 1 byte to tens of MB). Returns once the bytes are copied
     /// into a buffer; waits for the disk only when every buffer is in flight (then per
-    /// `options.overrunPolicy`). A frame is accepted whole or not at all.
+    /// `options.overrunPolicy`). A frame is accepted whole or not at all; a frame larger than
+    /// all buffers together is taken once they are all free, then copied as writes complete.
     /// - Throws: `.storageFull` when the frame does not fit in the reserve (the capture stays
     ///   open: `finish()` still produces the accepted bytes); `.overrun`; the capture's write
     ///   error (`.ioError`, `.notEnoughSpace`) once a write failed; `.captureClosed`.
@@ -145,13 +150,16 @@ public final class Capture {
                                 path: destination)
         }
         try reap(waitNanoseconds: 0)
-        if frame.count > spaceInBuffers() {
+        // Room for the whole frame is found (or the overrun policy gives up) before any byte
+        // is copied, so a frame is accepted whole or not at all.
+        let needed = min(frame.count, slotSize * slotLength.count)
+        if needed > spaceInBuffers() {
             statistics.overruns += 1
-            try waitForSpace(frame.count, started: started)
+            try waitForSpace(needed, started: started)
         }
         var copied = 0
         while copied < frame.count {
-            let slot = try currentSlot(started: started)
+            let slot = try currentSlot()
             let room = slotLength[slot] - fillCount
             let n = min(room, frame.count - copied)
             (memory.bytes.baseAddress! + slot * slotSize + fillCount)
@@ -291,9 +299,10 @@ public final class Capture {
     }
 
     /// The slot being filled, taking a free one (waiting per policy) when none is.
-    private func currentSlot(started: UInt64) throws -> Int {
+    private func currentSlot() throws -> Int {
         if let slot = filling { return slot }
-        if freeSlots.isEmpty { try waitForSpace(1, started: started) }
+        // Only a frame larger than all buffers gets here with none free: it was accepted.
+        while freeSlots.isEmpty { try reap(waitNanoseconds: nil) }
         let slot = freeSlots.removeLast()
         filling = slot
         fillCount = 0
@@ -312,7 +321,7 @@ public final class Capture {
         }
         guard case .wait(let limit) = options.overrunPolicy else { throw overrun("overrun policy: fail") }
         let deadline = started + limit
-        while spaceInBuffers() < min(bytes, slotSize) {
+        while spaceInBuffers() < bytes {
             let now = Self.now()
             guard now < deadline else { throw overrun("waited \(limit / 1_000_000) ms") }
             try reap(waitNanoseconds: Int64(deadline - now))
@@ -407,7 +416,7 @@ public final class Capture {
     }
 
     private func publishProgress() throws {
-        var value = min(landed, length).littleEndian
+        var value = min(max(landed, flushedEnd), length).littleEndian
         try withUnsafeBytes(of: &value) { try progress.writeAll($0, at: 0, .live) }
     }
 
@@ -440,6 +449,8 @@ public final class Capture {
     private func handleCommitStage(_ tag: UInt64, result: Int32) throws {
         if case .flushing(let slot, let candidate) = commitStage, tag == flushTag {
             if result == flushLength - flushDone {
+                flushedEnd = candidate
+                try publishProgress()
                 commitStage = .syncing(candidate)
                 try engine.queueDataSync(fd: data.rawValue, tag: syncTag)
                 return
@@ -463,7 +474,7 @@ public final class Capture {
             CaptureJournal.commitRecord(candidate, into: commitRecord.bytes)
             commitStage = .recording(candidate)
             try engine.queueWrite(fd: commit.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!, length: 16,
-                                  offset: 0, tag: commitTag)
+                                  offset: CaptureJournal.commitSlots[commitSlot], tag: commitTag)
         case .recording(let candidate):
             guard result == 16 else {
                 // Short or zero: rewrite the whole 16-byte record (it fits in one sector).
@@ -473,10 +484,11 @@ public final class Capture {
                                         + "\(Self.maximumRetries) times", path: commit.path)
                 }
                 try engine.queueWrite(fd: commit.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!, length: 16,
-                                      offset: 0, tag: commitTag)
+                                      offset: CaptureJournal.commitSlots[commitSlot], tag: commitTag)
                 return
             }
             commitRetries = 0
+            commitSlot ^= 1
             committed = candidate
             statistics.commits += 1
             commitStage = .idle
@@ -499,7 +511,9 @@ public final class Capture {
     /// Records `length` as committed, synchronously (finish, after the final fdatasync).
     private func recordCommit(_ length: Int64) throws {
         CaptureJournal.commitRecord(length, into: commitRecord.bytes)
-        try commit.writeAll(UnsafeRawBufferPointer(rebasing: commitRecord.bytes[0..<16]), at: 0, .live)
+        try commit.writeAll(UnsafeRawBufferPointer(rebasing: commitRecord.bytes[0..<16]),
+                            at: CaptureJournal.commitSlots[commitSlot], .live)
+        commitSlot ^= 1
         committed = length
     }
 }

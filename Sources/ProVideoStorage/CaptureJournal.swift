@@ -7,7 +7,8 @@ import Glibc
 ///     capture.json   this journal, written once (durably) before the capture takes the reserve
 ///     data           the reserve, renamed: the recording's bytes from offset 0
 ///     progress       8 bytes: bytes landed so far (not flushed; for remainingCapacity)
-///     commit         16 bytes: the committed length, written with O_DSYNC after fdatasync
+///     commit         two 16-byte commit records at offsets 0 and 512, written alternately
+///                    with O_DSYNC after fdatasync: a torn write spoils one, the other holds
 struct CaptureJournal: Codable, Sendable, Equatable {
     var id: String
     /// Absolute path the recording moves to on finish.
@@ -51,13 +52,17 @@ struct CaptureJournal: Codable, Sendable, Equatable {
         (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[start + $1]) << (8 * $1) }
     }
 
-    /// Reads the committed length from `commit`: 0 when missing or when its check word does not
-    /// match (a torn write).
+    /// Offsets of the two commit records: separate sectors, so one torn write spoils one only.
+    static let commitSlots: [Int64] = [0, 512]
+
+    /// Reads the committed length from `commit`: the larger of the two records whose check word
+    /// matches (the committed length only grows), 0 when there is none.
     static func readCommitted(_ path: String) -> Int64 {
-        guard let bytes = try? FileSystem.readSmallFile(path), bytes.count >= 16 else { return 0 }
-        let length = word(bytes, at: 0)
-        let check = word(bytes, at: 8)
-        return check == length ^ commitCheck ? Int64(length) : 0
+        guard let bytes = try? FileSystem.readSmallFile(path) else { return 0 }
+        return commitSlots.map { Int($0) }.filter { $0 + 16 <= bytes.count }.map { start -> Int64 in
+            let length = word(bytes, at: start)
+            return word(bytes, at: start + 8) == length ^ commitCheck ? Int64(length) : 0
+        }.max() ?? 0
     }
 
     static let commitCheck: UInt64 = 0x5052_4F56_4944_454F

@@ -141,7 +141,13 @@ extension Pool {
             // The recording was copied out (or discarded): its allocated file becomes the reserve.
             try FileSystem.rename(layout.captureData, layout.newReserve)
         }
-        try rebuildReserve(to: placement.reserveTarget)
+        // Killed after `reserve.new` became `reserve`: the rebuild is done, do not redo it.
+        if FileSystem.exists(layout.newReserve) || !FileSystem.exists(layout.reserve) {
+            let replenishing = try PoolLock(path: layout.lock)
+            _ = try replenishing.tryHold(.replenishing)
+            defer { replenishing.release(.replenishing) }
+            try rebuildReserve(to: placement.reserveTarget)
+        }
         for file in [layout.captureProgress, layout.captureCommit, layout.captureData, layout.captureJournal + ".tmp",
                      layout.captureJournal] {
             try FileSystem.remove(file)
@@ -183,6 +189,11 @@ extension Pool {
             return nil
         }
         let committed = CaptureJournal.readCommitted(layout.captureCommit)
+        if journal.reserveTarget == nil && committed == 0 {
+            // Nothing reached the disk durably: leave no empty file at the destination.
+            try discardCapture()
+            return nil
+        }
         if journal.reserveTarget == nil && FileSystem.exists(layout.captureData) {
             let data = try FileDescriptor.open(layout.captureData, O_RDWR)
             try data.truncate(committed, calls)
@@ -190,10 +201,15 @@ extension Pool {
         }
         do {
             let placement = try completeCapture(journal: journal, length: committed, whenTaken: .recoveredSibling)
-            return SalvagedRecording(path: placement.path, length: committed)
+            return try logged(SalvagedRecording(path: placement.path, length: committed, salvagedAt: Date().timeIntervalSince1970))
         } catch let error as ProVideoError where error.path?.hasPrefix(layout.recordings) == true {
-            return SalvagedRecording(path: error.path!, length: committed)
+            return try logged(SalvagedRecording(path: error.path!, length: committed, salvagedAt: Date().timeIntervalSince1970))
         }
+    }
+
+    private func logged(_ recording: SalvagedRecording) throws -> SalvagedRecording {
+        try logSalvage(recording)
+        return recording
     }
 
     // MARK: Placing the recording
@@ -274,6 +290,7 @@ extension Pool {
         let data = try FileDescriptor.open(layout.captureData, O_RDWR)
         try data.truncate(length, calls)
         try data.sync(calls)
+        try Self.makeOrdinaryFile(data)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message)
         try note.save(kept + ".json")
         try FileSystem.rename(layout.captureData, kept)

@@ -157,7 +157,7 @@ public final class Pool {
             if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
             // The reserve goes first: killed here, the pool is still valid, with no capacity,
             // and destroy can simply run again.
-            for file in [layout.reserve, layout.newReserve] { try FileSystem.remove(file) }
+            for file in [layout.reserve, layout.newReserve, layout.recoveredLog] { try FileSystem.remove(file) }
             try FileSystem.syncDirectory(path)
             CrashPoint.hit("destroy.reserveRemoved")
             try FileSystem.remove(layout.configuration)
@@ -171,7 +171,10 @@ public final class Pool {
     // MARK: State
 
     /// The size the administrator chose, in bytes.
-    public var initialCapacity: Int64 { configuration.initialCapacity }
+    /// Read from `pool.json` on each access, so a resize by another process shows at once.
+    public var initialCapacity: Int64 {
+        (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
+    }
 
     /// The alignment of every direct write into the pool, in bytes.
     public var directIOAlignment: DirectIOAlignment { configuration.storage.directIOAlignment }
@@ -231,15 +234,25 @@ public final class Pool {
             let reserve = reserve(layout.reserve)
             let target = reserve.rounded(capacity)
             let current = try reserve.size()
-            let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
-            if target > current {
-                try reserve.grow(fd, from: current, to: target)
-            } else if target < current {
-                try fd.truncate(target, calls)
-            }
-            CrashPoint.hit("resize.allocated")
+            let previous = configuration
+            // The capacity is recorded first: killed afterwards, the reserve is either still the
+            // old size (a smaller reserve is normal: `replenish` grows it) or already the new
+            // one, and `repair()` cuts a reserve larger than the capacity.
             configuration.initialCapacity = target
             try configuration.save(layout.configuration)
+            let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
+            do {
+                if target > current {
+                    try reserve.grow(fd, from: current, to: target)
+                } else if target < current {
+                    try fd.truncate(target, calls)
+                }
+            } catch {
+                configuration = previous
+                try configuration.save(layout.configuration)
+                throw error
+            }
+            CrashPoint.hit("resize.allocated")
             return target
         }
     }
@@ -304,6 +317,7 @@ public final class Pool {
         try lock.withMutation {
             let busy = try lock.heldByOthers()
             guard busy.isEmpty, try holder.tryHold(reason) else { throw busyError(busy.union(reason), action: action) }
+            configuration = try PoolConfiguration.load(layout.configuration)
         }
         defer { holder.release(reason) }
         return try body()
@@ -318,7 +332,13 @@ public final class Pool {
                 salvaged.append(recording)
             }
             try FileSystem.remove(layout.newReserve)
-            try reserve(layout.reserve).trimPastEnd()
+            let reserveFile = reserve(layout.reserve)
+            try reserveFile.trimPastEnd()
+            // A shrink killed between recording the capacity and cutting the reserve.
+            configuration = try PoolConfiguration.load(layout.configuration)
+            if try reserveFile.size() > configuration.initialCapacity {
+                try reserveFile.open(nocow: false).truncate(configuration.initialCapacity, calls)
+            }
         }
     }
 }

@@ -5,6 +5,7 @@
 ///     reserve         the preallocated reserve; its size is the remaining capacity
 ///     capture/        the capture in progress, if any (see `CaptureJournal`)
 ///     recordings/     finished recordings the pool still holds (destination taken or unreachable)
+///     recovered.json  the recordings salvaged from dead recorders, and where they went
 struct PoolLayout: Sendable {
     let directory: String
 
@@ -19,4 +20,5 @@ struct PoolLayout: Sendable {
     var captureProgress: String { captureDirectory + "/progress" }
     var captureCommit: String { captureDirectory + "/commit" }
     var recordings: String { directory + "/recordings" }
+    var recoveredLog: String { directory + "/recovered.json" }
 }

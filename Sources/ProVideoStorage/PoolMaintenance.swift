@@ -2,11 +2,13 @@ import Foundation
 import Glibc
 
 /// A recording salvaged from a capture whose recorder died.
-public struct SalvagedRecording: Codable, Sendable {
+public struct SalvagedRecording: Codable, Sendable, Equatable {
     /// Where it went: the destination, a "recovered" sibling of it, or a file in the pool.
     public var path: String
     /// Its length in bytes: the capture's last committed length.
     public var length: Int64
+    /// When it was salvaged, in seconds since 1970.
+    public var salvagedAt: Double
 }
 
 /// What `provideo list` shows.
@@ -21,6 +23,8 @@ public struct PoolListing: Codable, Sendable {
     public var capture: PoolStatus.Capture?
     /// Recordings kept in the pool because their destination could not take them.
     public var recordings: [Held]
+    /// Recordings salvaged from dead recorders, oldest first, and where they went.
+    public var recovered: [SalvagedRecording]
 }
 
 extension Pool {
@@ -72,7 +76,21 @@ extension Pool {
                   let note = try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes)) else { return nil }
             return PoolListing.Held(path: note.path, destination: note.destination, length: note.length, reason: note.reason)
         }
-        return PoolListing(capture: try status().capture, recordings: held)
+        return PoolListing(capture: try status().capture, recordings: held, recovered: recoveredRecordings())
+    }
+
+    /// The salvage log (`recovered.json`), oldest first.
+    func recoveredRecordings() -> [SalvagedRecording] {
+        guard let bytes = try? FileSystem.readSmallFile(layout.recoveredLog) else { return [] }
+        return (try? JSONDecoder().decode([SalvagedRecording].self, from: Data(bytes))) ?? []
+    }
+
+    /// Adds `recording` to the salvage log, so `provideo list` shows it whichever process
+    /// salvaged it.
+    func logSalvage(_ recording: SalvagedRecording) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.prettyPrinted]
+        try FileSystem.replaceDurably(layout.recoveredLog, with: Array(try encoder.encode(recoveredRecordings() + [recording])))
     }
 
     /// Checks the pool's accounting against what the filesystem really allocated. Returns one

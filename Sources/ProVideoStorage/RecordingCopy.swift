@@ -18,6 +18,10 @@ enum RecordingCopy {
                      calls: SystemCalls) throws -> String {
         let directory = FileSystem.parent(of: destination)
         let temporary = "\(directory)/.\(FileSystem.lastComponent(of: destination)).provideo-\(tag).partial"
+        if try isCopy(of: source, length: length, at: destination, calls: calls) {
+            // A copy killed after its final rename, salvaged again: the destination is this copy.
+            return destination
+        }
         do {
             let target = try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
             try transfer(source, to: target, length: length, calls: calls)
@@ -41,6 +45,13 @@ enum RecordingCopy {
             unlink(temporary)
             throw error
         }
+    }
+
+    /// Whether `destination` exists with exactly `source`'s first `length` bytes.
+    static func isCopy(of source: FileDescriptor, length: Int64, at destination: String, calls: SystemCalls) throws -> Bool {
+        guard FileSystem.exists(destination), Int64(try FileSystem.facts(destination).size) == length else { return false }
+        let existing = try FileDescriptor.open(destination, O_RDONLY)
+        return try digest(source, length: length, calls: calls) == digest(existing, length: length, calls: calls)
     }
 
     /// Copies bytes [0, length) from `source` to the same offsets of `target`.

@@ -1,4 +1,5 @@
 import CProVideo
+import Foundation
 import Glibc
 
 /// Alignment that `O_DIRECT` requires, in bytes.
@@ -25,6 +26,23 @@ public struct DeviceTopology: Codable, Sendable, Equatable {
     public var physicalSectorSize: Int
     public var minimumIOSize: Int
     public var optimalIOSize: Int
+
+    /// The queue limits in /sys/dev/block/MAJ:MIN/queue (a partition's are its disk's), from the
+    /// device number of `devicePath`.
+    static func sysfs(devicePath: String) -> DeviceTopology? {
+        guard let node = try? FileSystem.facts(devicePath), node.mode & UInt32(S_IFMT) == UInt32(S_IFBLK) else { return nil }
+        let base = "/sys/dev/block/\(node.rdev_major):\(node.rdev_minor)"
+        let queue = FileSystem.exists(base + "/queue") ? base + "/queue" : base + "/../queue"
+        func value(_ name: String) -> Int? {
+            (try? FileSystem.readSmallFile(queue + "/" + name))
+                .flatMap { Int(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) }
+        }
+        guard let logical = value("logical_block_size") else { return nil }
+        return DeviceTopology(path: devicePath, logicalSectorSize: logical,
+                              physicalSectorSize: value("physical_block_size") ?? logical,
+                              minimumIOSize: value("minimum_io_size") ?? logical,
+                              optimalIOSize: value("optimal_io_size") ?? 0)
+    }
 
     public static let unknown = DeviceTopology(path: nil, logicalSectorSize: 0, physicalSectorSize: 0,
                                                minimumIOSize: 0, optimalIOSize: 0)
@@ -70,6 +88,10 @@ public struct StorageFacts: Codable, Sendable, Equatable {
                                         physicalSectorSize: Int(topology.physical_sector_size),
                                         minimumIOSize: Int(topology.minimum_io_size),
                                         optimalIOSize: Int(topology.optimal_io_size))
+            } else if let fromSysfs = DeviceTopology.sysfs(devicePath: source) {
+                // libblkid opens the device, which a container may forbid (EPERM); the kernel
+                // publishes the same queue limits in sysfs.
+                device = fromSysfs
             }
         }
         let file = FileSystem.isDirectory(path) ? regularFileFacts(in: path) ?? facts : facts

@@ -114,8 +114,9 @@ enum Commands {
         for held in listing.recordings {
             print("\(held.path)  \(ByteFormat.human(held.length))  meant for \(held.destination): \(held.reason)")
         }
-        for recovered in pool.salvaged {
-            print("recovered just now: \(recovered.path) (\(recovered.length) bytes)")
+        for recovered in listing.recovered {
+            let when = Date(timeIntervalSince1970: recovered.salvagedAt)
+            print("recovered \(when): \(recovered.path) (\(recovered.length) bytes)")
         }
     }
 

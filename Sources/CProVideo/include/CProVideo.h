@@ -21,8 +21,6 @@ int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length);
 int pv_rename_noreplace(const char *from, const char *to);
 /// copy_file_range(2) between explicit offsets; returns bytes copied or -errno.
 int64_t pv_copy_file_range(int fd_in, int64_t offset_in, int fd_out, int64_t offset_out, uint64_t length);
-/// FICLONE ioctl: `dst_fd` shares all of `src_fd`'s extents (XFS with reflink, btrfs).
-int pv_clone_file(int dst_fd, int src_fd);
 /// Sets FS_NOCOW_FL (like `chattr +C`) through FS_IOC_SETFLAGS. -ENOTTY/-EOPNOTSUPP where
 /// the filesystem has no such flag.
 int pv_set_nocow(int fd);
@@ -39,6 +37,9 @@ typedef struct {
     uint32_t dev_major;
     uint32_t dev_minor;
     uint64_t mount_id;          // STATX_MNT_ID: field 1 of /proc/self/mountinfo
+    uint32_t rdev_major;        // for a block device node: the device it stands for
+    uint32_t rdev_minor;
+    uint32_t mode;
 } pv_file_facts;
 int pv_statx(const char *path, pv_file_facts *out);
 

@@ -1,0 +1,55 @@
+import Foundation
+import Glibc
+import Testing
+@testable import ProVideoStorage
+
+/// `provideo record` as a recorder uses it: a separate process fed through a pipe.
+@Suite struct RecordCommandTests {
+    /// SIGTERM (and SIGINT) finish the capture cleanly with everything received so far.
+    @Test(arguments: [SIGTERM, SIGINT])
+    func stopSignalFinishesTheCapture(signal: Int32) throws {
+        try TestSupport.withScratch { scratch in
+            let pool = scratch + "/pool"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "32M"])
+            let destination = scratch + "/take.mov"
+            let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", destination, "--bitrate", "80M"],
+                                                 stdinPipe: true)
+            defer { if recorder.isRunning { recorder.terminate() } }
+            let bytes = TestSupport.pattern(3_000_001, seed: 11)
+            let input = (recorder.standardInput as! Pipe).fileHandleForWriting
+            try input.write(contentsOf: Data(bytes))
+            // Wait until the capture is running and has taken every byte, as another process sees it.
+            for _ in 0..<100 {
+                let status = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
+                if status.stdout.contains("\"bytesWritten\" : 2") || status.stdout.contains("\"bytesWritten\" : 3") { break }
+                usleep(50_000)
+            }
+            usleep(300_000)
+            kill(recorder.processIdentifier, signal)
+            recorder.waitUntilExit()
+            let output = String(decoding: (recorder.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(recorder.terminationReason == .exit)
+            #expect(recorder.terminationStatus == 0)
+            #expect(output.contains("3000001 bytes"))
+            #expect(output.contains("engine io_uring"))
+            #expect(TestSupport.readFile(destination) == bytes)
+            let after = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
+            #expect(after.stdout.contains("\"busyReasons\" : [\n\n  ]") || after.stdout.contains("\"busyReasons\" : []"))
+        }
+    }
+
+    @Test(arguments: [
+        (["record"], Int32(2), "missing DEST"), (["record", "/tmp/x.mov", "--overrun", "maybe"], 2, "--overrun"),
+        (["record", "/tmp/x.mov", "--bitrate", "fast"], 2, "invalid bitrate"), (["create"], 2, "--capacity"),
+        (["create", "--capacity", "12x"], 2, "unknown unit"), (["frobnicate"], 2, "unknown command"),
+        (["status"], 1, "no pool at"),
+    ])
+    func badInvocationsExitWithTheRightStatus(arguments: [String], status: Int32, message: String) throws {
+        try TestSupport.withScratch { scratch in
+            let result = try TestSupport.run("provideo", ["--pool", scratch + "/nowhere"] + arguments)
+            #expect(result.status == status)
+            #expect(result.stderr.contains(message))
+            #expect(!FileManager.default.fileExists(atPath: scratch + "/nowhere"))
+        }
+    }
+}
