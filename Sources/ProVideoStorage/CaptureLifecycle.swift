@@ -291,7 +291,8 @@ extension Pool {
         try data.truncate(length, calls)
         try data.sync(calls)
         try Self.makeOrdinaryFile(data)
-        let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message)
+        let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
+                                 movingTo: nil)
         try note.save(kept + ".json")
         try FileSystem.rename(layout.captureData, kept)
         try FileSystem.syncDirectory(layout.recordings)
@@ -330,6 +331,8 @@ struct HeldRecording: Codable, Sendable {
     var destination: String
     var length: Int64
     var reason: String
+    /// Set while `provideo move` moves it there, so a killed move is finished by `repair()`.
+    var movingTo: String?
 
     func save(_ file: String) throws {
         try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)))

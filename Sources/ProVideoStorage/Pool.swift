@@ -64,6 +64,7 @@ public final class Pool {
     public static func create(at path: String, capacity: Int64, zeroFill: Bool = false,
                               progress: ((Int64, Int64) -> Void)? = nil,
                               systemCalls: SystemCalls = .live) throws -> Pool {
+        guard !path.isEmpty else { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = FileSystem.absolute(path)
         guard capacity > 0 else {
             throw ProVideoError(.invalidArgument, "the capacity must be more than 0 bytes")
@@ -127,6 +128,7 @@ public final class Pool {
     /// - Throws: `.poolNotFound` (with the command that creates one), `.invalidArgument` when
     ///   the path is a file, `.corruptState` for an unreadable or newer `pool.json`.
     public static func open(at path: String? = nil, systemCalls: SystemCalls = .live) throws -> Pool {
+        if path?.isEmpty == true { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = resolvePath(path)
         if FileSystem.exists(path) && !FileSystem.isDirectory(path) {
             throw ProVideoError(.invalidArgument, "\(path) is a file, not a pool directory", path: path)
@@ -235,6 +237,7 @@ public final class Pool {
             let target = reserve.rounded(capacity)
             let current = try reserve.size()
             let previous = configuration
+            if target > current { try reserve.requireSpace(target - current) }
             // The capacity is recorded first: killed afterwards, the reserve is either still the
             // old size (a smaller reserve is normal: `replenish` grows it) or already the new
             // one, and `repair()` cuts a reserve larger than the capacity.
@@ -332,6 +335,7 @@ public final class Pool {
                 salvaged.append(recording)
             }
             try FileSystem.remove(layout.newReserve)
+            try finishKilledMoves()
             let reserveFile = reserve(layout.reserve)
             try reserveFile.trimPastEnd()
             // A shrink killed between recording the capacity and cutting the reserve.

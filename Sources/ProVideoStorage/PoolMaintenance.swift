@@ -41,13 +41,14 @@ extension Pool {
         let held = FileSystem.absolute(held)
         let notePath = held + ".json"
         guard FileSystem.parent(of: held) == layout.recordings, FileSystem.exists(held),
-              let bytes = try? FileSystem.readSmallFile(notePath),
-              let note = try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes)) else {
+              var note = Self.heldNote(notePath) else {
             throw ProVideoError(.invalidArgument, "\(held) is not a recording this pool holds; "
                                 + "`provideo list` shows them", path: held)
         }
         let target = try resolveDestination(destination ?? note.destination)
         return try lock.withMutation {
+            note.movingTo = target
+            try note.save(notePath)
             let rc = calls.renameNoReplace(held, target)
             if rc == -EXDEV {
                 let source = try FileDescriptor.open(held, O_RDONLY)
@@ -68,12 +69,35 @@ extension Pool {
         }
     }
 
+    static func heldNote(_ path: String) -> HeldRecording? {
+        guard let bytes = try? FileSystem.readSmallFile(path) else { return nil }
+        return try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes))
+    }
+
+    /// Finishes a `moveHeldRecording` that was killed: after the rename, only the note is left;
+    /// after a copy's final rename, the pool's copy is identical to the destination.
+    func finishKilledMoves() throws {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
+        for name in files where name.hasSuffix(".json") {
+            let notePath = layout.recordings + "/" + name
+            guard let note = Self.heldNote(notePath), let target = note.movingTo, FileSystem.exists(target) else { continue }
+            let held = String(notePath.dropLast(".json".count))
+            if FileSystem.exists(held) {
+                let source = try FileDescriptor.open(held, O_RDONLY)
+                guard try RecordingCopy.isCopy(of: source, length: Int64(try FileSystem.facts(held).size), at: target,
+                                               calls: calls) else { continue }
+                try FileSystem.remove(held)
+            }
+            try FileSystem.remove(notePath)
+            try FileSystem.syncDirectory(layout.recordings)
+        }
+    }
+
     /// The capture in progress and the recordings the pool holds.
     public func listing() throws -> PoolListing {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
         let held = files.filter { $0.hasSuffix(".json") }.sorted().compactMap { name -> PoolListing.Held? in
-            guard let bytes = try? FileSystem.readSmallFile(layout.recordings + "/" + name),
-                  let note = try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes)) else { return nil }
+            guard let note = Self.heldNote(layout.recordings + "/" + name) else { return nil }
             return PoolListing.Held(path: note.path, destination: note.destination, length: note.length, reason: note.reason)
         }
         return PoolListing(capture: try status().capture, recordings: held, recovered: recoveredRecordings())
@@ -112,6 +136,9 @@ extension Pool {
         }
         if size % reserveFile.unit != 0 {
             problems.append("the reserve's size \(size) is not a multiple of \(reserveFile.unit)")
+        }
+        for held in try listing().recordings where !FileSystem.exists(held.path) {
+            problems.append("the pool lists \(held.path), which is missing")
         }
         for held in try listing().recordings where FileSystem.exists(held.path) {
             let (_, heldEnd) = try reserve(held.path).extents()

@@ -39,10 +39,7 @@ struct Reserve {
     func grow(_ fd: FileDescriptor, from oldSize: Int64, to newSize: Int64) throws {
         precondition(newSize > oldSize && newSize % unit == 0)
         let needed = newSize - oldSize
-        let available = try StorageFacts.availableBytes(FileSystem.parent(of: path))
-        // Refuse up front what cannot fit: an oversized fallocate that fails still changes the
-        // filesystem (ext4 keeps a deeper extent tree, XFS keeps blocks past the end).
-        if needed > available { throw Self.notEnoughSpace(needed: needed, available: available, errno: ENOSPC, path: path) }
+        try requireSpace(needed)
         let rc = calls.fallocate(fd.rawValue, false, oldSize, needed)
         if rc == 0 { return }
         try rollBack(fd, to: oldSize)
@@ -51,6 +48,14 @@ struct Reserve {
             throw Self.notEnoughSpace(needed: needed, available: availableNow, errno: -rc, path: path)
         }
         throw ProVideoError.system("fallocate", errno: -rc, path: path)
+    }
+
+    /// Refuses up front a grow that cannot fit: an oversized fallocate that fails still
+    /// changes the filesystem (ext4 keeps a deeper extent tree, XFS keeps blocks past the end).
+    /// - Throws: `.notEnoughSpace` with the missing bytes.
+    func requireSpace(_ needed: Int64) throws {
+        let available = try StorageFacts.availableBytes(FileSystem.parent(of: path))
+        if needed > available { throw Self.notEnoughSpace(needed: needed, available: available, errno: ENOSPC, path: path) }
     }
 
     private static func notEnoughSpace(needed: Int64, available: Int64, errno: Int32, path: String) -> ProVideoError {

@@ -224,4 +224,39 @@ import Testing
             }
         }
     }
+
+    /// An empty pool path (`--pool ""`, `--pool=`, e.g. from an unset shell variable) is a
+    /// usage error: it must not silently mean the current directory (where `create` would
+    /// scatter pool files and `destroy` would remove the directory itself).
+    @Test(arguments: [["--pool", ""], ["--pool="]])
+    func emptyPoolPath(_ poolArguments: [String]) throws {
+        try TestSupport.withScratch("badinput-emptypool") { dir in
+            let cwd = dir + "/cwd"
+            try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: false)
+            try Data("keep\n".utf8).write(to: URL(fileURLWithPath: cwd + "/existing.txt"))
+            let before = CrashKit.snapshot(cwd)
+            for command in [["create", "--capacity", "16M"], ["status"], ["destroy"]] {
+                let process = Process()
+                process.executableURL = URL(fileURLWithPath: TestSupport.provideoPath)
+                process.arguments = poolArguments + command
+                process.currentDirectoryURL = URL(fileURLWithPath: cwd)
+                var environment = ProcessInfo.processInfo.environment
+                environment.removeValue(forKey: "PROVIDEO_POOL")
+                process.environment = environment
+                let errors = Pipe()
+                process.standardOutput = Pipe()
+                process.standardError = errors
+                try process.run()
+                let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+                process.waitUntilExit()
+                #expect(process.terminationStatus == 2, "provideo \(poolArguments) \(command) in \(cwd): exit \(process.terminationStatus): \(message)")
+                #expect(CrashKit.exists(cwd), "provideo \(poolArguments) \(command) removed the current directory")
+                #expect(CrashKit.snapshot(cwd) == before, "provideo \(poolArguments) \(command) changed the current directory: \(CrashKit.contents(cwd))")
+                if !CrashKit.exists(cwd) { try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: false) }
+                if CrashKit.exists(cwd + "/pool.json") { _ = try? CrashKit.provideo(cwd, ["destroy"]) }
+                if !CrashKit.exists(cwd) { try FileManager.default.createDirectory(atPath: cwd, withIntermediateDirectories: false) }
+                if !CrashKit.exists(cwd + "/existing.txt") { try Data("keep\n".utf8).write(to: URL(fileURLWithPath: cwd + "/existing.txt")) }
+            }
+        }
+    }
 }

@@ -26,7 +26,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             let result = try capture.finish()
             #expect(result.path == scratch + "/take.mov")
             #expect(result.length == 4_097_000)
-            #expect(TestSupport.readFile(result.path) == frames.flatMap { $0 })
+            #expect(TestSupport.fileHolds(result.path, frames.flatMap { $0 }))
             #expect(result.statistics.frames == 1000)
         }
     }
@@ -39,7 +39,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             let bytes = TestSupport.pattern(size, seed: 7)
             if size > 0 { try capture.append(bytes) }
             let result = try capture.finish()
-            #expect(TestSupport.readFile(result.path) == bytes)
+            #expect(TestSupport.fileHolds(result.path, bytes))
             #expect(try FileManager.default.attributesOfItem(atPath: result.path)[.size] as? Int == size)
             let unit = Int64(pool.configuration.storage.blockSize)
             #expect(try pool.remainingCapacity() == before - (Int64(size) + unit - 1) / unit * unit)
@@ -67,7 +67,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             #expect(accepted.count == 64 << 20)
             let result = try capture.finish()
             #expect(result.length == 64 << 20)
-            #expect(TestSupport.readFile(result.path) == accepted)
+            #expect(TestSupport.fileHolds(result.path, accepted))
             #expect(try pool.remainingCapacity() == 0)
         }
     }
@@ -92,7 +92,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             }
             let result = try capture.finish()
             #expect(result.statistics.patches == 5)
-            #expect(TestSupport.readFile(result.path) == expected)
+            #expect(TestSupport.fileHolds(result.path, expected))
         }
     }
 
@@ -110,10 +110,12 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             }
             #expect(capture.committedLength == 50_005)
             #expect(CaptureJournal.readCommitted(pool.layout.captureCommit) == 50_005)
-            #expect(CaptureJournal.readCounter(pool.layout.captureProgress) == 0)  // no whole buffer landed yet
+            // No whole buffer landed yet: the commit's flush published the progress.
+            #expect(CaptureJournal.readCounter(pool.layout.captureProgress) == 50_005)
+            #expect(try pool.remainingCapacity() == pool.initialCapacity - pool.reserve("").rounded(50_005))
             try capture.append(TestSupport.pattern(600_000, seed: 9))  // fills and writes the buffer whole
             let result = try capture.finish()
-            #expect(TestSupport.readFile(result.path) == frames.flatMap { $0 } + TestSupport.pattern(600_000, seed: 9))
+            #expect(TestSupport.fileHolds(result.path, frames.flatMap { $0 } + TestSupport.pattern(600_000, seed: 9)))
         }
     }
 
@@ -158,7 +160,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
                 let error = #expect(throws: ProVideoError.self) { try pool.startCapture(to: destination, options: testOptions) }
                 #expect(error?.code == code)
             }
-            #expect(TestSupport.readFile(scratch + "/exists.mov") == [42])
+            #expect(TestSupport.fileHolds(scratch + "/exists.mov", [42]))
             #expect(try pool.busyReasons().isEmpty)
             #expect(try pool.remainingCapacity() == pool.initialCapacity)
         }
@@ -175,11 +177,11 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             FileManager.default.createFile(atPath: destination, contents: Data("precious".utf8))
             let error = #expect(throws: ProVideoError.self) { try capture.finish() }
             #expect(error?.code == .destinationExists)
-            #expect(TestSupport.readFile(destination) == Array("precious".utf8))
+            #expect(TestSupport.fileHolds(destination, Array("precious".utf8)))
             let listing = try pool.listing()
             #expect(listing.recordings.count == 1)
             #expect(listing.recordings.first?.destination == destination)
-            #expect(listing.recordings.first.map { TestSupport.readFile($0.path) } == bytes)
+            #expect(listing.recordings.first.map { TestSupport.fileHolds($0.path, bytes) } == true)
             #expect(try pool.busyReasons().isEmpty)
         }
     }

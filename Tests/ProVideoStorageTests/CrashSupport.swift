@@ -133,20 +133,21 @@ enum CrashKit {
         return status
     }
 
-    /// Everything about a directory tree that "nothing changed" covers: for each entry its type,
-    /// size, allocated blocks, inode, mtime, mode, and the SHA-256 of files up to 1 MiB.
+    /// Everything about a directory tree that "nothing changed" covers: for each entry its type
+    /// and mode, size, allocated blocks, and the SHA-256 of files up to 1 MiB (byte-identical;
+    /// a file rewritten with the same bytes counts as unchanged).
     static func snapshot(_ root: String) -> [String: String] {
         var result: [String: String] = [:]
         func visit(_ path: String, _ name: String) {
             var st = Glibc.stat()
             guard lstat(path, &st) == 0 else { return }
-            var entry = "mode \(st.st_mode) size \(st.st_size) blocks \(st.st_blocks) ino \(st.st_ino) "
-                + "mtime \(st.st_mtim.tv_sec).\(st.st_mtim.tv_nsec)"
+            let isDirectory = (st.st_mode & S_IFMT) == S_IFDIR
+            var entry = "mode \(st.st_mode)" + (isDirectory ? "" : " size \(st.st_size) blocks \(st.st_blocks)")
             if (st.st_mode & S_IFMT) == S_IFREG && st.st_size <= 1 << 20 {
                 entry += " sha \(TestSupport.sha256Hex(TestSupport.readFile(path)))"
             }
             result[name] = entry
-            if (st.st_mode & S_IFMT) == S_IFDIR {
+            if isDirectory {
                 for child in contents(path) { visit(path + "/" + child, name + "/" + child) }
             }
         }

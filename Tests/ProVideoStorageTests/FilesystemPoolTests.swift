@@ -114,7 +114,7 @@ extension FilesystemTests {
                 let destination = fs.mountPoint + "/take.mov"
                 let recorded = try FS.provideo(pool, "record", destination, stdin: Data(input))
                 #expect(recorded.status == 0, "\(recorded.stderr)")
-                #expect(TestSupport.readFile(destination) == input)
+                #expect(TestSupport.fileHolds(destination, input))
                 status = try TestSupport.poolStatus(pool)
                 #expect(status.initialCapacity == 32 << 20)
                 #expect(status.remainingCapacity == (32 << 20) - TestSupport.roundUp(5_000_001, unit))
@@ -149,7 +149,7 @@ extension FilesystemTests {
                 let gone = try FS.provideo(pool, "status", "--json")
                 #expect(gone.status == 1)
                 #expect(gone.stderr.contains("no pool"))
-                #expect(TestSupport.readFile(destination) == input, "destroy must not touch recordings")
+                #expect(TestSupport.fileHolds(destination, input), "destroy must not touch recordings")
             }
         }
 
@@ -172,7 +172,7 @@ extension FilesystemTests {
                 let destination = fs.mountPoint + "/take.mov"
                 let recorded = try FS.provideo(pool, "record", destination, stdin: Data(input))
                 #expect(recorded.status == 0, "\(recorded.stderr)")
-                #expect(TestSupport.readFile(destination) == input)
+                #expect(TestSupport.fileHolds(destination, input))
                 let after = try TestSupport.poolStatus(pool)
                 #expect(after.remainingCapacity == (16 << 20) - TestSupport.roundUp(3_000_001, 4096))
             }
@@ -257,7 +257,7 @@ extension FilesystemTests {
                 let destination = dirs[3] + "/take.mov"
                 let recorded = try FS.provideo(pool, "record", destination, stdin: Data(input))
                 #expect(recorded.status == 0, "\(recorded.stderr)")
-                #expect(TestSupport.readFile(destination) == input)
+                #expect(TestSupport.fileHolds(destination, input))
                 let unit = try FS.allocationUnit(status, mount: dirs[3])
                 #expect(try TestSupport.poolStatus(pool).remainingCapacity == (16 << 20) - TestSupport.roundUp(3_000_007, unit))
                 let destroyed = try FS.provideo(pool, "destroy")

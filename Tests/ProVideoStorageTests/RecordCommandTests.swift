@@ -26,13 +26,16 @@ import Testing
             }
             usleep(300_000)
             kill(recorder.processIdentifier, signal)
+            for _ in 0..<200 where recorder.isRunning { usleep(50_000) }
+            #expect(!recorder.isRunning, "the recorder ignored the signal")
+            if recorder.isRunning { kill(recorder.processIdentifier, SIGKILL) }
             recorder.waitUntilExit()
             let output = String(decoding: (recorder.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
             #expect(recorder.terminationReason == .exit)
             #expect(recorder.terminationStatus == 0)
             #expect(output.contains("3000001 bytes"))
             #expect(output.contains("engine io_uring"))
-            #expect(TestSupport.readFile(destination) == bytes)
+            #expect(TestSupport.fileHolds(destination, bytes))
             let after = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
             #expect(after.stdout.contains("\"busyReasons\" : [\n\n  ]") || after.stdout.contains("\"busyReasons\" : []"))
         }

@@ -114,6 +114,12 @@ enum TestSupport {
         return bytes
     }
 
+    /// Whether the file at `path` holds exactly `bytes`. A Bool, so a failing `#expect` does
+    /// not ask Swift Testing to diff megabytes of bytes (that takes hours).
+    static func fileHolds(_ path: String, _ bytes: [UInt8]) -> Bool {
+        readFile(path) == bytes
+    }
+
     static func readFile(_ path: String) -> [UInt8] {
         Array(FileManager.default.contents(atPath: path) ?? Data())
     }

@@ -148,7 +148,8 @@ enum Recorder {
         var input = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         while pv_stop_requested() == 0 {
             // While the input is quiet, keep the capture's progress and commits going.
-            if Glibc.poll(&input, 1, 200) == 0 {
+            let ready = Glibc.poll(&input, 1, 200)
+            if ready == 0 || (ready < 0 && errno == EINTR) {
                 try capture.poll()
                 continue
             }

@@ -28,7 +28,9 @@ CommandLineProgram.run(usage: usage) {
         print(usage)
         return
     }
-    let poolPath = Pool.resolvePath(try arguments.option("--pool"))
+    let poolOption = try arguments.option("--pool")
+    if poolOption?.isEmpty == true { throw UsageError("--pool needs a directory; it was empty") }
+    let poolPath = Pool.resolvePath(poolOption)
     let command = try arguments.positional("a command")
     switch command {
     case "create": try Commands.create(poolPath, &arguments)
