@@ -297,13 +297,15 @@ int pv_install_stop_signals(void) {
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
     sigemptyset(&sa.sa_mask);
-    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0) return -errno;
+    if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGHUP, &sa, NULL) < 0)
+        return -errno;
     // A parent may start us with these blocked (threads of libdispatch block signals, and
     // posix_spawn passes the mask on): unblock them, or a stop request would never arrive.
     sigset_t stops;
     sigemptyset(&stops);
     sigaddset(&stops, SIGINT);
     sigaddset(&stops, SIGTERM);
+    sigaddset(&stops, SIGHUP);
     return sigprocmask(SIG_UNBLOCK, &stops, NULL) < 0 ? -errno : 0;
 }
 

@@ -25,7 +25,12 @@ extension Pool {
         try lock.withMutation {
             let busy = try lock.heldByOthers()
             guard busy.isEmpty, try holder.tryHold(.capturing) else {
-                throw busyError(busy.union(.capturing), action: "start a capture")
+                var error = busyError(busy.isEmpty ? .capturing : busy, action: "start a capture")
+                if let running = try? CaptureJournal.load(layout.captureJournal) {
+                    error.message += "; process \(running.pid) is recording to \(running.destination). A pool takes "
+                        + "one capture at a time: record a second stream into another pool"
+                }
+                throw error
             }
             do {
                 if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
@@ -74,7 +79,7 @@ extension Pool {
         let directory = FileSystem.parent(of: absolute)
         guard let real = realpath(directory, nil) else {
             throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
-                                + "before starting the capture", path: destination)
+                                + "first", path: destination)
         }
         defer { free(real) }
         let resolved = String(cString: real) + "/" + name
@@ -297,7 +302,8 @@ extension Pool {
         try FileSystem.rename(layout.captureData, kept)
         try FileSystem.syncDirectory(layout.recordings)
         var reported = problem
-        reported.message += "; the recording (\(length) bytes) is kept in the pool at \(kept)"
+        reported.message += "; the recording (\(length) bytes) is kept in the pool at \(kept): "
+            + "`provideo move \(kept) [DEST]` moves it once a destination can take it"
         reported.path = kept
         return Placement(path: kept, reserveTarget: journal.capacityAtStart - reserve(layout.reserve).rounded(length),
                          problem: reported)

@@ -102,7 +102,25 @@ public final class Pool {
         let configuration = PoolConfiguration(format: PoolConfiguration.currentFormat, initialCapacity: 0,
                                               storage: storage, zeroFilled: zeroFill)
         let pool = try Pool(path: path, configuration: configuration, calls: systemCalls)
-        try pool.lock.withMutation {
+        do {
+            try pool.allocateFirstReserve(capacity: capacity, zeroFill: zeroFill, progress: progress)
+        } catch {
+            // Nothing of a pool that was never created stays behind (unless another process
+            // created it meanwhile: its files are not ours).
+            guard (error as? ProVideoError)?.code != .poolExists else { throw error }
+            try? FileSystem.remove(layout.newReserve)
+            if createdDirectory {
+                try? FileSystem.remove(layout.lock)
+                rmdir(path)
+            }
+            throw error
+        }
+        return pool
+    }
+
+    private func allocateFirstReserve(capacity: Int64, zeroFill: Bool, progress: ((Int64, Int64) -> Void)?) throws {
+        let storage = configuration.storage
+        try lock.withMutation {
             // Another process may have won the race, or a killed create left files behind: only
             // pool.json marks a pool, so anything else here without it is ours to discard.
             if FileSystem.exists(layout.configuration) {
@@ -110,17 +128,16 @@ public final class Pool {
             }
             try FileSystem.remove(layout.reserve)
             try FileSystem.remove(layout.newReserve)
-            let reserve = pool.reserve(layout.newReserve)
+            let reserve = reserve(layout.newReserve)
             let size = reserve.rounded(capacity)
             let fd = try reserve.open(create: true, nocow: storage.isBtrfs)
             try reserve.grow(fd, from: 0, to: size)
             CrashPoint.hit("create.allocated")
             if zeroFill { try reserve.zeroFill(from: 0, to: size, alignment: storage.directIOAlignment.io, progress: progress) }
             try FileSystem.rename(layout.newReserve, layout.reserve)
-            pool.configuration.initialCapacity = size
-            try pool.configuration.save(layout.configuration)
+            configuration.initialCapacity = size
+            try configuration.save(layout.configuration)
         }
-        return pool
     }
 
     /// Opens the pool at `path` (see `resolvePath(_:environment:)`), then repairs what a killed
@@ -151,10 +168,11 @@ public final class Pool {
         try lock.withMutation {
             let busy = try lock.heldByOthers()
             guard busy.isEmpty else { throw busyError(busy, action: "destroy the pool") }
-            let held = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
+            let held = try listing().recordings
             guard held.isEmpty else {
                 throw ProVideoError(.invalidArgument, "the pool still holds \(held.count) recording(s) in "
-                                    + "\(layout.recordings); move them out, then destroy the pool", path: path)
+                                    + "\(layout.recordings); move them out with `provideo move`, then destroy the pool",
+                                    path: path)
             }
             if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
             // The reserve goes first: killed here, the pool is still valid, with no capacity,
@@ -319,7 +337,7 @@ public final class Pool {
         let holder = try PoolLock(path: layout.lock)
         try lock.withMutation {
             let busy = try lock.heldByOthers()
-            guard busy.isEmpty, try holder.tryHold(reason) else { throw busyError(busy.union(reason), action: action) }
+            guard busy.isEmpty, try holder.tryHold(reason) else { throw busyError(busy.isEmpty ? reason : busy, action: action) }
             configuration = try PoolConfiguration.load(layout.configuration)
         }
         defer { holder.release(reason) }

@@ -11,9 +11,11 @@ let testOptions = CaptureOptions(bitrate: 100_000_000, bufferBudget: 4 << 20, wr
 /// A pool in a scratch directory on the root filesystem (ext4 here), removed afterwards.
 func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name: String = #function,
                  _ body: (Pool, String) throws -> T) throws -> T {
-    try TestSupport.withScratch(name) { scratch in
-        let pool = try Pool.create(at: scratch + "/pool", capacity: capacity, systemCalls: calls)
-        return try body(pool, scratch)
+    try TestSupport.kernelSettings.reading {
+        try TestSupport.withScratch(name) { scratch in
+            let pool = try Pool.create(at: scratch + "/pool", capacity: capacity, systemCalls: calls)
+            return try body(pool, scratch)
+        }
     }
 }
 

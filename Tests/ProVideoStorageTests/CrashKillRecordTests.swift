@@ -111,7 +111,7 @@ extension CrashTests {
                     let length = Int64(recorded.count)
                     if placed {
                         #expect(length > 0, "iteration \(iteration): an empty file was placed at the destination")
-                        #expect(recover.stdout.contains("recovered \(length) bytes to \(destination)"),
+                        #expect(recover.stdout.contains("(\(length) bytes) to \(destination)"),
                                 "iteration \(iteration): \(recover.stdout)")
                     } else {
                         #expect(recover.stdout.contains("nothing to recover"), "iteration \(iteration): \(recover.stdout)")

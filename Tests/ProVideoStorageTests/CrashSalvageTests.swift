@@ -46,7 +46,7 @@ extension CrashTests {
                         #expect(TestSupport.wait(process, seconds: 30) && process.terminationStatus == 0, "recover: \(out)")
                         outputs.append(out)
                     }
-                    #expect(outputs.filter { $0.contains("recovered \(input.count) bytes to \(destination)") }.count == 1,
+                    #expect(outputs.filter { $0.contains("(\(input.count) bytes) to \(destination)") }.count == 1,
                             "\(outputs)")
                     #expect(outputs.filter { $0.contains("nothing to recover") }.count == 1, "\(outputs)")
                     #expect(TestSupport.fileEquals(destination, input))

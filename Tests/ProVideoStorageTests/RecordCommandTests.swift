@@ -6,8 +6,26 @@ import Testing
 /// `provideo record` as a recorder uses it: a separate process fed through a pipe.
 @Suite struct RecordCommandTests {
     /// SIGTERM (and SIGINT) finish the capture cleanly with everything received so far.
+    /// No input (a failed upstream) is a failure, and leaves no empty file behind.
+    @Test func emptyInputRecordsNothing() throws {
+        try TestSupport.withScratch { scratch in
+            let pool = scratch + "/pool"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "16M"])
+            let result = try TestSupport.run("provideo", ["--pool", pool, "record", scratch + "/take.mov"], stdin: Data())
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("no input arrived"))
+            #expect(!FileManager.default.fileExists(atPath: scratch + "/take.mov"))
+            let status = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
+            #expect(status.stdout.contains("\"remainingCapacity\" : 16777216"))
+        }
+    }
+
     @Test(arguments: [SIGTERM, SIGINT])
     func stopSignalFinishesTheCapture(signal: Int32) throws {
+        try TestSupport.kernelSettings.reading { try stopSignal(signal) }
+    }
+
+    private func stopSignal(_ signal: Int32) throws {
         try TestSupport.withScratch { scratch in
             let pool = scratch + "/pool"
             try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "32M"])

@@ -253,7 +253,15 @@ extension TestSupport {
 
     /// Sets a /proc/sys value for the duration of `body`, restoring the original value
     /// afterwards even when `body` throws.
+    /// Tests that rely on io_uring hold this for reading; a test that changes a kernel-wide
+    /// sysctl (kernel.io_uring_disabled) holds it for writing, so the two never overlap.
+    static let kernelSettings = ReadWriteGate()
+
     static func withSysctl<T>(_ path: String, _ value: String, _ body: () throws -> T) throws -> T {
+        try kernelSettings.writing { try withSysctlUngated(path, value, body) }
+    }
+
+    private static func withSysctlUngated<T>(_ path: String, _ value: String, _ body: () throws -> T) throws -> T {
         let original = try String(contentsOfFile: path, encoding: .utf8).trimmingCharacters(in: .whitespacesAndNewlines)
         func write(_ text: String) throws {
             let fd = open(path, O_WRONLY)
@@ -316,5 +324,29 @@ extension TestSupport {
             expected.withUnsafeBytes { memcmp(file.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
                                               $0.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!, expected.count) == 0 }
         }
+    }
+}
+
+/// A pthread read-write lock (readers preferred, glibc's default).
+final class ReadWriteGate: @unchecked Sendable {
+    private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
+
+    init() { pthread_rwlock_init(lock, nil) }
+
+    deinit {
+        pthread_rwlock_destroy(lock)
+        lock.deallocate()
+    }
+
+    func reading<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_rwlock_rdlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
+    }
+
+    func writing<T>(_ body: () throws -> T) rethrows -> T {
+        pthread_rwlock_wrlock(lock)
+        defer { pthread_rwlock_unlock(lock) }
+        return try body()
     }
 }

@@ -26,7 +26,7 @@ enum Commands {
     static func status(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
         try arguments.finish()
-        let status = try Pool.open(at: path).status()
+        let status = try openPool(path).status()
         if json { return try CommandLineProgram.printJSON(status) }
         let device = status.device
         print("""
@@ -49,13 +49,13 @@ enum Commands {
         let capacity = try SizeParser.bytes(try arguments.positional("SIZE"))
         try arguments.finish()
         guard capacity > 0 else { throw UsageError("the capacity must be more than 0 bytes") }
-        let size = try Pool.open(at: path).resize(to: capacity)
+        let size = try openPool(path).resize(to: capacity)
         print("the pool's capacity is now \(ByteFormat.human(size)) (\(size) bytes)")
     }
 
     static func replenish(_ path: String, _ arguments: inout Arguments) throws {
         try arguments.finish()
-        let result = try Pool.open(at: path).replenishCapacity()
+        let result = try openPool(path).replenishCapacity()
         if result.missing == 0 {
             print("replenished: added \(ByteFormat.human(result.added)); remaining capacity \(ByteFormat.human(result.remainingCapacity))")
         } else {
@@ -66,7 +66,7 @@ enum Commands {
 
     static func destroy(_ path: String, _ arguments: inout Arguments) throws {
         try arguments.finish()
-        try Pool.open(at: path).destroy()
+        try openPool(path).destroy()
         print("destroyed the pool at \(path)")
     }
 
@@ -84,27 +84,50 @@ enum Commands {
         }
         let destination = try arguments.positional("DEST")
         try arguments.finish()
-        let capture = try Pool.open(at: path).startCapture(to: destination, options: options)
+        let capture = try openPool(path).startCapture(to: destination, options: options)
         _ = pv_install_stop_signals()
         let started = Date()
-        let result = try Recorder.capture(from: 0, into: capture)
-        let seconds = Date().timeIntervalSince(started)
-        print(Recorder.summary(result, seconds: seconds))
+        let outcome: Recorder.Outcome
+        do {
+            outcome = try Recorder.capture(from: 0, into: capture)
+        } catch var error as ProVideoError where error.code == .ioError || error.code == .notEnoughSpace {
+            // The capture failed and let go of the pool: salvage its committed part right now, so
+            // the take is at its destination without waiting for a later command.
+            if let salvaged = (try? Pool.open(at: path))?.salvaged.first {
+                error.message += "; salvaged \(ByteFormat.human(salvaged.length)) (\(salvaged.length) bytes) to \(salvaged.path)"
+            }
+            throw error
+        }
+        try Recorder.report(outcome, seconds: Date().timeIntervalSince(started))
+    }
+
+    /// Opens the pool and says on standard error what opening it salvaged.
+    static func openPool(_ path: String) throws -> Pool {
+        let pool = try Pool.open(at: path)
+        for recording in pool.salvaged {
+            CommandLineProgram.printError("note: recovered a capture left by a recorder that died: "
+                                          + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path)")
+        }
+        return pool
     }
 
     static func recover(_ path: String, _ arguments: inout Arguments) throws {
         try arguments.finish()
         let pool = try Pool.open(at: path)
-        if pool.salvaged.isEmpty { print("nothing to recover: no capture was left by a dead recorder") }
         for recording in pool.salvaged {
-            print("recovered \(recording.length) bytes to \(recording.path)")
+            print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path)")
+        }
+        if pool.salvaged.isEmpty {
+            let earlier = try pool.listing().recovered.count
+            print("nothing to recover: no capture was left by a dead recorder"
+                  + (earlier > 0 ? " (\(earlier) recovered earlier; `provideo list` shows where they went)" : ""))
         }
     }
 
     static func list(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
         try arguments.finish()
-        let pool = try Pool.open(at: path)
+        let pool = try openPool(path)
         let listing = try pool.listing()
         if json { return try CommandLineProgram.printJSON(listing) }
         if let capture = listing.capture {
@@ -124,58 +147,18 @@ enum Commands {
         let held = try arguments.positional("HELD (a recording `provideo list` shows)")
         let destination = try? arguments.positional("DEST")
         try arguments.finish()
-        let target = try Pool.open(at: path).moveHeldRecording(held, to: destination)
+        let target = try openPool(path).moveHeldRecording(held, to: destination)
         print("moved \(held) to \(target); run `provideo replenish` to return the space to the reserve")
     }
 
     static func check(_ path: String, _ arguments: inout Arguments) throws {
         try arguments.finish()
-        let problems = try Pool.open(at: path).check()
+        let problems = try openPool(path).check()
         if problems.isEmpty {
             print("ok: the pool's accounting matches the disk")
             return
         }
         for problem in problems { print("problem: \(problem)") }
         throw ProVideoError(.corruptState, "the pool at \(path) failed \(problems.count) check(s)")
-    }
-}
-
-/// Feeds a capture from a file descriptor (standard input for `record`).
-enum Recorder {
-    /// Appends each read as one frame until end of input or SIGINT/SIGTERM, then finishes.
-    static func capture(from fd: Int32, into capture: Capture, chunk: Int = 1 << 20) throws -> RecordingResult {
-        var buffer = [UInt8](repeating: 0, count: chunk)
-        var input = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
-        while pv_stop_requested() == 0 {
-            // While the input is quiet, keep the capture's progress and commits going.
-            let ready = Glibc.poll(&input, 1, 200)
-            if ready == 0 || (ready < 0 && errno == EINTR) {
-                try capture.poll()
-                continue
-            }
-            let n = buffer.withUnsafeMutableBytes { Glibc.read(fd, $0.baseAddress, chunk) }
-            if n == 0 { break }
-            if n < 0 {
-                if errno == EINTR { continue }
-                throw ProVideoError(.ioError, "reading the input failed: \(String(cString: strerror(errno)))")
-            }
-            do {
-                try buffer.withUnsafeBytes { try capture.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
-            } catch let error as ProVideoError where error.code == .storageFull {
-                CommandLineProgram.printError("error: \(error.message); finishing with what was accepted")
-                let result = try capture.finish()
-                throw ProVideoError(.storageFull, "storage full: recorded \(result.length) bytes to \(result.path), the rest of the input was dropped")
-            }
-        }
-        return try capture.finish()
-    }
-
-    static func summary(_ result: RecordingResult, seconds: Double) -> String {
-        let stats = result.statistics
-        let rate = seconds > 0 ? Double(result.length) * 8 / seconds / 1e6 : 0
-        return "recorded \(ByteFormat.human(result.length)) (\(result.length) bytes) in "
-            + String(format: "%.1f s (%.1f Mbit/s)", seconds, rate)
-            + " to \(result.path); engine \(stats.engine), \(stats.frames) writes, \(stats.overruns) overruns, "
-            + "append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs"
     }
 }

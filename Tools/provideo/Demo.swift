@@ -42,12 +42,12 @@ enum Demo {
         try ffmpeg.run()
         let capture = try pool.startCapture(to: destination, options: CaptureOptions(bitrate: 150_000_000))
         let started = Date()
-        let result = try Recorder.capture(from: pipe.fileHandleForReading.fileDescriptor, into: capture)
+        let result = try Recorder.capture(from: pipe.fileHandleForReading.fileDescriptor, into: capture).result
         ffmpeg.waitUntilExit()
         guard ffmpeg.terminationStatus == 0 else {
             throw ProVideoError(.ioError, "ffmpeg failed (status \(ffmpeg.terminationStatus)); the partial recording is at \(result.path)")
         }
-        print(Recorder.summary(result, seconds: Date().timeIntervalSince(started)))
+        try Recorder.report(Recorder.Outcome(result: result), seconds: Date().timeIntervalSince(started))
 
         let frames = try probeFrames(result.path)
         let expected = seconds * 25

@@ -106,7 +106,7 @@ int pv_ring_peek(pv_ring *ring, uint64_t *user_data, int32_t *result);
 
 // MARK: Signals
 
-/// Installs SIGINT and SIGTERM handlers (without SA_RESTART, so a blocking read returns
+/// Installs SIGINT, SIGTERM and SIGHUP (a dropped SSH session) handlers (without SA_RESTART, so a blocking read returns
 /// EINTR) that only set a flag, and unblocks both: a recorder then finishes its capture cleanly.
 int pv_install_stop_signals(void);
 /// 1 once SIGINT or SIGTERM arrived.
