@@ -26,11 +26,6 @@ int pv_open_direct(const char *path, int flags, mode_t mode) {
     return fd < 0 ? -errno : fd;
 }
 
-int pv_is_direct(int fd) {
-    int flags = fcntl(fd, F_GETFL);
-    return flags < 0 ? -errno : ((flags & O_DIRECT) != 0);
-}
-
 int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length) {
     return NEG_ERRNO(fallocate(fd, keep_size ? FALLOC_FL_KEEP_SIZE : 0, offset, length));
 }

@@ -25,9 +25,6 @@ final class FileDescriptor {
         return FileDescriptor(rawValue: fd, path: path)
     }
 
-    /// Facts from statx(2) about the open file's path.
-    func facts() throws -> pv_file_facts { try FileSystem.facts(path) }
-
     func sync(_ calls: SystemCalls) throws {
         let rc = calls.fdatasync(rawValue)
         if rc < 0 { throw ProVideoError.system("fdatasync", errno: -rc, path: path) }

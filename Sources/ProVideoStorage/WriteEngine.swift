@@ -43,8 +43,8 @@ enum WriteEngineFactory {
         if choice != .pwrite {
             do {
                 return try URingEngine(entries: queueDepth, buffers: buffers, calls: calls)
-            } catch let error as ProVideoError where choice == .automatic {
-                _ = error
+            } catch where choice == .automatic {
+                // Disabled by sysctl, blocked by seccomp, or no memory: the pwrite engine runs.
             }
         }
         return PwriteEngine(queueDepth: queueDepth, calls: calls)

@@ -13,8 +13,6 @@
 
 /// open(2) with O_DIRECT added to `flags`.
 int pv_open_direct(const char *path, int flags, mode_t mode);
-/// Whether `fd` was opened with O_DIRECT (fcntl F_GETFL).
-int pv_is_direct(int fd);
 /// fallocate(2). `keep_size` adds FALLOC_FL_KEEP_SIZE.
 int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length);
 /// renameat2(2) with RENAME_NOREPLACE.
