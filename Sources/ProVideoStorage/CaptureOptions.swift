@@ -11,8 +11,10 @@ public struct CaptureOptions: Sendable {
     /// Expected bitrate in bits per second (ProRes 422 HQ 2160p29.97 is ~880,000,000). Sizes
     /// the buffers when `bufferBudget` is nil and gives "recording time remaining".
     public var bitrate: Int64
-    /// Total bytes of aligned buffers, allocated at capture start. Default: one second at
-    /// `bitrate`, clamped to 16…256 MiB.
+    /// Total bytes of aligned buffers, allocated at capture start. Default: two seconds at
+    /// `bitrate`, clamped to 32 MiB…1 GiB. Two seconds because write completions stalled up
+    /// to 1.5 s under a noisy neighbour on the test machine's disk: with one second of buffers
+    /// the pool dropped 34 of 1500 frames at 1800 Mbit/s, with 2.3 s none (Docs/BENCHMARKS.md).
     public var bufferBudget: Int?
     /// Bytes per write. Default: 4 MiB rounded to the device's optimal I/O size when it
     /// reports one (large sequential writes keep the device streaming).
@@ -48,7 +50,7 @@ public struct CaptureOptions: Sendable {
 
     /// Number of buffers of `writeSize` bytes: at least 4 so one fills while others are in flight.
     func bufferCount(writeSize: Int) -> Int {
-        let oneSecond = Int(min(max(bitrate / 8, 16 << 20), 256 << 20))
-        return max((bufferBudget ?? oneSecond) / writeSize, 4)
+        let twoSeconds = Int(min(max(bitrate / 4, 32 << 20), 1 << 30))
+        return max((bufferBudget ?? twoSeconds) / writeSize, 4)
     }
 }
