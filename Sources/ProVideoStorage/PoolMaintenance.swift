@@ -13,16 +13,9 @@ public struct SalvagedRecording: Codable, Sendable, Equatable {
 
 /// What `provideo list` shows.
 public struct PoolListing: Codable, Sendable {
-    public struct Held: Codable, Sendable {
-        public var path: String
-        public var destination: String
-        public var length: Int64
-        public var reason: String
-    }
-
     public var capture: PoolStatus.Capture?
     /// Recordings kept in the pool because their destination could not take them.
-    public var recordings: [Held]
+    public var recordings: [HeldRecording]
     /// Recordings salvaged from dead recorders, oldest first, and where they went.
     public var recovered: [SalvagedRecording]
 }
@@ -96,10 +89,7 @@ extension Pool {
     /// The capture in progress and the recordings the pool holds.
     public func listing() throws -> PoolListing {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
-        let held = files.filter { $0.hasSuffix(".json") }.sorted().compactMap { name -> PoolListing.Held? in
-            guard let note = Self.heldNote(layout.recordings + "/" + name) else { return nil }
-            return PoolListing.Held(path: note.path, destination: note.destination, length: note.length, reason: note.reason)
-        }
+        let held = files.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }
         return PoolListing(capture: try status().capture, recordings: held, recovered: recoveredRecordings())
     }
 
