@@ -473,8 +473,7 @@ public final class Capture {
         case .syncing(let candidate):
             CaptureJournal.commitRecord(candidate, into: commitRecord.bytes)
             commitStage = .recording(candidate)
-            try engine.queueWrite(fd: commit.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!, length: 16,
-                                  offset: CaptureJournal.commitSlots[commitSlot], tag: commitTag)
+            try queueCommitRecord()
         case .recording(let candidate):
             guard result == 16 else {
                 // Short or zero: rewrite the whole 16-byte record (it fits in one sector).
@@ -483,8 +482,7 @@ public final class Capture {
                     throw ProVideoError(.ioError, "the commit record write returned \(result) bytes of 16, "
                                         + "\(Self.maximumRetries) times", path: commit.path)
                 }
-                try engine.queueWrite(fd: commit.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!, length: 16,
-                                      offset: CaptureJournal.commitSlots[commitSlot], tag: commitTag)
+                try queueCommitRecord()
                 return
             }
             commitRetries = 0
@@ -495,6 +493,12 @@ public final class Capture {
         case .idle, .flushing:
             break
         }
+    }
+
+    /// Queues the 16-byte commit record (already in `commitRecord`) to the slot's turn.
+    private func queueCommitRecord() throws {
+        try engine.queueWrite(fd: commit.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!, length: 16,
+                              offset: CaptureJournal.commitSlots[commitSlot], tag: commitTag)
     }
 
     /// Waits until every write and commit in flight has completed.

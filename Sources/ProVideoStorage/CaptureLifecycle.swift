@@ -199,11 +199,6 @@ extension Pool {
             try discardCapture()
             return nil
         }
-        if journal.reserveTarget == nil && FileSystem.exists(layout.captureData) {
-            let data = try FileDescriptor.open(layout.captureData, O_RDWR)
-            try data.truncate(committed, calls)
-            try data.sync(calls)
-        }
         do {
             let placement = try completeCapture(journal: journal, length: committed, whenTaken: .recoveredSibling)
             return try logged(SalvagedRecording(path: placement.path, length: committed, salvagedAt: Date().timeIntervalSince1970))
@@ -231,10 +226,7 @@ extension Pool {
             && FileSystem.facts(directory).dev_minor == FileSystem.facts(path).dev_minor
         var target = destination
         if sameFilesystem {
-            let data = try FileDescriptor.open(layout.captureData, O_RDWR)
-            try data.truncate(length, calls)
-            try data.sync(calls)
-            try Self.makeOrdinaryFile(data)
+            try sealRecording(length: length)
             var rc = calls.renameNoReplace(layout.captureData, target)
             if rc == -EEXIST && whenTaken == .recoveredSibling {
                 target = Self.recoveredName(destination, id: journal.id)
@@ -264,8 +256,12 @@ extension Pool {
         return Placement(path: target, reserveTarget: journal.capacityAtStart, problem: nil)
     }
 
-    /// The reserve is private to the pool (0600); a recording gets the usual 0666 less umask.
-    private static func makeOrdinaryFile(_ data: FileDescriptor) throws {
+    /// Makes `capture/data` the recording as it will be moved: cut to `length`, flushed, and
+    /// with the usual file mode (0666 less umask; the reserve is private to the pool, 0600).
+    private func sealRecording(length: Int64) throws {
+        let data = try FileDescriptor.open(layout.captureData, O_RDWR)
+        try data.truncate(length, calls)
+        try data.sync(calls)
         let mask = umask(0)
         umask(mask)
         if fchmod(data.rawValue, 0o666 & ~mask) != 0 { throw ProVideoError.system("fchmod", errno: errno, path: data.path) }
@@ -292,10 +288,7 @@ extension Pool {
     private func keepInPool(_ journal: CaptureJournal, length: Int64, problem: ProVideoError) throws -> Placement {
         try FileSystem.makeDirectory(layout.recordings)
         let kept = layout.recordings + "/\(journal.id)-" + FileSystem.lastComponent(of: journal.destination)
-        let data = try FileDescriptor.open(layout.captureData, O_RDWR)
-        try data.truncate(length, calls)
-        try data.sync(calls)
-        try Self.makeOrdinaryFile(data)
+        try sealRecording(length: length)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil)
         try note.save(kept + ".json")
