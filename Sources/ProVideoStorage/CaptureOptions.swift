@@ -11,10 +11,12 @@ public struct CaptureOptions: Sendable {
     /// Expected bitrate in bits per second (ProRes 422 HQ 2160p29.97 is ~880,000,000). Sizes
     /// the buffers when `bufferBudget` is nil and gives "recording time remaining".
     public var bitrate: Int64
-    /// Total bytes of aligned buffers, allocated at capture start. Default: two seconds at
-    /// `bitrate`, clamped to 32 MiB…1 GiB. Two seconds because write completions stalled up
-    /// to 1.5 s under a noisy neighbour on the test machine's disk: with one second of buffers
-    /// the pool dropped 34 of 1500 frames at 1800 Mbit/s, with 2.3 s none (Docs/BENCHMARKS.md).
+    /// Total bytes of aligned buffers, allocated at capture start. Default: three seconds at
+    /// `bitrate`, clamped to 32 MiB…1 GiB. Three seconds because write completions stalled up
+    /// to 2.0–2.4 s under a noisy neighbour on the test machine's disk: with one second of
+    /// buffers the pool dropped 34 of 1500 frames at 1800 Mbit/s; with two seconds it dropped
+    /// 12 and 1 frames in two of six runs, each time when a write took two seconds or more
+    /// (Docs/BENCHMARKS.md).
     public var bufferBudget: Int?
     /// Bytes per write. Default: 4 MiB rounded to the device's optimal I/O size when it
     /// reports one (large sequential writes keep the device streaming).
@@ -50,7 +52,7 @@ public struct CaptureOptions: Sendable {
 
     /// Number of buffers of `writeSize` bytes: at least 4 so one fills while others are in flight.
     func bufferCount(writeSize: Int) -> Int {
-        let twoSeconds = Int(min(max(bitrate / 4, 32 << 20), 1 << 30))
-        return max((bufferBudget ?? twoSeconds) / writeSize, 4)
+        let threeSeconds = Int(min(max(bitrate / 8 * 3, 32 << 20), 1 << 30))
+        return max((bufferBudget ?? threeSeconds) / writeSize, 4)
     }
 }

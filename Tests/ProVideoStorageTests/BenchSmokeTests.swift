@@ -96,6 +96,8 @@ import Testing
             #expect(result.status == 0, "\(result.stderr)")
             let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
             #expect((object?["bandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
+            #expect((object?["durableBandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
+            #expect((object?["passes"] as? [Any])?.count == 2)
             if fio {
                 #expect((object?["fioBandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
                 #expect((object?["efficiency"] as? NSNumber)?.doubleValue ?? 0 > 0)

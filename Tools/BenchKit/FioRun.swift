@@ -11,20 +11,40 @@ public struct FioRun: Sendable {
     public var queueDepth: Int
     /// Registered buffers (`fixedbufs`), as our engine uses when the memlock limit allows.
     public var fixedBuffers: Bool
+    /// Buffers on hugetlb pages (`iomem=mmaphuge`, needs `vm.nr_hugepages`), the nearest fio
+    /// has to our transparent-huge-page buffers; otherwise fio's default, malloc on 4 KiB pages.
+    public var hugePages: Bool
 
-    public init(file: String, bytes: Int64, blockSize: Int, queueDepth: Int, fixedBuffers: Bool) {
+    public init(file: String, bytes: Int64, blockSize: Int, queueDepth: Int, fixedBuffers: Bool, hugePages: Bool) {
         self.file = file
         self.bytes = bytes
         self.blockSize = blockSize
         self.queueDepth = queueDepth
         self.fixedBuffers = fixedBuffers
+        self.hugePages = hugePages
     }
 
     /// The command line; `fallocate=none` so that fio neither allocates nor lays out the file.
     public var arguments: [String] {
         ["--name=provideo-calibrate", "--filename=\(file)", "--rw=write", "--bs=\(blockSize)", "--iodepth=\(queueDepth)",
          "--ioengine=io_uring", "--direct=1", "--size=\(bytes)", "--offset=0", "--fallocate=none",
-         "--fixedbufs=\(fixedBuffers ? 1 : 0)", "--output-format=json"]
+         "--fixedbufs=\(fixedBuffers ? 1 : 0)"] + (hugePages ? ["--iomem=mmaphuge"] : []) + ["--output-format=json"]
+    }
+
+    /// Checks that `vm.nr_hugepages` leaves room for `bytes` of fio buffers on hugetlb pages.
+    /// - Throws: `BenchError` naming the sysctl to set.
+    public static func checkHugePages(for bytes: Int) throws {
+        let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
+        func field(_ name: String) -> Int {
+            let line = meminfo.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""
+            return Int(line.split(separator: " ").dropFirst().first ?? "") ?? 0
+        }
+        let pageBytes = max(field("Hugepagesize") * 1024, 1)
+        let needed = (bytes + pageBytes - 1) / pageBytes + 1
+        guard field("HugePages_Free") >= needed else {
+            throw BenchError("--fio-hugetlb needs \(needed) free hugetlb pages, \(field("HugePages_Free")) are free: "
+                             + "`sysctl vm.nr_hugepages=\(field("HugePages_Total") + needed)` (set it back afterwards)")
+        }
     }
 
     /// Runs fio and returns its write bandwidth in bytes per second.

@@ -66,23 +66,22 @@ enum BenchCommands {
         if json { try CommandLineProgram.printJSON(report) } else { print(report.table) }
     }
 
-    /// Calibrate's default commit interval in seconds: longer than any calibrate run.
-    static let calibrateWithoutCommits: Double = 3600
 
     static func calibrate(_ pools: [String], _ arguments: inout Arguments) throws {
-        let withFio = arguments.flag("--fio")
+        let fioHugePages = arguments.flag("--fio-hugetlb")
+        let withFio = arguments.flag("--fio") || fioHugePages
         let json = arguments.flag("--json")
         let writeSize = Int(try arguments.option("--write-size").map(SizeParser.bytes) ?? (4 << 20))
         let queueDepth = try integer(&arguments, "--queue-depth", default: 16)
         let repeats = try integer(&arguments, "--repeat", default: 5)
         let wanted = try arguments.option("--size").map(SizeParser.bytes)
-        // fio writes without fdatasync; by default our side commits no durability point either,
-        // so both do the same work. `--durability 1` measures the cost of one commit a second.
-        let durability = try number(&arguments, "--durability") ?? calibrateWithoutCommits
+        // The durable side commits as a recording would; the raw side, like fio, never does.
+        let durability = try number(&arguments, "--durability") ?? Double(CaptureOptions().durabilityInterval) / 1e9
         try arguments.finish()
-        guard writeSize > 0, queueDepth >= 4, repeats > 0, durability >= 0 else {
-            throw UsageError("--write-size must be more than 0, --queue-depth at least 4 (the engine's minimum), --repeat at least 1")
+        guard writeSize > 0, queueDepth >= 4, repeats > 0, durability > 0 else {
+            throw UsageError("--write-size must be more than 0, --queue-depth at least 4 (the engine's minimum), --repeat at least 1, --durability more than 0")
         }
+        if fioHugePages { try FioRun.checkHugePages(for: writeSize * queueDepth) }
         let bytesWanted = wanted ?? (2 << 30)
         let workspace = try BenchWorkspace(paths: Array(pools.prefix(1)), count: 1, bytesEach: bytesWanted + (16 << 20),
                                            minimumBytes: Int64(writeSize), log: log)
@@ -99,7 +98,7 @@ enum BenchCommands {
         }
         let report = try Calibration.run(
             pool: pool, settings: Calibration.Settings(bytes: bytes, writeSize: writeSize, queueDepth: queueDepth,
-                                                       repeats: repeats, withFio: withFio,
+                                                       repeats: repeats, withFio: withFio, fioHugePages: fioHugePages,
                                                        durabilityInterval: UInt64(durability * 1e9)),
             destination: workspace.directory + "/calibrate.mov", log: log)
         if json {
@@ -107,12 +106,14 @@ enum BenchCommands {
             return
         }
         print("engine \(report.engine), \(ByteFormat.human(report.bytes)) per pass, write size \(ByteFormat.human(Int64(report.writeSize))), "
-              + "queue depth \(report.queueDepth), durability commit every \(report.durabilityInterval) s, \(report.passes.count) passes")
-        print(String(format: "bandwidth      %.1f MB/s (median)", report.bandwidth / 1e6))
+              + "queue depth \(report.queueDepth), \(report.passes.count) passes")
+        print(String(format: "bandwidth          %.1f MB/s (median, no durability commit)", report.bandwidth / 1e6))
         if let fio = report.fioBandwidth, let efficiency = report.efficiency {
-            print(String(format: "fio bandwidth  %.1f MB/s (median)", fio / 1e6))
-            print(String(format: "efficiency     %.3f (median of the passes' ratios)", efficiency))
+            print(String(format: "fio bandwidth      %.1f MB/s (median)", fio / 1e6))
+            print(String(format: "efficiency         %.3f (median of the passes' ratios)", efficiency))
         }
+        print(String(format: "durable bandwidth  %.1f MB/s (median, a commit every %g s): size recordings against this",
+                     report.durableBandwidth / 1e6, report.durabilityInterval))
     }
 
     /// The noisy neighbour's child process (started by `NoisyNeighbour`).

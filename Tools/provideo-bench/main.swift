@@ -8,7 +8,7 @@ usage: provideo-bench [--pool PATH]... --streams N --bitrate RATE --fps FPS --du
                       [--frame-trace FILE] [--mode pool|buffered|direct|all] [--noise none|writer]
                       [--repeat K] [--input-queue FRAMES] [--buffer-budget SIZE]
                       [--json] [--plot FILE.svg]
-       provideo-bench [--pool PATH] calibrate [--fio] [--size SIZE] [--write-size SIZE]
+       provideo-bench [--pool PATH] calibrate [--fio|--fio-hugetlb] [--size SIZE] [--write-size SIZE]
                       [--queue-depth N] [--durability SECONDS] [--repeat K] [--json]
 Simulated recorders deliver frames on a real-time clock and write them into the pool (pool),
 with write(2) to a new file (buffered) or with O_DIRECT appends to a new file (direct).
@@ -17,8 +17,11 @@ RATE is per stream, in bits per second with SI suffixes (880M = 880,000,000 bit/
 Pool mode needs one pool per stream: repeat --pool. The pool is --pool PATH, else
 $PROVIDEO_POOL, else \(Pool.defaultPath); when none exists there, scratch pools are created
 under /var/tmp and destroyed afterwards.
-calibrate: unthrottled sequential write bandwidth of the engine into the pool's reserve;
---fio runs fio (io_uring, direct, same block size, queue depth and file) alternately.
+calibrate: unthrottled sequential write bandwidth of the engine into the pool's reserve, raw
+(no durability commit) and durable (a commit every --durability seconds, default 1, as a
+recording does: size streams against this one); --fio runs fio (io_uring, direct, same block
+size, queue depth and file) alternately with the raw side; --fio-hugetlb gives fio's buffers
+hugetlb pages (needs vm.nr_hugepages), as ours sit on transparent huge pages.
 Exit status: 0 ok, 1 the benchmark failed, 2 usage error.
 """
 
