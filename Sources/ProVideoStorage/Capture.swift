@@ -142,36 +142,50 @@ public final class Capture {
     ///   open: `finish()` still produces the accepted bytes); `.overrun`; the capture's write
     ///   error (`.ioError`, `.notEnoughSpace`) once a write failed; `.captureClosed`.
     public func append(_ frame: UnsafeRawBufferPointer) throws {
+        var copied = 0
+        try append(count: frame.count) { piece in
+            piece.copyMemory(from: UnsafeRawBufferPointer(rebasing: frame[copied..<copied + piece.count]))
+            copied += piece.count
+        }
+    }
+
+    /// Appends one frame of `count` bytes that `fill` writes straight into the capture's
+    /// buffers, for a producer (an encoder, a capture card's DMA) that can write its output
+    /// where it is told: no copy. `fill` is called one or more times with consecutive pieces
+    /// of the frame's place in the buffers, in order, together exactly `count` bytes; it must
+    /// write every byte of each piece and must not keep the pointer. Otherwise as `append(_:)`:
+    /// accepted whole or not at all (`fill` is not called for a refused frame), the same
+    /// waits and errors.
+    public func append(count: Int, filling fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
         let started = Self.now()
         try checkOpen()
-        guard Int64(frame.count) <= capacity - length else {
+        guard count >= 0 else { throw ProVideoError(.invalidArgument, "a frame cannot have \(count) bytes") }
+        guard Int64(count) <= capacity - length else {
             throw ProVideoError(.storageFull, "storage full: the pool's reserve has \(capacity - length) bytes left, "
-                                + "the frame needs \(frame.count); \(length) bytes were accepted and finish() keeps them",
+                                + "the frame needs \(count); \(length) bytes were accepted and finish() keeps them",
                                 path: destination)
         }
         try reap(waitNanoseconds: 0)
         // Room for the whole frame is found (or the overrun policy gives up) before any byte
-        // is copied, so a frame is accepted whole or not at all.
-        let needed = min(frame.count, slotSize * slotLength.count)
+        // is written, so a frame is accepted whole or not at all.
+        let needed = min(count, slotSize * slotLength.count)
         if needed > spaceInBuffers() {
             statistics.overruns += 1
             try waitForSpace(needed, started: started)
         }
-        var copied = 0
-        while copied < frame.count {
+        var filled = 0
+        while filled < count {
             let slot = try currentSlot()
-            let room = slotLength[slot] - fillCount
-            let n = min(room, frame.count - copied)
-            (memory.bytes.baseAddress! + slot * slotSize + fillCount)
-                .copyMemory(from: frame.baseAddress! + copied, byteCount: n)
+            let n = min(slotLength[slot] - fillCount, count - filled)
+            fill(UnsafeMutableRawBufferPointer(start: memory.bytes.baseAddress! + slot * slotSize + fillCount, count: n))
             fillCount += n
-            copied += n
+            filled += n
             length += Int64(n)
-            if copied == frame.count { slotLastFrameEnd[slot] = length }
+            if filled == count { slotLastFrameEnd[slot] = length }
             if fillCount == slotLength[slot] { try submitFilling(padded: slotLength[slot]) }
         }
         statistics.frames += 1
-        statistics.bytes += Int64(frame.count)
+        statistics.bytes += Int64(count)
         try maybeCommit()
         try engine.submit()
         statistics.appendLatency.record(Self.now() - started)

@@ -149,18 +149,26 @@ public enum Calibration {
     }
 
     /// Appends `bytes` as fast as the engine takes them and waits until all are on disk.
+    /// Frames are written in place (`Capture.append(count:filling:)`): each buffer gets the
+    /// pattern the first time it is handed out and keeps it, as fio writes its buffers without
+    /// refilling them, so both sides do the same work (no copy) and write the same kind of bytes.
     /// - Returns: bytes per second.
     private static func ourPass(_ capture: Capture, source: AlignedMemory, bytes: Int64) throws -> Double {
-        let chunk = UnsafeRawBufferPointer(source.bytes)
+        let pattern = UnsafeRawBufferPointer(source.bytes)
+        var patterned = Set<UnsafeMutableRawPointer>()
         let started = MonotonicClock.nanoseconds()
         var written: Int64 = 0
         while written < bytes {
-            try capture.append(chunk)
-            written += Int64(chunk.count)
+            try capture.append(count: pattern.count) { piece in
+                if patterned.insert(piece.baseAddress!).inserted {
+                    piece.copyMemory(from: UnsafeRawBufferPointer(rebasing: pattern[0..<piece.count]))
+                }
+            }
+            written += Int64(pattern.count)
         }
         // Capture has no public flush: patching the first byte (with its own value) waits for
         // every write in flight, then rewrites one aligned block.
-        try capture.write(UnsafeRawBufferPointer(rebasing: chunk[0..<1]), at: 0)
+        try capture.write(UnsafeRawBufferPointer(rebasing: pattern[0..<1]), at: 0)
         return Double(written) / (Double(MonotonicClock.nanoseconds() - started) / 1e9)
     }
 }

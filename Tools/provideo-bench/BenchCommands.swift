@@ -82,7 +82,7 @@ enum BenchCommands {
             throw UsageError("--write-size must be more than 0, --queue-depth at least 4 (the engine's minimum), --repeat at least 1, --durability more than 0")
         }
         if fioHugePages { try FioRun.checkHugePages(for: writeSize * queueDepth) }
-        let bytesWanted = wanted ?? (2 << 30)
+        let bytesWanted = wanted ?? (8 << 30)
         let workspace = try BenchWorkspace(paths: Array(pools.prefix(1)), count: 1, bytesEach: bytesWanted + (16 << 20),
                                            minimumBytes: Int64(writeSize), log: log)
         defer { workspace.release() }
