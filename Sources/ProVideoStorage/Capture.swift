@@ -168,7 +168,7 @@ public final class Capture {
         try reap(waitNanoseconds: 0)
         // Room for the whole frame is found (or the overrun policy gives up) before any byte
         // is written, so a frame is accepted whole or not at all.
-        let needed = min(count, slotSize * slotLength.count)
+        let needed = min(count, mostSpaceInBuffers())
         if needed > spaceInBuffers() {
             statistics.overruns += 1
             try waitForSpace(needed, started: started)
@@ -310,6 +310,12 @@ public final class Capture {
 
     private func spaceInBuffers() -> Int {
         (filling.map { slotLength[$0] - fillCount } ?? 0) + freeSlots.count * slotSize
+    }
+
+    /// The room once every write in flight has landed: a larger frame is taken when there is
+    /// this much and copied on as writes complete. The filling buffer's used part stays used.
+    private func mostSpaceInBuffers() -> Int {
+        (filling.map { slotLength[$0] - fillCount } ?? 0) + (slotLength.count - (filling == nil ? 0 : 1)) * slotSize
     }
 
     /// The slot being filled, taking a free one (waiting per policy) when none is.

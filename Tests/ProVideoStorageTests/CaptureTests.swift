@@ -33,6 +33,47 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
         }
     }
 
+    /// In-place frames: pieces in order, exactly the frame's bytes, across buffer boundaries and
+    /// for a frame larger than all buffers (5 MiB against 4 MiB of buffers).
+    @Test func framesWrittenInPlaceGiveAnExactFile() throws {
+        try withPool { (pool, scratch) throws in
+            let sizes = [1, 700_001, 524_288, 5 << 20, 3, 1_048_577]
+            let expected = TestSupport.pattern(sizes.reduce(0, +), seed: 11)
+            let capture = try pool.startCapture(to: scratch + "/inplace.mov", options: testOptions)
+            var offset = 0
+            var piecesPerFrame: [Int] = []
+            for size in sizes {
+                var pieces = 0, filled = 0
+                try capture.append(count: size) { piece in
+                    piece.copyBytes(from: expected[offset + filled..<offset + filled + piece.count])
+                    filled += piece.count
+                    pieces += 1
+                }
+                #expect(filled == size)
+                offset += size
+                piecesPerFrame.append(pieces)
+            }
+            // 512 KiB buffers: the second frame spans two, the 5 MiB one eleven.
+            #expect(piecesPerFrame == [1, 2, 2, 11, 1, 3])
+            let result = try capture.finish()
+            #expect(result.length == Int64(expected.count))
+            #expect(result.statistics.frames == sizes.count)
+            #expect(TestSupport.fileHolds(result.path, expected))
+        }
+    }
+
+    @Test func aRefusedInPlaceFrameIsNeverFilled() throws {
+        try withPool { (pool, scratch) throws in
+            let capture = try pool.startCapture(to: scratch + "/refused.mov", options: testOptions)
+            var calls = 0
+            #expect(throws: ProVideoError.self) { try capture.append(count: 33 << 20) { _ in calls += 1 } }
+            #expect(throws: ProVideoError.self) { try capture.append(count: -1) { _ in calls += 1 } }
+            #expect(calls == 0)
+            try capture.cancel()
+            #expect(try pool.remainingCapacity() == pool.initialCapacity)
+        }
+    }
+
     @Test(arguments: [0, 1])
     func tinyRecordingsAreExact(size: Int) throws {
         try withPool { (pool, scratch) throws in
