@@ -45,6 +45,7 @@ final class ScriptedWriter: FrameWriter {
         let overwritten = !accounting.isStillQueued(due: 0, now: 2 * interval + 1)  // overwritten: dropped
         #expect(queued && overwritten)
         #expect(accounting.onTime == 1 && accounting.late == 1 && accounting.dropped == 2)
+        #expect(accounting.refused == 1 && accounting.overwritten == 1)
     }
 
     @Test func aRecorderBlockedInWriteLosesTheFramesItsQueueCannotHold() throws {
@@ -65,6 +66,7 @@ final class ScriptedWriter: FrameWriter {
         #expect(recorder.accounting.onTime == 2)
         #expect(recorder.accounting.late == 2)
         #expect(recorder.accounting.dropped == 2)
+        #expect(recorder.accounting.refused == 1 && recorder.accounting.overwritten == 1)
         #expect(writer.calls == 5)
         #expect(recorder.sampleCount == 5)
         #expect(recorder.appendLatency[0] == 150 * ms)
@@ -92,6 +94,7 @@ final class ScriptedWriter: FrameWriter {
         #expect(pool.cpuSecondsPerGB == 0.5)
         #expect(pool.repeats.count == 2)
         #expect(report.modes["buffered"]!.framesLate == 1 && report.modes["buffered"]!.framesDropped == 1)
+        #expect(report.modes["buffered"]!.framesRefused == 1 && report.modes["buffered"]!.framesOverwritten == 0)
         #expect(report.ratios["buffered/pool"]?.appendMax == Double(200 * interval) / 40)
         #expect(report.modes["direct"] == nil)
     }

@@ -76,7 +76,7 @@ import Testing
             let modes = object?["modes"] as? [String: [String: Any]]
             #expect(Set(modes?.keys.map { $0 } ?? []) == ["pool", "buffered", "direct"])
             for (_, entry) in modes ?? [:] {
-                for key in ["throughput", "framesOnTime", "framesLate", "framesDropped", "cpuSecondsPerGB"] {
+                for key in ["throughput", "framesOnTime", "framesLate", "framesDropped", "framesRefused", "framesOverwritten", "cpuSecondsPerGB"] {
                     #expect(entry[key] is NSNumber, "\(key)")
                 }
                 for key in ["appendLatencyNs", "completionLatencyNs"] {

@@ -13,7 +13,11 @@ public struct FrameAccounting: Sendable, Equatable {
     public let inputQueueFrames: Int
     public private(set) var onTime = 0
     public private(set) var late = 0
-    public private(set) var dropped = 0
+    /// Dropped because the writer refused them (an overrun: every buffer in flight).
+    public private(set) var refused = 0
+    /// Dropped because the recorder was still busy when the input queue overwrote them.
+    public private(set) var overwritten = 0
+    public var dropped: Int { refused + overwritten }
 
     public init(interval: UInt64, inputQueueFrames: Int) {
         self.interval = interval
@@ -24,7 +28,7 @@ public struct FrameAccounting: Sendable, Equatable {
     /// to it at `now` (ns). When it is not, it is counted dropped.
     public mutating func isStillQueued(due: UInt64, now: UInt64) -> Bool {
         if now > due && now - due > UInt64(inputQueueFrames) * interval {
-            dropped += 1
+            overwritten += 1
             return false
         }
         return true
@@ -34,7 +38,7 @@ public struct FrameAccounting: Sendable, Equatable {
     /// when the writer refused it.
     public mutating func handedOver(due: UInt64, end: UInt64, accepted: Bool) {
         if !accepted {
-            dropped += 1
+            refused += 1
         } else if end <= due + interval {
             onTime += 1
         } else {
@@ -46,6 +50,7 @@ public struct FrameAccounting: Sendable, Equatable {
     public mutating func add(_ other: FrameAccounting) {
         onTime += other.onTime
         late += other.late
-        dropped += other.dropped
+        refused += other.refused
+        overwritten += other.overwritten
     }
 }

@@ -15,6 +15,10 @@ public struct ModeReport: Codable, Sendable {
     public var framesOnTime: Int
     public var framesLate: Int
     public var framesDropped: Int
+    /// Of `framesDropped`: refused by the writer (overruns), and overwritten in the input queue
+    /// while the recorder was blocked.
+    public var framesRefused: Int
+    public var framesOverwritten: Int
     /// Exact percentiles over every hand-over of every stream and repeat.
     public var appendLatencyNs: LatencySummary
     /// The worst of each stream's and repeat's write completion percentiles (the captures'
@@ -41,6 +45,8 @@ public struct ModeReport: Codable, Sendable {
         framesOnTime = accounting.onTime
         framesLate = accounting.late
         framesDropped = accounting.dropped
+        framesRefused = accounting.refused
+        framesOverwritten = accounting.overwritten
         appendLatencyNs = Percentiles.summary(runs.flatMap { $0.samples.map(\.latency) })
         completionLatencyNs = completion
         let cpu = runs.reduce(0) { $0 + $1.cpuSeconds }
