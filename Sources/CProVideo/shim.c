@@ -287,10 +287,11 @@ static volatile sig_atomic_t stop_requested = 0;
 
 static void on_stop_signal(int signo) { (void)signo; stop_requested = 1; }
 
-int pv_install_stop_signals(void) {
+int pv_install_stop_signals(int restart) {
     struct sigaction sa;
     memset(&sa, 0, sizeof sa);
     sa.sa_handler = on_stop_signal;
+    sa.sa_flags = restart ? SA_RESTART : 0;
     sigemptyset(&sa.sa_mask);
     if (sigaction(SIGINT, &sa, NULL) < 0 || sigaction(SIGTERM, &sa, NULL) < 0 || sigaction(SIGHUP, &sa, NULL) < 0)
         return -errno;

@@ -151,11 +151,20 @@ public final class Capture {
 
     /// Appends one frame of `count` bytes that `fill` writes straight into the capture's
     /// buffers, for a producer (an encoder, a capture card's DMA) that can write its output
-    /// where it is told: no copy. `fill` is called one or more times with consecutive pieces
-    /// of the frame's place in the buffers, in order, together exactly `count` bytes; it must
-    /// write every byte of each piece and must not keep the pointer. Otherwise as `append(_:)`:
-    /// accepted whole or not at all (`fill` is not called for a refused frame), the same
-    /// waits and errors.
+    /// where it is told: no copy.
+    ///
+    /// `fill` runs on the caller's thread, once per piece: consecutive pieces of the frame's
+    /// place in the buffers, in order, together exactly `count` bytes. A piece is at most one
+    /// write (`writeSize`, 4 MiB by default) and ends at a buffer boundary, so a frame spans
+    /// `count / writeSize` + 1 pieces or fewer; pieces are not aligned in general. `fill` must
+    /// write every byte of its piece (bytes it skips keep whatever an earlier frame left there,
+    /// and go to disk) and must not keep the pointer. It cannot fail: produce the frame first
+    /// if producing can fail. Otherwise as `append(_:)`: the room for the frame is found before
+    /// the first piece (`fill` is never called for a refused frame); a frame larger than all
+    /// buffers is taken when they are free and filled as writes complete.
+    /// - Parameter count: bytes in the frame; 0 counts an empty frame.
+    /// - Throws: `.invalidArgument` for a negative `count`; otherwise as `append(_:)`
+    ///   (`.storageFull`, `.overrun`, the capture's write error, `.captureClosed`).
     public func append(count: Int, filling fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
         let started = Self.now()
         try checkOpen()

@@ -60,6 +60,7 @@ public enum Benchmark {
                             + "\(progress.dropped.load(ordering: .relaxed)) dropped")
                     }
                 }
+                try Interruption.check()
                 log("  \(label): \(run.accounting.onTime) on time, \(run.accounting.late) late, \(run.accounting.dropped) dropped (\(run.accounting.refused) refused by the writer), "
                     + String(format: "%.1f MB/s", Double(run.bytes) / run.seconds / 1e6))
                 runs.append(run)

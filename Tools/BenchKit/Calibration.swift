@@ -42,6 +42,8 @@ public enum Calibration {
     public struct Pass: Codable, Sendable {
         public var bandwidth: Double
         public var durableBandwidth: Double
+        /// Commits the durable side completed.
+        public var durableCommits: Int64
         public var fioBandwidth: Double?
         public var efficiency: Double?
         public var fioFirst: Bool
@@ -61,6 +63,9 @@ public enum Calibration {
         public var queueDepth: Int
         /// Seconds between the durable side's commits.
         public var durabilityInterval: Double
+        /// Set when a durable pass made fewer than `minimumCommits` commits: its figure is then
+        /// closer to the raw one than a recording's would be.
+        public var durableWarning: String?
         public var engine: String
         public var fioArguments: [String]?
         public var passes: [Pass]
@@ -98,25 +103,32 @@ public enum Calibration {
                 fioArguments = fio.arguments
                 var fioBandwidth: Double?
                 if settings.withFio && fioFirst { fioBandwidth = try settled(fio.file) { try fio.run() } }
+                try Interruption.check()
                 let ours = try settled(fio.file) { try ourPass(capture, source: source, bytes: settings.bytes) }
                 if settings.withFio && !fioFirst { fioBandwidth = try settled(fio.file) { try fio.run() } }
-                return Pass(bandwidth: ours, durableBandwidth: 0, fioBandwidth: fioBandwidth,
+                try Interruption.check()
+                return Pass(bandwidth: ours, durableBandwidth: 0, durableCommits: 0, fioBandwidth: fioBandwidth,
                             efficiency: fioBandwidth.map { ours / $0 }, fioFirst: fioFirst)
             }
-            pass.durableBandwidth = try withCapture(pool, destination, durable) { capture in
-                try settled(pool.path + "/capture/data") { try ourPass(capture, source: source, bytes: settings.bytes) }
+            (pass.durableBandwidth, pass.durableCommits) = try withCapture(pool, destination, durable) { capture in
+                let bandwidth = try settled(pool.path + "/capture/data") { try ourPass(capture, source: source, bytes: settings.bytes) }
+                return (bandwidth, capture.statistics.commits)
             }
             passes.append(pass)
             log("pass \(index + 1)/\(settings.repeats): ours \(megabytes(pass.bandwidth)), durable \(megabytes(pass.durableBandwidth))"
                 + (pass.fioBandwidth.map { ", fio \(megabytes($0)), efficiency \(String(format: "%.3f", pass.efficiency!))" } ?? ""))
         }
         let withFio = settings.withFio
+        let fewest = passes.map(\.durableCommits).min() ?? 0
+        let warning = fewest >= minimumCommits ? nil
+            : "a durable pass made only \(fewest) commit(s): pass a larger --size (at least \(minimumCommits + 1) seconds of "
+            + "writing) for a figure to size recordings against"
         return Report(bandwidth: Percentiles.median(passes.map(\.bandwidth)),
                       durableBandwidth: Percentiles.median(passes.map(\.durableBandwidth)),
                       fioBandwidth: withFio ? Percentiles.median(passes.compactMap(\.fioBandwidth)) : nil,
                       efficiency: withFio ? Percentiles.median(passes.compactMap(\.efficiency)) : nil,
                       bytes: settings.bytes, writeSize: settings.writeSize, queueDepth: settings.queueDepth,
-                      durabilityInterval: Double(settings.durabilityInterval) / 1e9, engine: engine, fioArguments: withFio ? fioArguments : nil, passes: passes)
+                      durabilityInterval: Double(settings.durabilityInterval) / 1e9, durableWarning: warning, engine: engine, fioArguments: withFio ? fioArguments : nil, passes: passes)
     }
 
     /// Runs `measure` after flushing what the previous side wrote all the way to the device
@@ -132,6 +144,9 @@ public enum Calibration {
         usleep(500_000)
         return try measure()
     }
+
+    /// Commits a durable pass needs for its figure to reflect their cost.
+    static let minimumCommits: Int64 = 3
 
     static func megabytes(_ bytesPerSecond: Double) -> String { String(format: "%.1f MB/s", bytesPerSecond / 1e6) }
 
@@ -159,6 +174,7 @@ public enum Calibration {
         let started = MonotonicClock.nanoseconds()
         var written: Int64 = 0
         while written < bytes {
+            try Interruption.check()
             try capture.append(count: pattern.count) { piece in
                 if patterned.insert(piece.baseAddress!).inserted {
                     piece.copyMemory(from: UnsafeRawBufferPointer(rebasing: pattern[0..<piece.count]))

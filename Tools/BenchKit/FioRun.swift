@@ -24,9 +24,10 @@ public struct FioRun: Sendable {
         self.hugePages = hugePages
     }
 
-    /// The command line; `fallocate=none` so that fio neither allocates nor lays out the file.
+    /// The command line; `fallocate=none` so that fio neither allocates nor lays out the file;
+    /// `thread` so the job dies with fio (a forked job would outlive a killed parent).
     public var arguments: [String] {
-        ["--name=provideo-calibrate", "--filename=\(file)", "--rw=write", "--bs=\(blockSize)", "--iodepth=\(queueDepth)",
+        ["--name=provideo-calibrate", "--thread", "--filename=\(file)", "--rw=write", "--bs=\(blockSize)", "--iodepth=\(queueDepth)",
          "--ioengine=io_uring", "--direct=1", "--size=\(bytes)", "--offset=0", "--fallocate=none",
          "--fixedbufs=\(fixedBuffers ? 1 : 0)"] + (hugePages ? ["--iomem=mmaphuge"] : []) + ["--output-format=json"]
     }
@@ -54,15 +55,31 @@ public struct FioRun: Sendable {
             throw BenchError("fio is not installed: `apt-get install fio`")
         }
         let process = Process()
-        process.executableURL = URL(fileURLWithPath: fio)
-        process.arguments = arguments
+        // setpriv's parent-death signal kills fio if we die without a chance to stop it (SIGKILL):
+        // an orphaned fio would go on writing into a reserve the pool then reports free.
+        let setpriv = "/usr/bin/setpriv"
+        if FileManager.default.isExecutableFile(atPath: setpriv) {
+            process.executableURL = URL(fileURLWithPath: setpriv)
+            process.arguments = ["--pdeathsig", "KILL", fio] + arguments
+        } else {
+            process.executableURL = URL(fileURLWithPath: fio)
+            process.arguments = arguments
+        }
         let output = Pipe(), errors = Pipe()
         process.standardOutput = output
         process.standardError = errors
         try process.run()
+        let watcher = Thread {
+            while process.isRunning {
+                if Interruption.requested { process.terminate() }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+        }
+        watcher.start()
         let data = output.fileHandleForReading.readDataToEndOfFile()
         let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
         process.waitUntilExit()
+        try Interruption.check()
         guard process.terminationStatus == 0 else {
             throw BenchError("fio failed (status \(process.terminationStatus)): \(message)")
         }

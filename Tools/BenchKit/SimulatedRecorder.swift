@@ -32,6 +32,7 @@ public final class SimulatedRecorder {
     public func run(writer: FrameWriter, source: UnsafeRawBufferPointer, clock: BenchClock, start: UInt64,
                     onFrame: (Bool) -> Void = { _ in }) throws {
         for (index, size) in sizes.sizes.enumerated() {
+            if Interruption.requested { break }
             let due = start + offset(of: index)
             clock.sleep(until: due)
             let begin = clock.now()

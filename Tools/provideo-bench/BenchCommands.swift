@@ -20,12 +20,14 @@ enum BenchCommands {
         let plotPath = try arguments.option("--plot")
         try arguments.finish()
 
-        guard let fps, fps > 0, let duration, duration > 0 else {
-            throw UsageError("--fps and --duration are required and must be more than 0")
+        guard let fps else { throw UsageError("--fps is required (frames per second: 25, 29.97 or 30000/1001)") }
+        guard let duration else { throw UsageError("--duration is required (seconds)") }
+        guard fps >= 1, fps <= 1000 else { throw UsageError("--fps must be between 1 and 1000, not \(fps)") }
+        guard duration > 0, duration <= 86_400 else { throw UsageError("--duration must be more than 0 and at most 86400 s") }
+        for (name, value) in [("--streams", streams), ("--repeat", repeats), ("--input-queue", inputQueue)] where value < 1 {
+            throw UsageError("\(name) must be at least 1, not \(value)")
         }
-        guard streams > 0, repeats > 0, inputQueue > 0 else {
-            throw UsageError("--streams, --repeat and --input-queue take whole numbers of at least 1")
-        }
+        if let plotPath { try checkWritable(plotPath) }
         guard ["none", "writer"].contains(noise) else { throw UsageError("--noise is none or writer") }
         let modes: [BenchMode]
         if modeName == "all" {
@@ -60,8 +62,11 @@ enum BenchCommands {
             let title = "Append latency, \(streams) × \(String(format: "%.0f", Double(streamBitrate) / 1e6)) Mbit/s at "
                 + "\(fps) fps, noise: \(noise) (first repeat of each mode)"
             let svg = LatencyPlot.svg(firsts, frameInterval: UInt64(1e9 / fps), title: title)
-            try svg.write(toFile: plotPath, atomically: true, encoding: .utf8)
-            log("wrote \(plotPath)")
+            if (try? svg.write(toFile: plotPath, atomically: true, encoding: .utf8)) != nil {
+                log("wrote \(plotPath)")
+            } else {
+                log("could not write the chart to \(plotPath) (the report follows)")
+            }
         }
         if json { try CommandLineProgram.printJSON(report) } else { print(report.table) }
     }
@@ -78,8 +83,12 @@ enum BenchCommands {
         // The durable side commits as a recording would; the raw side, like fio, never does.
         let durability = try number(&arguments, "--durability") ?? Double(CaptureOptions().durabilityInterval) / 1e9
         try arguments.finish()
-        guard writeSize > 0, queueDepth >= 4, repeats > 0, durability > 0 else {
-            throw UsageError("--write-size must be more than 0, --queue-depth at least 4 (the engine's minimum), --repeat at least 1, --durability more than 0")
+        guard writeSize > 0 else { throw UsageError("--write-size must be more than 0") }
+        guard queueDepth >= 4 else { throw UsageError("--queue-depth must be at least 4 (the engine's minimum), not \(queueDepth)") }
+        guard repeats >= 1 else { throw UsageError("--repeat must be at least 1, not \(repeats)") }
+        guard durability > 0, durability <= 3600 else { throw UsageError("--durability must be more than 0 and at most 3600 s") }
+        if let wanted, wanted < Int64(writeSize) {
+            throw UsageError("--size must be at least one write (\(ByteFormat.human(Int64(writeSize))))")
         }
         if fioHugePages { try FioRun.checkHugePages(for: writeSize * queueDepth) }
         let bytesWanted = wanted ?? (8 << 30)
@@ -93,7 +102,7 @@ enum BenchCommands {
         }
         let remaining = try pool.remainingCapacity()
         let bytes = min(bytesWanted, remaining) / Int64(writeSize) * Int64(writeSize)
-        if bytes < bytesWanted {
+        if remaining < bytesWanted {
             log("the pool's reserve holds \(ByteFormat.human(remaining)): writing \(ByteFormat.human(bytes)) per pass")
         }
         let report = try Calibration.run(
@@ -106,14 +115,20 @@ enum BenchCommands {
             return
         }
         print("engine \(report.engine), \(ByteFormat.human(report.bytes)) per pass, write size \(ByteFormat.human(Int64(report.writeSize))), "
-              + "queue depth \(report.queueDepth), \(report.passes.count) passes")
+              + "queue depth \(report.queueDepth), \(report.passes.count) pass\(report.passes.count == 1 ? "" : "es")")
         print(String(format: "bandwidth          %.1f MB/s (median, no durability commit)", report.bandwidth / 1e6))
         if let fio = report.fioBandwidth, let efficiency = report.efficiency {
             print(String(format: "fio bandwidth      %.1f MB/s (median)", fio / 1e6))
             print(String(format: "efficiency         %.3f (median of the passes' ratios)", efficiency))
         }
-        print(String(format: "durable bandwidth  %.1f MB/s (median, a commit every %g s): size recordings against this",
-                     report.durableBandwidth / 1e6, report.durabilityInterval))
+        print(String(format: "durable bandwidth  %.1f MB/s = %.0f Mbit/s (median, a commit every %g s)",
+                     report.durableBandwidth / 1e6, report.durableBandwidth * 8 / 1e6, report.durabilityInterval))
+        if let warning = report.durableWarning {
+            print("  \(warning)")
+        } else {
+            print("  size recordings against the durable bandwidth: it is what a recording, which commits, sustains")
+        }
+        if report.efficiency != nil { print("efficiency is ours / fio on the raw side (no commits on either)") }
     }
 
     /// The noisy neighbour's child process (started by `NoisyNeighbour`).
@@ -137,6 +152,16 @@ enum BenchCommands {
         guard let first = parts.first ?? nil, parts.count <= 2, parts.allSatisfy({ $0 != nil }) else {
             throw UsageError("\(name) takes a number (29.97 or 30000/1001), not '\(text)'")
         }
-        return parts.count == 2 ? first / parts[1]! : first
+        let value = parts.count == 2 ? first / parts[1]! : first
+        guard value.isFinite else { throw UsageError("\(name) takes a finite number, not '\(text)'") }
+        return value
+    }
+
+    /// Fails before a long run when `path`'s directory does not exist or cannot be written.
+    private static func checkWritable(_ path: String) throws {
+        let directory = (path as NSString).deletingLastPathComponent
+        guard FileManager.default.isWritableFile(atPath: directory.isEmpty ? "." : directory) else {
+            throw UsageError("cannot write the chart to \(path): \(directory.isEmpty ? "." : directory) is not a writable directory")
+        }
     }
 }

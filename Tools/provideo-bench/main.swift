@@ -42,8 +42,10 @@ CommandLineProgram.run(usage: usage) {
     if arguments.flag("noise-writer") {
         try BenchCommands.noiseWriter(&arguments)
     } else if arguments.flag("calibrate") {
+        Interruption.install()
         try BenchCommands.calibrate(pools, &arguments)
     } else {
+        Interruption.install()
         try BenchCommands.measure(pools, &arguments)
     }
 }

@@ -85,7 +85,7 @@ enum Commands {
         let destination = try arguments.positional("DEST")
         try arguments.finish()
         let capture = try openPool(path).startCapture(to: destination, options: options)
-        _ = pv_install_stop_signals()
+        _ = pv_install_stop_signals(0)
         let started = Date()
         let outcome: Recorder.Outcome
         do {

@@ -104,9 +104,11 @@ int pv_ring_peek(pv_ring *ring, uint64_t *user_data, int32_t *result);
 
 // MARK: Signals
 
-/// Installs SIGINT, SIGTERM and SIGHUP (a dropped SSH session) handlers (without SA_RESTART, so a blocking read returns
-/// EINTR) that only set a flag, and unblocks both: a recorder then finishes its capture cleanly.
-int pv_install_stop_signals(void);
+/// Installs SIGINT, SIGTERM and SIGHUP (a dropped SSH session) handlers that only set a flag, and
+/// unblocks them: a recorder then finishes its capture cleanly. `restart` 0: no SA_RESTART, so a
+/// blocking read returns EINTR (`provideo record`); 1: SA_RESTART (callers whose reads must not
+/// see EINTR, such as Foundation's pipe reads).
+int pv_install_stop_signals(int restart);
 /// 1 once SIGINT or SIGTERM arrived.
 int pv_stop_requested(void);
 
