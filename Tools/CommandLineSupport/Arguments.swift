@@ -55,7 +55,9 @@ public enum CommandLineProgram {
             try body()
             exit(0)
         } catch let error as UsageError {
-            printError("\(error.description)\n\n\(usage)")
+            // The one line that says what was wrong, not buried under the whole usage text.
+            let program = (CommandLine.arguments.first ?? "").split(separator: "/").last.map(String.init) ?? ""
+            printError("\(error.description)\nsee `\(program) --help`")
             exit(2)
         } catch let error as ProVideoError {
             printError("error: \(error.message)")
