@@ -1,3 +1,4 @@
+import Foundation
 @testable import BenchKit
 import ProVideoStorage
 import Testing
@@ -97,5 +98,23 @@ final class ScriptedWriter: FrameWriter {
         #expect(report.modes["buffered"]!.framesRefused == 1 && report.modes["buffered"]!.framesOverwritten == 0)
         #expect(report.ratios["buffered/pool"]?.appendMax == Double(200 * interval) / 40)
         #expect(report.modes["direct"] == nil)
+    }
+}
+
+@Suite struct BenchWorkspaceTests {
+    /// A SIGKILLed run leaves /var/tmp/provideo-bench-<pid>; the next run names it, and never
+    /// a directory whose process still runs.
+    @Test func namesOnlyScratchDirectoriesOfDeadRuns() throws {
+        let exited = Process()
+        exited.executableURL = URL(fileURLWithPath: "/bin/true")
+        try exited.run()
+        exited.waitUntilExit()
+        let dead = "/var/tmp/provideo-bench-\(exited.processIdentifier)"
+        let alive = "/var/tmp/provideo-bench-\(getpid())"
+        for directory in [dead, alive] { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true) }
+        defer { for directory in [dead, alive] { try? FileManager.default.removeItem(atPath: directory) } }
+        let stale = BenchWorkspace.staleScratchDirectories()
+        #expect(stale.contains(dead))
+        #expect(!stale.contains(alive))
     }
 }

@@ -20,6 +20,9 @@ public final class BenchWorkspace {
         let named = paths.isEmpty ? [Pool.resolvePath(nil)] : paths.map { Pool.resolvePath($0) }
         let defaultMissing = paths.isEmpty && !FileManager.default.fileExists(atPath: named[0] + "/pool.json")
         if defaultMissing {
+            for stale in Self.staleScratchDirectories() {
+                log("\(stale) was left by an interrupted run (its process is gone): `rm -rf \(stale)` frees its space")
+            }
             directory = "/var/tmp/provideo-bench-\(getpid())"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             log("no pool at \(named[0]): creating \(count) scratch pool(s) of \(ByteFormat.human(bytesEach)) in \(directory)")
@@ -68,6 +71,16 @@ public final class BenchWorkspace {
     public func release() {
         if createdPools { for pool in pools { try? pool.destroy() } }
         try? FileManager.default.removeItem(atPath: directory)
+    }
+
+    /// Scratch directories whose benchmark process no longer exists (a SIGKILLed run).
+    static func staleScratchDirectories() -> [String] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: "/var/tmp")) ?? []
+        return names.compactMap { name -> String? in
+            guard name.hasPrefix("provideo-bench-"), let pid = Int32(name.dropFirst("provideo-bench-".count)),
+                  kill(pid, 0) != 0, errno == ESRCH else { return nil }
+            return "/var/tmp/" + name
+        }.sorted()
     }
 
     private static func parentDirectory(of path: String) -> String {
