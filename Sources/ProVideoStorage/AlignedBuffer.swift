@@ -1,4 +1,3 @@
-import Foundation
 import Glibc
 
 /// Memory for direct I/O: `length` bytes at an address aligned to at least `alignment` and to
@@ -32,9 +31,5 @@ final class AlignedBuffer {
     deinit { free(bytes.baseAddress) }
 
     /// Bytes per transparent huge page, from sysfs; 2 MiB when the file is missing.
-    static let hugePageSize: Int = {
-        let text = try? FileSystem.readSmallFile("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size")
-        return text.flatMap { Int(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) }
-            ?? 2 << 20
-    }()
+    static let hugePageSize = FileSystem.readInteger("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") ?? 2 << 20
 }

@@ -147,6 +147,14 @@ enum FileSystem {
         }
     }
 
+    /// The decimal integer a sysfs or procfs file holds (surrounding whitespace ignored); nil
+    /// when the file is missing or holds something else.
+    static func readInteger(_ path: String) -> Int? {
+        guard let bytes = try? readSmallFile(path) else { return nil }
+        let words = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace)
+        return words.count == 1 ? Int(words[0]) : nil
+    }
+
     /// Replaces `path` with `bytes` crash-consistently: write a temporary file, flush it,
     /// rename it over `path`, flush the directory. A reader sees the old or the new content.
     static func replaceDurably(_ path: String, with bytes: [UInt8]) throws {

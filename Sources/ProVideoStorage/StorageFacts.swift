@@ -33,10 +33,7 @@ public struct DeviceTopology: Codable, Sendable, Equatable {
         guard let node = try? FileSystem.facts(devicePath), node.mode & UInt32(S_IFMT) == UInt32(S_IFBLK) else { return nil }
         let base = "/sys/dev/block/\(node.rdev_major):\(node.rdev_minor)"
         let queue = FileSystem.exists(base + "/queue") ? base + "/queue" : base + "/../queue"
-        func value(_ name: String) -> Int? {
-            (try? FileSystem.readSmallFile(queue + "/" + name))
-                .flatMap { Int(String(decoding: $0, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) }
-        }
+        func value(_ name: String) -> Int? { FileSystem.readInteger(queue + "/" + name) }
         guard let logical = value("logical_block_size") else { return nil }
         return DeviceTopology(path: devicePath, logicalSectorSize: logical,
                               physicalSectorSize: value("physical_block_size") ?? logical,

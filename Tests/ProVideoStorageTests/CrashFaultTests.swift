@@ -18,13 +18,6 @@ final class CrashFaultSwitches: @unchecked Sendable {
     /// Counts one more event named `name`; returns the new count.
     func count(_ name: String) -> Int { lock.withLock { counts[name, default: 0] += 1; return counts[name]! } }
     func total(_ name: String) -> Int { lock.withLock { counts[name, default: 0] } }
-
-    /// The path `fd` refers to.
-    static func path(of fd: Int32) -> String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
-        return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-    }
 }
 
 extension CrashTests {
@@ -102,7 +95,7 @@ extension CrashTests {
                     return SystemCalls.live.copyFileRange(fdIn, offsetIn, fdOut, offsetOut, length)
                 }
                 calls.pread = { fd, buffer, count, offset in
-                    if switches["copyFails"] && CrashFaultSwitches.path(of: fd).hasSuffix("/capture/data") {
+                    if switches["copyFails"] && TestSupport.path(of: fd).hasSuffix("/capture/data") {
                         _ = switches.count("preadFailed")
                         return -Int(EIO)
                     }

@@ -85,8 +85,7 @@ enum CrashKit {
 
     /// Creates a pool with the CLI; throws (failing the test) when that fails.
     static func createPool(_ pool: String, capacity: String = "16M") throws {
-        let result = try provideo(pool, ["create", "--capacity", capacity])
-        try #require(result.status == 0 && result.reason == .exit, "create failed: \(result)")
+        try FS.createPool(pool, capacity: capacity)
     }
 
     static func status(_ pool: String) throws -> PoolStatus { try TestSupport.poolStatus(pool) }

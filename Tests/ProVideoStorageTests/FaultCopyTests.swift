@@ -26,13 +26,6 @@ final class FaultCallLog: @unchecked Sendable {
         let m = pwrite(fdOut, buffer, n, off_t(offsetOut))
         return m < 0 ? -Int(errno) : m
     }
-
-    /// The path `fd` refers to.
-    static func path(of fd: Int32) -> String {
-        var buffer = [CChar](repeating: 0, count: 4096)
-        let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
-        return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
-    }
 }
 
 extension FilesystemTests {
@@ -78,7 +71,7 @@ extension FilesystemTests {
                 return FaultCallLog.emulatedCopy(fdIn, offsetIn, fdOut, offsetOut, min(length, 1 << 20))
             }
             calls.pwrite = { fd, buffer, count, offset in
-                if FaultCallLog.path(of: fd).hasSuffix(".partial") { log.recordWrite(offset: offset, count: count) }
+                if TestSupport.path(of: fd).hasSuffix(".partial") { log.recordWrite(offset: offset, count: count) }
                 return SystemCalls.live.pwrite(fd, buffer, count, offset)
             }
             try copyOut(input, calls: calls)

@@ -26,6 +26,18 @@ enum FS {
         try #require(result.status == 0, "create failed: \(result.stderr)")
     }
 
+    /// Runs `body` with a pool created by the CLI at `<mount point>/pool` on a fresh loop-mounted
+    /// `type` filesystem; the pool is destroyed and the filesystem unmounted afterwards.
+    static func withPool<T>(_ type: String, sectorSize: Int = 512, capacity: String,
+                            _ body: (LoopFilesystem, String) throws -> T) throws -> T {
+        try LoopFilesystem.with(type, sectorSize: sectorSize) { fs in
+            let pool = fs.mountPoint + "/pool"
+            try createPool(pool, capacity: capacity)
+            defer { destroyQuietly(pool) }
+            return try body(fs, pool)
+        }
+    }
+
     /// Destroys a pool if it is still there (cleanup; failures are ignored).
     static func destroyQuietly(_ pool: String) {
         if FileManager.default.fileExists(atPath: pool + "/pool.json") {
@@ -85,10 +97,7 @@ extension FilesystemTests {
     @Suite struct Pools {
         @Test(arguments: FS.types)
         func lifecycleThroughTheCLI(type: String) throws {
-            try LoopFilesystem.with(type) { fs in
-                let pool = fs.mountPoint + "/pool"
-                try FS.createPool(pool, capacity: "32M")
-                defer { FS.destroyQuietly(pool) }
+            try FS.withPool(type, capacity: "32M") { fs, pool in
 
                 var status = try TestSupport.poolStatus(pool)
                 #expect(status.initialCapacity == 32 << 20)
@@ -156,10 +165,7 @@ extension FilesystemTests {
         /// A loop device with 4096-byte logical sectors: the pool reports and uses 4096.
         @Test(arguments: ["ext4", "xfs"])
         func fourKSectorDevice(type: String) throws {
-            try LoopFilesystem.with(type, sectorSize: 4096) { fs in
-                let pool = fs.mountPoint + "/pool"
-                try FS.createPool(pool, capacity: "16M")
-                defer { FS.destroyQuietly(pool) }
+            try FS.withPool(type, sectorSize: 4096, capacity: "16M") { fs, pool in
                 let status = try TestSupport.poolStatus(pool)
                 #expect(status.device.logicalSectorSize == 4096)
                 #expect(status.directIOAlignment.offset == 4096)
@@ -272,10 +278,7 @@ extension FilesystemTests {
         /// reserve's size, its allocated blocks and the filesystem's free space exactly as before.
         @Test(arguments: FS.types)
         func failedGrowIsRolledBackExactly(type: String) throws {
-            try LoopFilesystem.with(type) { fs in
-                let pool = fs.mountPoint + "/pool"
-                try FS.createPool(pool, capacity: "32M")
-                defer { FS.destroyQuietly(pool) }
+            try FS.withPool(type, capacity: "32M") { fs, pool in
                 let reserve = pool + "/reserve"
                 let unit = try FS.allocationUnit(try TestSupport.poolStatus(pool), mount: fs.mountPoint)
                 for factor in [2.0, 1.5, 1.1] {
@@ -350,10 +353,7 @@ extension FilesystemTests {
         /// nothing; a little free → a partial refill; space back → the full capacity.
         @Test(arguments: FS.types)
         func replenishIsBestEffort(type: String) throws {
-            try LoopFilesystem.with(type) { fs in
-                let pool = fs.mountPoint + "/pool"
-                try FS.createPool(pool, capacity: "32M")
-                defer { FS.destroyQuietly(pool) }
+            try FS.withPool(type, capacity: "32M") { fs, pool in
                 let input = TestSupport.pattern(8 << 20, seed: 8)
                 let recorded = try FS.provideo(pool, "record", fs.mountPoint + "/take.mov", stdin: Data(input))
                 #expect(recorded.status == 0, "\(recorded.stderr)")

@@ -13,10 +13,7 @@ extension FilesystemTests {
         /// decodes to exactly the frames of a direct encode of the same source.
         @Test(arguments: FS.types)
         func proResThroughThePool(type: String) throws {
-            try LoopFilesystem.with(type) { fs in
-                let pool = fs.mountPoint + "/pool"
-                try FS.createPool(pool, capacity: "64M")
-                defer { FS.destroyQuietly(pool) }
+            try FS.withPool(type, capacity: "64M") { fs, pool in
                 let before = try TestSupport.poolStatus(pool)
                 let recorded = fs.mountPoint + "/take.mov"
                 let direct = fs.mountPoint + "/direct.mov"
@@ -45,10 +42,7 @@ extension FilesystemTests {
         /// While one process records from a pipe fed slowly, another process's
         /// `status --json` shows `capturing` and a remaining capacity that falls.
         @Test func statusFromAnotherProcessDuringACapture() throws {
-            try LoopFilesystem.with("ext4") { fs in
-                let pool = fs.mountPoint + "/pool"
-                try FS.createPool(pool, capacity: "64M")
-                defer { FS.destroyQuietly(pool) }
+            try FS.withPool("ext4", capacity: "64M") { fs, pool in
                 let destination = fs.mountPoint + "/take.mov"
                 let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", destination, "--bitrate", "50M"],
                                                      stdinPipe: true)
@@ -90,10 +84,7 @@ extension FilesystemTests {
         /// A recorder that pauses (its input idle, the pipe still open) still publishes what
         /// landed: another process sees it within about a second.
         @Test func progressIsVisibleWhileTheRecorderWaitsForInput() throws {
-            try LoopFilesystem.with("ext4") { fs in
-                let pool = fs.mountPoint + "/pool"
-                try FS.createPool(pool, capacity: "64M")
-                defer { FS.destroyQuietly(pool) }
+            try FS.withPool("ext4", capacity: "64M") { fs, pool in
                 let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", fs.mountPoint + "/take.mov",
                                                                   "--bitrate", "50M"], stdinPipe: true)
                 let input = (recorder.standardInput as! Pipe).fileHandleForWriting

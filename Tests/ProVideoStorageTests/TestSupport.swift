@@ -5,6 +5,13 @@ import Glibc
 /// Shared helpers for the tests: scratch directories, running the built tools as separate
 /// processes, and loop-mounted filesystems (root only).
 enum TestSupport {
+    /// The path `fd` refers to.
+    static func path(of fd: Int32) -> String {
+        var buffer = [CChar](repeating: 0, count: 4096)
+        let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
+        return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
+    }
+
     static var isRoot: Bool { geteuid() == 0 }
 
     /// A fresh directory under /tmp/provideo-tests; remove it with `removeTree`.

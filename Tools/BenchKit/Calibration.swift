@@ -93,27 +93,29 @@ public enum Calibration {
         }
         var passes: [Pass] = []
         var fioArguments: [String]?
+        let captureData = pool.path + "/capture/data"
         for index in 0..<settings.repeats {
             let fioFirst = index % 2 == 1
-            var pass = try withCapture(pool, destination, raw) { capture -> Pass in
+            let (ours, fioBandwidth) = try withCapture(pool, destination, raw) { capture -> (Double, Double?) in
                 engine = capture.statistics.engine
-                let fio = FioRun(file: pool.path + "/capture/data", bytes: settings.bytes, blockSize: settings.writeSize,
+                let fio = FioRun(file: captureData, bytes: settings.bytes, blockSize: settings.writeSize,
                                  queueDepth: settings.queueDepth, fixedBuffers: engine == "io_uring",
                                  hugePages: settings.fioHugePages)
                 fioArguments = fio.arguments
                 var fioBandwidth: Double?
-                if settings.withFio && fioFirst { fioBandwidth = try settled(fio.file) { try fio.run() } }
+                if settings.withFio && fioFirst { fioBandwidth = try settled(captureData) { try fio.run() } }
                 try Interruption.check()
-                let ours = try settled(fio.file) { try ourPass(capture, source: source, bytes: settings.bytes) }
-                if settings.withFio && !fioFirst { fioBandwidth = try settled(fio.file) { try fio.run() } }
+                let ours = try settled(captureData) { try ourPass(capture, source: source, bytes: settings.bytes) }
+                if settings.withFio && !fioFirst { fioBandwidth = try settled(captureData) { try fio.run() } }
                 try Interruption.check()
-                return Pass(bandwidth: ours, durableBandwidth: 0, durableCommits: 0, fioBandwidth: fioBandwidth,
-                            efficiency: fioBandwidth.map { ours / $0 }, fioFirst: fioFirst)
+                return (ours, fioBandwidth)
             }
-            (pass.durableBandwidth, pass.durableCommits) = try withCapture(pool, destination, durable) { capture in
-                let bandwidth = try settled(pool.path + "/capture/data") { try ourPass(capture, source: source, bytes: settings.bytes) }
+            let (durableBandwidth, durableCommits) = try withCapture(pool, destination, durable) { capture in
+                let bandwidth = try settled(captureData) { try ourPass(capture, source: source, bytes: settings.bytes) }
                 return (bandwidth, capture.statistics.commits)
             }
+            let pass = Pass(bandwidth: ours, durableBandwidth: durableBandwidth, durableCommits: durableCommits,
+                            fioBandwidth: fioBandwidth, efficiency: fioBandwidth.map { ours / $0 }, fioFirst: fioFirst)
             passes.append(pass)
             log("pass \(index + 1)/\(settings.repeats): ours \(megabytes(pass.bandwidth)), durable \(megabytes(pass.durableBandwidth))"
                 + (pass.fioBandwidth.map { ", fio \(megabytes($0)), efficiency \(String(format: "%.3f", pass.efficiency!))" } ?? ""))
