@@ -250,6 +250,14 @@ int pv_ring_prep_fdatasync(pv_ring *r, int fd, uint64_t user_data) {
     return 0;
 }
 
+int pv_ring_prep_cancel_all(pv_ring *r, uint64_t user_data) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+    if (!sqe) return -EBUSY;
+    io_uring_prep_cancel64(sqe, 0, IORING_ASYNC_CANCEL_ANY);
+    io_uring_sqe_set_data64(sqe, user_data);
+    return 0;
+}
+
 int pv_ring_submit(pv_ring *r) {
     int rc;
     do { rc = io_uring_submit(&r->ring); } while (rc == -EINTR);

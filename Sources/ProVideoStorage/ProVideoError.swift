@@ -31,6 +31,8 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
         case ioError
         /// The capture has already finished, been cancelled or failed.
         case captureClosed
+        /// The write path found one of its own rules broken (a defect): the capture stopped.
+        case invariantViolated
     }
 
     public var code: Code

@@ -153,7 +153,11 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             }
             #expect(capture.committedLength == 50_005)
             #expect(CaptureJournal.readCommitted(pool.layout.captureCommit) == 50_005)
-            // No whole buffer landed yet: the commit's flush published the progress.
+            // No whole buffer landed yet: polls publish the length within `progressInterval`.
+            for _ in 0..<100 where CaptureJournal.readCounter(pool.layout.captureProgress) < 50_005 {
+                try capture.poll()
+                usleep(10_000)
+            }
             #expect(CaptureJournal.readCounter(pool.layout.captureProgress) == 50_005)
             #expect(try pool.remainingCapacity() == pool.initialCapacity - pool.reserve("").rounded(50_005))
             try capture.append(TestSupport.pattern(600_000, seed: 9))  // fills and writes the buffer whole

@@ -162,7 +162,8 @@ enum CrashKit {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources/ProVideoStorage").path
         var names: Set<String> = []
-        for file in contents(sources) where file.hasSuffix(".swift") {
+        let files = FileManager.default.subpaths(atPath: sources) ?? []
+        for file in files where file.hasSuffix(".swift") {
             let text = try String(contentsOfFile: sources + "/" + file, encoding: .utf8)
             var rest = text[...]
             while let range = rest.range(of: "CrashPoint.hit(\"") {

@@ -94,6 +94,9 @@ int pv_ring_prep_write(pv_ring *ring, int fd, const void *buffer, unsigned lengt
                        int buffer_index, uint64_t user_data);
 /// Queues IORING_OP_FSYNC with IORING_FSYNC_DATASYNC (fdatasync).
 int pv_ring_prep_fdatasync(pv_ring *ring, int fd, uint64_t user_data);
+/// Queues IORING_OP_ASYNC_CANCEL with IORING_ASYNC_CANCEL_ANY: every request not yet running
+/// completes with -ECANCELED; a write already issued to the device completes as usual.
+int pv_ring_prep_cancel_all(pv_ring *ring, uint64_t user_data);
 /// io_uring_submit: number of SQEs submitted or -errno.
 int pv_ring_submit(pv_ring *ring);
 /// Waits for one CQE (at most `timeout_ns`, negative = forever), consumes it.

@@ -8,9 +8,9 @@ final class URingEngine: WriteEngine {
     private let ring: OpaquePointer
     private let calls: SystemCalls
     private let registered: Bool
-    /// Bytes each in-flight write asked for, indexed by tag (tags are below `entries`), for
-    /// `SystemCalls.writeCompletion`; -1 for a request that is not a write.
-    private var requested: [Int32]
+    /// Bytes each in-flight write asked for, by tag, for `SystemCalls.writeCompletion`.
+    /// Capacity reserved up front: the write path does not allocate.
+    private var requested: [UInt64: Int32]
 
     let name: String
 
@@ -25,18 +25,18 @@ final class URingEngine: WriteEngine {
         let lengths = buffers.map(\.count)
         registered = pv_ring_register_buffers(ring, &bases, lengths, UInt32(buffers.count)) == 0
         name = registered ? "io_uring" : "io_uring (unregistered buffers)"
-        requested = Array(repeating: -1, count: entries)
+        requested = [:]
+        requested.reserveCapacity(entries * 2)
     }
 
     deinit { pv_ring_destroy(ring) }
 
     func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
-        requested[Int(tag)] = Int32(length)
+        requested[tag] = Int32(length)
         try queue { pv_ring_prep_write(ring, fd, address, UInt32(length), offset, registered ? Int32(slot) : -1, tag) }
     }
 
     func queueDataSync(fd: Int32, tag: UInt64) throws {
-        requested[Int(tag)] = -1
         try queue { pv_ring_prep_fdatasync(ring, fd, tag) }
     }
 
@@ -53,15 +53,22 @@ final class URingEngine: WriteEngine {
         if rc < 0 { throw ProVideoError.system("io_uring_submit", errno: -rc) }
     }
 
-    func nextCompletion(waitNanoseconds: Int64?) throws -> EngineCompletion? {
+    func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
         var tag: UInt64 = 0
         var result: Int32 = 0
-        let rc = waitNanoseconds == 0
+        let rc = waitNanoseconds <= 0
             ? pv_ring_peek(ring, &tag, &result)
-            : pv_ring_wait(ring, waitNanoseconds ?? -1, &tag, &result)
+            : pv_ring_wait(ring, waitNanoseconds, &tag, &result)
         if rc < 0 { throw ProVideoError.system("io_uring_wait_cqe", errno: -rc) }
         guard rc == 1 else { return nil }
-        if requested[Int(tag)] >= 0 { result = calls.writeCompletion(requested[Int(tag)], result) }
+        if let length = requested.removeValue(forKey: tag) { result = calls.writeCompletion(length, result) }
         return EngineCompletion(tag: tag, result: result)
     }
+
+    func cancelAll(tag: UInt64) throws {
+        try queue { pv_ring_prep_cancel_all(ring, tag) }
+        try submit()
+    }
+
+    func shutdown(waitNanoseconds: Int64) -> Bool { true }
 }

@@ -34,13 +34,7 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
         thread.start()
     }
 
-    deinit {
-        condition.lock()
-        stopping = true
-        condition.broadcast()
-        condition.unlock()
-        while thread?.isFinished == false { usleep(100) }
-    }
+    deinit { _ = shutdown(waitNanoseconds: 10_000_000_000) }
 
     func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
         queued.append(.write(fd: fd, address: address, length: length, offset: offset, tag: tag))
@@ -59,16 +53,41 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
         queued.removeAll(keepingCapacity: true)
     }
 
-    func nextCompletion(waitNanoseconds: Int64?) throws -> EngineCompletion? {
+    func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
         condition.lock()
         defer { condition.unlock() }
-        if let wait = waitNanoseconds, wait > 0 {
-            let deadline = Date(timeIntervalSinceNow: Double(wait) / 1e9)
+        if waitNanoseconds > 0 {
+            let deadline = Date(timeIntervalSinceNow: Double(waitNanoseconds) / 1e9)
             while completed.isEmpty && condition.wait(until: deadline) {}
-        } else if waitNanoseconds == nil {
-            while completed.isEmpty { condition.wait() }
         }
         return completed.isEmpty ? nil : completed.removeFirst()
+    }
+
+    func cancelAll(tag: UInt64) throws {
+        condition.lock()
+        defer { condition.unlock() }
+        for request in queued + submitted {
+            switch request {
+            case .write(_, _, _, _, let tag), .dataSync(_, let tag):
+                completed.append(EngineCompletion(tag: tag, result: -ECANCELED))
+            }
+        }
+        queued.removeAll(keepingCapacity: true)
+        submitted.removeAll(keepingCapacity: true)
+        condition.broadcast()
+    }
+
+    func shutdown(waitNanoseconds: Int64) -> Bool {
+        condition.lock()
+        stopping = true
+        condition.broadcast()
+        condition.unlock()
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(waitNanoseconds, 0))
+        while thread?.isFinished == false {
+            guard DispatchTime.now().uptimeNanoseconds < deadline else { return false }
+            usleep(100)
+        }
+        return true
     }
 
     private func run() {

@@ -65,6 +65,9 @@ struct CaptureJournal: Codable, Sendable, Equatable {
         }.max() ?? 0
     }
 
+    /// Bytes of one commit record: the length, then the length XOR `commitCheck`.
+    static let commitRecordLength = 16
+
     static let commitCheck: UInt64 = 0x5052_4F56_4944_454F
 
     /// The 16-byte commit record for `length`.

@@ -22,8 +22,16 @@ protocol WriteEngine: AnyObject {
     func queueDataSync(fd: Int32, tag: UInt64) throws
     /// Hands queued requests to the kernel.
     func submit() throws
-    /// The next completion: waits up to `waitNanoseconds` (nil: forever, 0: only if ready).
-    func nextCompletion(waitNanoseconds: Int64?) throws -> EngineCompletion?
+    /// The next completion: waits up to `waitNanoseconds` (0: only if ready).
+    func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion?
+    /// Cancels every request that has not started: each completes with `-ECANCELED` (a write
+    /// already issued to the device completes as usual). Submits at once. The cancellation's
+    /// own completion, if any, carries `tag`.
+    func cancelAll(tag: UInt64) throws
+    /// Stops whatever the engine runs besides the kernel (the pwrite engine's writer thread),
+    /// waiting at most `waitNanoseconds`. Call once no request is outstanding.
+    /// - Returns: false when it did not stop in time.
+    func shutdown(waitNanoseconds: Int64) -> Bool
 }
 
 /// Which engine a capture uses.
@@ -42,12 +50,12 @@ enum WriteEngineFactory {
                      calls: SystemCalls) throws -> WriteEngine {
         if choice != .pwrite {
             do {
-                return try URingEngine(entries: queueDepth, buffers: buffers, calls: calls)
+                return calls.engine(try URingEngine(entries: queueDepth, buffers: buffers, calls: calls))
             } catch where choice == .automatic {
                 // Disabled by sysctl, blocked by seccomp, or no memory: the pwrite engine runs.
             }
         }
-        return PwriteEngine(queueDepth: queueDepth, calls: calls)
+        return calls.engine(PwriteEngine(queueDepth: queueDepth, calls: calls))
     }
 
     /// The engine a capture started now would use, for `provideo status`.

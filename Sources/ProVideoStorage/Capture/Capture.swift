@@ -1,0 +1,305 @@
+import Foundation
+import Glibc
+
+/// One recording being written into a pool. Start it with `Pool.startCapture(to:options:)`,
+/// `append` frames, patch earlier bytes with `write(_:at:)`, then `finish()` (the recording
+/// moves to its destination) or `cancel()`. Use it from one thread.
+///
+/// The capture writes into the pool's reserve itself (the reserve file is renamed into the
+/// capture), so every write overwrites preallocated blocks: the write path never allocates
+/// disk space or memory. Frames go into a fixed set of aligned buffers (`BufferRing`); a full
+/// buffer is written with `O_DIRECT` at its offset while the next one fills, and durability
+/// commits run beside the writes (`CommitPipeline`). Docs/WRITE-PATH.md has the state machine.
+///
+/// Promises that hold by construction:
+/// - `append` waits for the disk only when every buffer is in flight, and then only per
+///   `options.overrunPolicy`; nothing waits longer than `stallLimit`.
+/// - The first failed write or flush fails the capture: every later call throws that error at
+///   once, and `capturing` is released only after every request completed or was cancelled,
+///   so no write of the capture lands after another process may salvage it.
+public final class Capture {
+    /// The absolute path the recording moves to on `finish()`.
+    public let destination: String
+    public let options: CaptureOptions
+    /// Bytes appended so far: the recording's length.
+    public internal(set) var length: Int64 = 0
+    public internal(set) var statistics: CaptureStatistics
+
+    let pool: Pool
+    let journal: CaptureJournal
+    let busy: PoolLock
+    let data: FileDescriptor
+    let progress: FileDescriptor
+    let commitFile: FileDescriptor
+    let engine: WriteEngine
+    let alignment: Int
+    let capacity: Int64
+    let memory: AlignedBuffer
+    let patchBuffer: AlignedBuffer
+    let commitRecord: AlignedBuffer
+    var ring: BufferRing
+    var commits: CommitPipeline
+    /// Requests handed to the engine whose completion has not come back.
+    var outstanding = 0
+    var state = State.open
+    /// The length other processes last saw, and when (`progressInterval`).
+    var published: (length: Int64, at: UInt64) = (-1, 0)
+
+    enum State { case open, failed(ProVideoError), closed }
+
+    /// The longest any call waits for the disk (a write or flush to complete) before the
+    /// capture fails with `.ioError`, in nanoseconds: a device silent this long is gone (the
+    /// Linux SCSI command timeout is 30 s, `/sys/block/*/device/timeout`).
+    static let stallLimit: UInt64 = 30_000_000_000
+    /// How often other processes see the capture's length change, at most, in nanoseconds.
+    static let progressInterval: UInt64 = 250_000_000
+
+    init(pool: Pool, journal: CaptureJournal, busy: PoolLock, data: FileDescriptor, options: CaptureOptions) throws {
+        self.pool = pool
+        self.journal = journal
+        self.busy = busy
+        self.data = data
+        self.options = options
+        self.destination = journal.destination
+        let layout = pool.layout
+        progress = try FileDescriptor.open(layout.captureProgress, O_RDWR | O_CREAT)
+        commitFile = try FileDescriptor.open(layout.captureCommit, O_RDWR | O_CREAT | O_DSYNC)
+        alignment = journal.alignment
+        capacity = journal.capacityAtStart
+        let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: pool.configuration.storage.device.optimalIOSize)
+        let count = options.bufferCount(writeSize: slotSize)
+        guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),
+              let patchBuffer = AlignedBuffer(length: slotSize, alignment: alignment),
+              let commitRecord = AlignedBuffer(length: alignment, alignment: alignment)
+        else {
+            throw ProVideoError(.invalidArgument, "cannot allocate \(slotSize * count) bytes of capture buffers; "
+                                + "lower the buffer budget")
+        }
+        self.memory = memory
+        self.patchBuffer = patchBuffer
+        self.commitRecord = commitRecord
+        let ring = BufferRing(memory: memory.bytes, slotSize: slotSize, alignment: alignment)
+        self.ring = ring
+        let slots = (0..<count).map { UnsafeMutableRawBufferPointer(start: ring.base(of: $0), count: slotSize) }
+        // Each buffer has one write or one flush in flight at most, plus the data sync, the
+        // commit record and a cancellation.
+        engine = try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 3, calls: pool.calls)
+        statistics = CaptureStatistics(engine: engine.name)
+        commits = CommitPipeline(interval: options.durabilityInterval, now: Self.now())
+        try publishProgress(force: true)
+    }
+
+    static func now() -> UInt64 {
+        var ts = timespec()
+        clock_gettime(CLOCK_MONOTONIC, &ts)
+        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+    }
+
+    /// Bytes the recording can still grow by.
+    public var remainingCapacity: Int64 { capacity - length }
+
+    /// Bytes a crash cannot lose: flushed and recorded as committed.
+    public var committedLength: Int64 { commits.committed }
+
+    // MARK: Append and patch
+
+    /// Appends one frame (any size, 1 byte to tens of MB). Returns once the bytes are copied
+    /// into a buffer; waits for the disk only when every buffer is in flight (then per
+    /// `options.overrunPolicy`). A frame is accepted whole or not at all; a frame larger than
+    /// all buffers together is taken once they are all free, then copied as writes complete.
+    /// - Throws: `.storageFull` when the frame does not fit in the reserve (the capture stays
+    ///   open: `finish()` still produces the accepted bytes); `.overrun` (the capture stays
+    ///   open); the capture's first error (`.ioError`, `.notEnoughSpace`,
+    ///   `.invariantViolated`) once a write failed; `.captureClosed`.
+    public func append(_ frame: UnsafeRawBufferPointer) throws {
+        var copied = 0
+        try append(count: frame.count) { piece in
+            piece.copyMemory(from: UnsafeRawBufferPointer(rebasing: frame[copied..<copied + piece.count]))
+            copied += piece.count
+        }
+    }
+
+    /// Appends `frame`; see `append(_:)`.
+    public func append(_ frame: [UInt8]) throws {
+        try frame.withUnsafeBytes { try append($0) }
+    }
+
+    /// Appends one frame of `count` bytes that `fill` writes straight into the capture's
+    /// buffers, for a producer (an encoder, a capture card's DMA) that can write its output
+    /// where it is told: no copy.
+    ///
+    /// `fill` runs on the caller's thread, once per piece: consecutive pieces of the frame's
+    /// place in the buffers, in order, together exactly `count` bytes. A piece is at most one
+    /// write (`writeSize`, 4 MiB by default) and ends at a buffer boundary, so a frame spans
+    /// `count / writeSize` + 1 pieces or fewer; pieces are not aligned in general. `fill` must
+    /// write every byte of its piece (bytes it skips keep whatever an earlier frame left there,
+    /// and go to disk) and must not keep the pointer. It cannot fail: produce the frame first
+    /// if producing can fail. Otherwise as `append(_:)`: the room for the frame is found before
+    /// the first piece (`fill` is never called for a refused frame).
+    /// - Parameter count: bytes in the frame; 0 counts an empty frame.
+    /// - Throws: `.invalidArgument` for a negative `count`; otherwise as `append(_:)`.
+    public func append(count: Int, filling fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
+        let started = Self.now()
+        try checkOpen()
+        guard count >= 0 else { throw ProVideoError(.invalidArgument, "a frame cannot have \(count) bytes") }
+        guard Int64(count) <= capacity - length else {
+            throw ProVideoError(.storageFull, "storage full: the pool's reserve has \(capacity - length) bytes left, "
+                                + "the frame needs \(count); \(length) bytes were accepted and finish() keeps them",
+                                path: destination)
+        }
+        // Room for the whole frame is found (or the overrun policy gives up) before any byte
+        // is written, so a frame is accepted whole or not at all.
+        let needed = min(count, ring.mostSpace)
+        guard try guarded({ try makeRoom(for: needed, started: started) }) else {
+            statistics.overrunFailures += 1
+            let detail = options.overrunPolicy == .fail ? "overrun policy: fail" : "waited the overrun policy's limit"
+            throw ProVideoError(.overrun, "overrun: every capture buffer is in flight (\(detail)); the frame was not "
+                                + "accepted. The disk is slower than the stream: raise the buffer budget or "
+                                + "lower the bitrate", path: destination)
+        }
+        try guarded {
+            var filled = 0
+            while filled < count {
+                if ring.filling == nil { try startFilling() }
+                let piece = ring.nextPiece(upTo: count - filled)
+                fill(piece)
+                filled += piece.count
+                length += Int64(piece.count)
+                if ring.didFill(piece.count, frameEnd: filled == count ? length : nil) { try sealFilling() }
+            }
+            statistics.frames += 1
+            statistics.bytes += Int64(count)
+            try service()
+        }
+        statistics.appendLatency.record(Self.now() - started)
+    }
+
+    /// Rewrites bytes already appended, at any offset and length (a muxer patching sizes and
+    /// headers). Bytes still in a buffer are patched in memory, after a commit's flush of that
+    /// buffer in flight has landed (so the flush carries the old bytes whole, never a mix);
+    /// bytes on disk are patched by reading and rewriting the aligned blocks around them,
+    /// after the writes in flight land.
+    /// - Throws: `.invalidArgument` when the range is not inside `[0, length)`; the capture's
+    ///   first error; `.captureClosed`.
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        try checkOpen()
+        let end = offset + Int64(bytes.count)
+        guard offset >= 0, end <= length else {
+            throw ProVideoError(.invalidArgument, "cannot patch bytes \(offset)..<\(end): the recording has \(length) bytes")
+        }
+        statistics.patches += 1
+        try guarded {
+            try waitUntil("the flush of the patched buffer") { !ring.flushCovers(offset..<end) }
+            let buffered = ring.filling.map { ring.slots[$0].offset } ?? length
+            if end > buffered, let slot = ring.filling {
+                let from = max(offset, buffered)
+                (ring.base(of: slot) + Int(from - buffered))
+                    .copyMemory(from: bytes.baseAddress! + Int(from - offset), byteCount: Int(end - from))
+            }
+            if offset < buffered { try patchOnDisk(bytes, at: offset, end: min(end, buffered)) }
+        }
+    }
+
+    /// Rewrites `offset..<end` of `bytes` in the file, a window of aligned blocks at a time.
+    private func patchOnDisk(_ bytes: UnsafeRawBufferPointer, at offset: Int64, end: Int64) throws {
+        try waitUntil("the writes in flight") { ring.isIdle && commits.isIdle }
+        let align = Int64(alignment)
+        var block = offset / align * align
+        while block < end {
+            let span = Int(min(Int64(ring.slotSize), (end - block + align - 1) / align * align))
+            let window = UnsafeMutableRawBufferPointer(rebasing: patchBuffer.bytes[0..<span])
+            var read = 0
+            while read < span {
+                let n = try data.read(into: UnsafeMutableRawBufferPointer(rebasing: window[read...]), at: block + Int64(read), pool.calls)
+                guard n > 0 else { throw ProVideoError(.ioError, "reading back \(data.path) ended early", path: data.path) }
+                read += n
+            }
+            let from = max(offset, block), to = min(end, block + Int64(span))
+            (window.baseAddress! + Int(from - block)).copyMemory(from: bytes.baseAddress! + Int(from - offset), byteCount: Int(to - from))
+            try data.writeAll(UnsafeRawBufferPointer(window), at: block, pool.calls)
+            block += Int64(span)
+        }
+    }
+
+    /// Rewrites `bytes` at `offset`; see `write(_:at:)`.
+    public func write(_ bytes: [UInt8], at offset: Int64) throws {
+        try bytes.withUnsafeBytes { try write($0, at: offset) }
+    }
+
+    /// Processes finished writes without waiting: publishes progress to other processes and
+    /// starts a due durability commit. `append` does this too; call `poll` at least every
+    /// `durabilityInterval` (and every second) while the recorder waits for input, so other
+    /// processes see a live `remainingCapacity` and the last frames become durable.
+    /// - Throws: the capture's first error; `.captureClosed`.
+    public func poll() throws {
+        try checkOpen()
+        try guarded {
+            try reap(waitNanoseconds: 0)
+            try service()
+        }
+    }
+
+    // MARK: Finish and cancel
+
+    /// Writes the last partial buffer (padded to the alignment), cuts the file to `length`,
+    /// flushes it, moves it to `destination` (a rename on the pool's filesystem, else a
+    /// verified copy), flushes the directory, returns the unused reserve to the pool and
+    /// clears `capturing`.
+    /// - Returns: where the recording is and its length in bytes.
+    /// - Throws: `.destinationExists` (the recording is kept in the pool, see the error's
+    ///   path); the capture's first error; a move error; `.captureClosed`. After a failed
+    ///   write, `provideo recover` salvages the committed part.
+    @discardableResult
+    public func finish() throws -> RecordingResult {
+        try checkOpen()
+        try guarded {
+            try sealFilling()
+            try engine.submit()
+            try waitUntil("the last writes") { ring.isIdle && commits.isIdle }
+            try data.sync(pool.calls)
+            try recordCommit(length)
+        }
+        state = .closed
+        _ = engine.shutdown(waitNanoseconds: Int64(Self.stallLimit))
+        defer { busy.release(.capturing) }
+        let outcome = try pool.completeCapture(journal: journal, length: length)
+        return RecordingResult(path: outcome.path, length: length, statistics: statistics)
+    }
+
+    /// Discards the recording and returns its capacity to the pool, once every request of the
+    /// capture has completed or been cancelled.
+    /// - Throws: the capture's first error once a write failed (`provideo recover` then
+    ///   salvages the committed bytes); `.ioError` when requests did not complete within
+    ///   `stallLimit` (the pool stays busy until this process exits); `.captureClosed`.
+    public func cancel() throws {
+        try checkOpen()
+        guard stopRequests() else {
+            let error = ProVideoError(.ioError, "\(outstanding) writes did not complete within "
+                                      + "\(Self.stallLimit / 1_000_000_000) s of being cancelled; the pool stays busy "
+                                      + "until this process exits", path: data.path)
+            state = .failed(error)
+            throw error
+        }
+        state = .closed
+        defer { busy.release(.capturing) }
+        try pool.discardCapture()
+    }
+
+    private func checkOpen() throws {
+        switch state {
+        case .open: return
+        case .failed(let error): throw error
+        case .closed: throw ProVideoError(.captureClosed, "the capture has already ended")
+        }
+    }
+}
+
+/// A finished recording.
+public struct RecordingResult: Sendable {
+    /// Where the recording is: the destination, or a place in the pool when the destination
+    /// could not take it.
+    public var path: String
+    /// Its length in bytes.
+    public var length: Int64
+    public var statistics: CaptureStatistics
+}

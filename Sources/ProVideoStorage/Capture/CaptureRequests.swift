@@ -1,0 +1,238 @@
+import Glibc
+
+/// The capture's side of the engine: every request is issued and every completion handled
+/// here, and every call that can fail runs inside `guarded`, the one place that fails the
+/// capture.
+extension Capture {
+    // MARK: Failure
+
+    /// Runs `body`; its first error fails the capture: the state keeps the error (every later
+    /// call throws it at once), every request still in the engine is cancelled and waited for,
+    /// and only then is `capturing` released, so that `provideo recover` in another process
+    /// never sees a write of this capture land.
+    func guarded<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            var failure = error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: data.path)
+            failure.message += "; \(commits.committed) bytes are committed and safe: `provideo recover` salvages them"
+            if stopRequests() {
+                busy.release(.capturing)
+            } else {
+                failure.message += "; \(outstanding) writes did not complete within \(Self.stallLimit / 1_000_000_000) s, "
+                    + "so the pool stays busy until this process exits"
+            }
+            state = .failed(failure)
+            throw failure
+        }
+    }
+
+    /// Cancels every outstanding request and waits, at most `stallLimit`, until each has
+    /// completed; then stops the engine.
+    /// - Returns: false when requests were still outstanding at the deadline.
+    func stopRequests() -> Bool {
+        let deadline = Self.now() + Self.stallLimit
+        if outstanding > 0 { try? engine.cancelAll(tag: CompletionTag.cancel.rawValue) }
+        while outstanding > 0 {
+            let now = Self.now()
+            guard now < deadline else { return false }
+            do {
+                if let completion = try engine.nextCompletion(waitNanoseconds: Int64(deadline - now)),
+                   completion.tag != CompletionTag.cancel.rawValue {
+                    outstanding -= 1
+                }
+            } catch {
+                usleep(1_000)  // The engine failed to reap; its requests still complete.
+            }
+        }
+        return engine.shutdown(waitNanoseconds: Int64(deadline - min(Self.now(), deadline)))
+    }
+
+    /// Waits until `condition` holds, processing completions, at most `stallLimit`.
+    /// - Throws: `.ioError` at the deadline; a completion's error.
+    func waitUntil(_ what: String, _ condition: () -> Bool) throws {
+        let deadline = Self.now() + Self.stallLimit
+        while !condition() {
+            guard outstanding > 0 else { throw violated("waiting for \(what) with no request in flight") }
+            let now = Self.now()
+            guard now < deadline else {
+                throw ProVideoError(.ioError, "waited \(Self.stallLimit / 1_000_000_000) s for \(what): the device "
+                                    + "completed none of \(outstanding) requests", path: data.path)
+            }
+            try reap(waitNanoseconds: Int64(deadline - now))
+        }
+    }
+
+    // MARK: The append path
+
+    /// Makes room for `bytes` in the buffers, waiting per the overrun policy when every
+    /// buffer is in flight. - Returns: false when the policy gave up.
+    func makeRoom(for bytes: Int, started: UInt64) throws -> Bool {
+        try reap(waitNanoseconds: 0)
+        guard ring.space < bytes else { return true }
+        statistics.overruns += 1
+        guard case .wait(let limit) = options.overrunPolicy else { return false }
+        let deadline = started + limit
+        while ring.space < bytes {
+            let now = Self.now()
+            guard now < deadline else { return false }
+            try reap(waitNanoseconds: Int64(deadline - now))
+        }
+        return true
+    }
+
+    /// Takes a free buffer for the next bytes. Only a frame larger than all buffers finds none
+    /// free here (it was accepted when all were free): it waits for its earlier pieces to land.
+    func startFilling() throws {
+        try waitUntil("a buffer to land") { ring.hasFreeSlot }
+        ring.startFilling(at: length, limit: capacity - length)
+    }
+
+    func sealFilling() throws {
+        if let write = ring.sealFilling(now: Self.now()) { try issue(write) }
+    }
+
+    /// After each call: a due commit, progress for other processes, submission, invariants.
+    func service() throws {
+        try maybeCommit()
+        try publishProgress()
+        try engine.submit()
+        try checkInvariants()
+    }
+
+    /// Starts a commit when the durability interval has passed and a frame arrived since the
+    /// last one. When the stream is slow, the frames since the last commit still sit in the
+    /// filling buffer: the commit first writes what that buffer holds (to the next block
+    /// boundary), and the whole buffer is written again once it is full.
+    func maybeCommit() throws {
+        let now = Self.now()
+        guard commits.isDue(now: now) else { return }
+        if ring.isIdle, let slot = ring.filling, ring.slots[slot].lastFrameEnd > commits.committed {
+            let flush = ring.beginFlush()
+            commits.startFlush(slot: slot, length: flush.length, candidate: ring.slots[slot].lastFrameEnd, now: now)
+            try issue(flush)
+        } else if ring.landedFrameEnd > commits.committed {
+            commits.startSync(candidate: ring.landedFrameEnd, now: now)
+            try issueDataSync()
+        }
+    }
+
+    /// Writes the capture's length to `capture/progress` for other processes' remaining
+    /// capacity, at most every `progressInterval`: they see it move while frames arrive,
+    /// whatever the disk does.
+    func publishProgress(force: Bool = false) throws {
+        let now = Self.now()
+        guard force || (length != published.length && now - published.at >= Self.progressInterval) else { return }
+        var value = length.littleEndian
+        try withUnsafeBytes(of: &value) { try progress.writeAll($0, at: 0, pool.calls) }
+        published = (length, now)
+    }
+
+    // MARK: Requests and completions
+
+    func issue(_ write: BufferRing.Write) throws {
+        try engine.queueWrite(fd: data.rawValue, slot: write.slot, address: write.address, length: write.length,
+                              offset: write.offset, tag: write.tag.rawValue)
+        outstanding += 1
+    }
+
+    func issueDataSync() throws {
+        try engine.queueDataSync(fd: data.rawValue, tag: CompletionTag.dataSync.rawValue)
+        outstanding += 1
+    }
+
+    /// Queues the commit record (already in `commitRecord`) to its slot's turn.
+    func issueRecord() throws {
+        try engine.queueWrite(fd: commitFile.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!,
+                              length: CaptureJournal.commitRecordLength,
+                              offset: CaptureJournal.commitSlots[commits.recordIndex], tag: CompletionTag.commitRecord.rawValue)
+        outstanding += 1
+    }
+
+    /// Processes completions: the first waits up to `waitNanoseconds`, the rest only if ready.
+    func reap(waitNanoseconds: Int64) throws {
+        try engine.submit()
+        var wait = waitNanoseconds
+        while let completion = try engine.nextCompletion(waitNanoseconds: wait) {
+            wait = 0
+            try handle(completion)
+            try checkInvariants()
+        }
+        try engine.submit()
+    }
+
+    private func handle(_ completion: EngineCompletion) throws {
+        guard let tag = CompletionTag(rawValue: completion.tag) else {
+            throw violated("a completion carries the unknown tag \(completion.tag)")
+        }
+        if tag == .cancel { return }
+        outstanding -= 1
+        let result = completion.result
+        switch tag {
+        case .slotWrite(let slot):
+            statistics.writeCompletions += 1
+            if let rest = try ring.completeWrite(slot, result: result, path: data.path) {
+                if result > 0 { statistics.shortWritesRetried += 1 }
+                try issue(rest)
+            } else {
+                statistics.completionLatency.record(Self.now() - ring.slots[slot].submittedAt)
+            }
+        case .flush(let slot):
+            guard try commits.flushCompleted(result, alignment: alignment, path: data.path) else {
+                try issue(ring.flushWrite(slot, progress: commits.flush))
+                return
+            }
+            if let write = ring.flushLanded(slot, now: Self.now()) { try issue(write) }
+            try issueDataSync()
+        case .dataSync:
+            CaptureJournal.commitRecord(try commits.syncCompleted(result, path: data.path), into: commitRecord.bytes)
+            try issueRecord()
+        case .commitRecord:
+            if try commits.recordCompleted(result, path: commitFile.path) {
+                statistics.commits += 1
+            } else {
+                try issueRecord()
+            }
+        case .cancel:
+            break
+        }
+    }
+
+    /// Records `length` as committed, synchronously (finish, after the final fdatasync).
+    func recordCommit(_ length: Int64) throws {
+        CaptureJournal.commitRecord(length, into: commitRecord.bytes)
+        try commitFile.writeAll(UnsafeRawBufferPointer(rebasing: commitRecord.bytes[0..<CaptureJournal.commitRecordLength]),
+                                at: CaptureJournal.commitSlots[commits.recordIndex], pool.calls)
+        commits.recorded(length)
+    }
+
+    // MARK: Invariants
+
+    /// Checks the write path's rules after every state change, in every build (a walk over the
+    /// buffers: negligible beside a write). A broken rule fails the capture.
+    func checkInvariants() throws {
+        let problem = ring.violation(length: length)
+            ?? commits.violation(landedFrameEnd: ring.landedFrameEnd, alignment: alignment)
+            ?? flushPairing()
+        if let problem { throw violated(problem) }
+    }
+
+    /// A commit's flush and the buffer it writes agree, so a buffer never has its flush and its
+    /// own write in flight together (two writes to the same blocks land in any order).
+    private func flushPairing() -> String? {
+        for (index, slot) in ring.slots.enumerated() {
+            let flushing = slot.phase == .flushing || slot.phase == .queuedBehindFlush
+            var pipelineFlushes = false
+            if case .flushing(index, _) = commits.stage { pipelineFlushes = true }
+            if flushing != pipelineFlushes {
+                return "buffer \(index) is \(slot.phase) while the commit pipeline is \(commits.stage)"
+            }
+        }
+        return nil
+    }
+
+    func violated(_ problem: String) -> ProVideoError {
+        ProVideoError(.invariantViolated, "the write path broke its own rule: \(problem). The capture stopped; "
+                      + "please report this", path: data.path)
+    }
+}
