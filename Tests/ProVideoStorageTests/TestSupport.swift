@@ -130,6 +130,14 @@ enum TestSupport {
     static func readFile(_ path: String) -> [UInt8] {
         Array(FileManager.default.contents(atPath: path) ?? Data())
     }
+
+    /// The first `count` bytes of a file (fewer if it is shorter), read from the disk as a
+    /// crash would leave them (an O_DIRECT write leaves no page cached).
+    static func readPrefix(_ path: String, _ count: Int) -> [UInt8] {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
+        defer { try? handle.close() }
+        return Array((try? handle.read(upToCount: count)) ?? Data())
+    }
 }
 
 /// A filesystem image on a loop device, mounted under a scratch directory (root only).

@@ -43,9 +43,12 @@ public struct CaptureOptions: Sendable {
         self.engine = engine
     }
 
-    /// The write size for `alignment` and the device's optimal I/O size (0 when unknown).
+    /// The write size for `alignment` and the device's optimal I/O size (0 when unknown): a
+    /// multiple of the optimal I/O size rounded up to the alignment, so that every buffer, and
+    /// so every write's offset and address, stays aligned whatever the device reports (an
+    /// optimal I/O size of 33,553,920 bytes is not a multiple of 4096).
     func resolvedWriteSize(alignment: Int, optimalIOSize: Int) -> Int {
-        let unit = max(alignment, optimalIOSize)
+        let unit = (max(alignment, optimalIOSize) + alignment - 1) / alignment * alignment
         let wanted = writeSize ?? (4 << 20)
         return max((wanted + unit - 1) / unit * unit, unit)
     }

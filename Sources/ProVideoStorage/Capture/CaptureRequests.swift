@@ -89,7 +89,12 @@ extension Capture {
     }
 
     func sealFilling() throws {
-        if let write = ring.sealFilling(now: Self.now()) { try issue(write) }
+        let slot = ring.filling
+        if let write = ring.sealFilling(now: Self.now()) {
+            try issue(write)
+        } else if let slot, ring.slots[slot].phase == .queuedBehindFlush {
+            statistics.buffersQueuedBehindFlush += 1
+        }
     }
 
     /// After each call: a due commit, progress for other processes, submission, invariants.

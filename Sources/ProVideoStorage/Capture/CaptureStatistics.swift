@@ -14,6 +14,9 @@ public struct CaptureStatistics: Sendable {
     public var overruns: Int64 = 0
     /// Appends refused with `.overrun`.
     public var overrunFailures: Int64 = 0
+    /// Buffers that filled while a commit's flush of their first bytes was in flight: their
+    /// write waited for the flush, the recorder did not.
+    public var buffersQueuedBehindFlush: Int64 = 0
     /// Calls to `write(_:at:)` that patched earlier bytes.
     public var patches: Int64 = 0
     /// Durability commits (fdatasync + commit record) completed.
