@@ -84,6 +84,7 @@ import Testing
             #expect(failure?.code == .ioError)
             #expect(failure?.errno == EIO)
             #expect(fault.current!.outstanding == 0)
+            #expect(fault.current!.delivered.contains { $0.result == -ECANCELED })  // not started: cancelled
             #expect(heldWhileDelivered.current.count == 13)
             #expect(heldWhileDelivered.current.allSatisfy { $0 })
             #expect(try pool.busyReasons() == [])

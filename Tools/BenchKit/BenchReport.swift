@@ -15,6 +15,8 @@ public struct BenchReport: Codable, Sendable {
     public var inputQueueFrames: Int
     /// The pool captures' buffer budget in bytes, nil for the engine's default.
     public var bufferBudget: Int?
+    /// Whether pool mode's frames were produced in the capture's buffers (no copy).
+    public var inPlace: Bool
     public var modes: [String: ModeReport]
     public var ratios: [String: ModeRatios]
 
@@ -29,6 +31,7 @@ public struct BenchReport: Codable, Sendable {
         self.frameTrace = frameTrace
         inputQueueFrames = plan.inputQueueFrames
         bufferBudget = plan.bufferBudget
+        inPlace = plan.inPlace
         let ran = BenchMode.allCases.filter { mode in runs.contains { $0.mode == mode } }
         var modes: [String: ModeReport] = [:]
         for mode in ran { modes[mode.rawValue] = ModeReport(runs.filter { $0.mode == mode }) }
@@ -47,7 +50,7 @@ public struct BenchReport: Codable, Sendable {
         func ms(_ ns: UInt64) -> String { String(format: "%.3f", Double(ns) / 1e6) }
         var lines = ["\(streams) stream(s), \(Double(bitrate) / 1e6) Mbit/s total, \(fps) fps, \(duration) s × \(repeatCount), "
                      + "noise: \(noise), input queue \(inputQueueFrames) frames, pool buffers "
-                     + (bufferBudget.map { ByteFormat.human(Int64($0)) } ?? "default")]
+                     + (bufferBudget.map { ByteFormat.human(Int64($0)) } ?? "default") + (inPlace ? ", pool frames in place" : "")]
         lines.append("mode      MB/s     on time   late  dropped  append p50/p99/p99.9/max ms          completion p99/max ms  CPU s/GB")
         for mode in BenchMode.allCases {
             guard let r = modes[mode.rawValue] else { continue }

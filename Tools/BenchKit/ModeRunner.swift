@@ -110,7 +110,7 @@ public enum ModeRunner {
         switch mode {
         case .pool:
             return try PoolWriter(pool: pools[stream], destination: file, bitrate: plan.bitrate, bufferBudget: plan.bufferBudget,
-                                  writeSize: plan.writeSize)
+                                  writeSize: plan.writeSize, inPlace: plan.inPlace)
         case .buffered:
             return try BufferedWriter(path: file)
         case .direct:

@@ -4,13 +4,18 @@ import ProVideoStorage
 /// buffer in flight is refused at once, as a recorder that cannot wait would drop it.
 public final class PoolWriter: FrameWriter {
     private let capture: Capture
+    private let inPlace: Bool
 
     /// Starts a capture in `pool` that would move to `destination` (it is cancelled on close).
     /// - Parameters:
     ///   - bitrate: bits per second; sizes the capture's buffers by default (one second's worth).
     ///   - bufferBudget: bytes of capture buffers, nil for the engine's default.
     ///   - writeSize: bytes per write (the same as direct mode's).
-    public init(pool: Pool, destination: String, bitrate: Int64, bufferBudget: Int?, writeSize: Int) throws {
+    ///   - inPlace: frames are produced in the capture's buffers, not copied in (the frame's
+    ///     bytes are not written: an encoder or a capture card's DMA would write them there).
+    public init(pool: Pool, destination: String, bitrate: Int64, bufferBudget: Int?, writeSize: Int,
+                inPlace: Bool = false) throws {
+        self.inPlace = inPlace
         let options = CaptureOptions(bitrate: bitrate, bufferBudget: bufferBudget, writeSize: writeSize, overrunPolicy: .fail)
         capture = try pool.startCapture(to: destination, options: options)
     }
@@ -19,7 +24,11 @@ public final class PoolWriter: FrameWriter {
 
     public func append(_ frame: UnsafeRawBufferPointer) throws -> Bool {
         do {
-            try capture.append(frame)
+            if inPlace {
+                try capture.append(count: frame.count) { _ in }
+            } else {
+                try capture.append(frame)
+            }
             return true
         } catch let error as ProVideoError where error.code == .overrun {
             return false

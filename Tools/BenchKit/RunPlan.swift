@@ -17,9 +17,13 @@ public struct RunPlan: Sendable {
     /// The pool captures' buffer budget in bytes; nil for the engine's default (one second
     /// at the bitrate, 16…256 MiB).
     public var bufferBudget: Int?
+    /// Pool mode gives the recorder each frame's place in the capture's buffers
+    /// (`Capture.append(count:filling:)`) instead of copying the frame in.
+    public var inPlace: Bool
 
     public init(streams: Int, bitrate: Int64, fps: Double, sizes: FrameSizes, inputQueueFrames: Int = 2,
-                writeSize: Int = 4 << 20, scratchDirectory: String, bufferBudget: Int? = nil) {
+                writeSize: Int = 4 << 20, scratchDirectory: String, bufferBudget: Int? = nil, inPlace: Bool = false) {
+        self.inPlace = inPlace
         self.streams = streams
         self.bitrate = bitrate
         self.fps = fps

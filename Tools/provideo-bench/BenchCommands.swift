@@ -16,6 +16,7 @@ enum BenchCommands {
         let repeats = try integer(&arguments, "--repeat", default: 1)
         let inputQueue = try integer(&arguments, "--input-queue", default: 2)
         let bufferBudget = try arguments.option("--buffer-budget").map { Int(try SizeParser.bytes($0)) }
+        let inPlace = arguments.flag("--in-place")
         let json = arguments.flag("--json")
         let plotPath = try arguments.option("--plot")
         try arguments.finish()
@@ -48,7 +49,7 @@ enum BenchCommands {
         }
         let streamBitrate = bitrate ?? Int64((Double(sizes.total) * 8 / duration).rounded())
         let plan = RunPlan(streams: streams, bitrate: streamBitrate, fps: fps, sizes: sizes, inputQueueFrames: inputQueue,
-                           scratchDirectory: "", bufferBudget: bufferBudget)
+                           scratchDirectory: "", bufferBudget: bufferBudget, inPlace: inPlace)
         let poolCount = modes.contains(.pool) ? streams : 1
         // The stream's bytes, and the capture's final padded block and allocation rounding.
         let bytesEach = sizes.total + (16 << 20)

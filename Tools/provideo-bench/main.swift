@@ -6,7 +6,7 @@ import ProVideoStorage
 let usage = """
 usage: provideo-bench [--pool PATH]... --streams N --bitrate RATE --fps FPS --duration SECONDS
                       [--frame-trace FILE] [--mode pool|buffered|direct|all] [--noise none|writer]
-                      [--repeat K] [--input-queue FRAMES] [--buffer-budget SIZE]
+                      [--repeat K] [--input-queue FRAMES] [--buffer-budget SIZE] [--in-place]
                       [--json] [--plot FILE.svg]
        provideo-bench [--pool PATH] calibrate [--fio|--fio-hugetlb] [--size SIZE] [--write-size SIZE]
                       [--queue-depth N] [--durability SECONDS] [--repeat K] [--json]
@@ -14,6 +14,8 @@ Simulated recorders deliver frames on a real-time clock and write them into the 
 with write(2) to a new file (buffered) or with O_DIRECT appends to a new file (direct).
 RATE is per stream, in bits per second with SI suffixes (880M = 880,000,000 bit/s); with
 --frame-trace (one frame size in bytes per line) it is optional and scales the trace.
+--in-place: pool mode hands each frame's place in the capture's buffers to the recorder
+(Capture.append(count:filling:)), as an encoder or capture card writing there would: no copy.
 Pool mode needs one pool per stream: repeat --pool. The pool is --pool PATH, else
 $PROVIDEO_POOL, else \(Pool.defaultPath); when none exists there, scratch pools are created
 under /var/tmp and destroyed afterwards.

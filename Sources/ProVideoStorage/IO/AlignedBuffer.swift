@@ -1,8 +1,8 @@
 import Glibc
 
 /// Memory for direct I/O: `length` bytes at an address aligned to at least `alignment` and to
-/// the page size (registered io_uring buffers are pinned per page), every page touched before
-/// the first write. Freed on deinit.
+/// the page size (registered io_uring buffers are pinned per page), zeroed, every page faulted
+/// in before the first write. Unmapped on deinit.
 ///
 /// A buffer of at least one transparent huge page (`hpage_pmd_size`, 2 MiB on x86-64) is
 /// aligned to it and advised `MADV_HUGEPAGE`: a write's DMA segments are then its huge pages,
@@ -13,22 +13,39 @@ import Glibc
 /// pages (`enabled` = never) the advice has no effect and the buffer uses small pages.
 final class AlignedBuffer {
     let bytes: UnsafeMutableRawBufferPointer
+    /// The whole mapping: `bytes` rounded up to the page or huge page.
+    private let mapping: UnsafeMutableRawBufferPointer
 
     init?(length: Int, alignment: Int) {
         guard length > 0 else { return nil }
         let hugePage = Self.hugePageSize
         let huge = length >= hugePage
-        let boundary = max(alignment, huge ? hugePage : Int(sysconf(Int32(_SC_PAGESIZE))))
-        let allocated = huge ? (length + hugePage - 1) / hugePage * hugePage : length
-        var pointer: UnsafeMutableRawPointer?
-        guard posix_memalign(&pointer, boundary, allocated) == 0, let pointer else { return nil }
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let boundary = max(alignment, huge ? hugePage : page)
+        let unit = huge ? hugePage : page
+        let allocated = (length + unit - 1) / unit * unit
+        // A fresh anonymous mapping (zero pages, never memory recycled from the heap), one
+        // boundary larger so an aligned start exists inside it; the excess is unmapped.
+        guard let raw = mmap(nil, allocated + boundary, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0),
+              raw != MAP_FAILED else { return nil }
+        let address = UInt(bitPattern: raw)
+        let start = (address + UInt(boundary) - 1) / UInt(boundary) * UInt(boundary)
+        let head = Int(start - address)
+        if head > 0 { munmap(raw, head) }
+        if boundary - head > 0 { munmap(raw + head + allocated, boundary - head) }
+        let pointer = raw + head
         if huge { _ = madvise(pointer, allocated, MADV_HUGEPAGE) }
-        // Fault every page in now, so no write path ever waits for a page fault.
-        memset(pointer, 0, allocated)
+        // Fault every page in now, so no write path ever waits for a page fault. The kernel
+        // populates zeroed pages itself (MADV_POPULATE_WRITE, Linux 5.14), without a pass over
+        // every byte from here; touching each page is the fallback for older kernels.
+        if madvise(pointer, allocated, MADV_POPULATE_WRITE) != 0 {
+            for offset in stride(from: 0, to: allocated, by: page) { pointer.storeBytes(of: 0, toByteOffset: offset, as: UInt8.self) }
+        }
+        mapping = UnsafeMutableRawBufferPointer(start: pointer, count: allocated)
         bytes = UnsafeMutableRawBufferPointer(start: pointer, count: length)
     }
 
-    deinit { free(bytes.baseAddress) }
+    deinit { munmap(mapping.baseAddress, mapping.count) }
 
     /// Bytes per transparent huge page, from sysfs; 2 MiB when the file is missing.
     static let hugePageSize = FileSystem.readInteger("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") ?? 2 << 20
