@@ -250,6 +250,20 @@ int pv_ring_prep_fdatasync(pv_ring *r, int fd, uint64_t user_data) {
     return 0;
 }
 
+int pv_ring_start_worker(pv_ring *r) {
+    struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
+    if (!sqe) return -EBUSY;
+    io_uring_prep_nop(sqe);
+    io_uring_sqe_set_flags(sqe, IOSQE_ASYNC);
+    int rc = pv_ring_submit(r);
+    if (rc < 0) return rc;
+    struct io_uring_cqe *cqe = NULL;
+    do { rc = io_uring_wait_cqe(&r->ring, &cqe); } while (rc == -EINTR);
+    if (rc < 0) return rc;
+    io_uring_cqe_seen(&r->ring, cqe);
+    return 0;
+}
+
 int pv_ring_prep_cancel_all(pv_ring *r, uint64_t user_data) {
     struct io_uring_sqe *sqe = io_uring_get_sqe(&r->ring);
     if (!sqe) return -EBUSY;

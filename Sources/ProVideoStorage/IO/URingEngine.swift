@@ -24,6 +24,11 @@ final class URingEngine: WriteEngine {
         var bases = buffers.map { UnsafeMutableRawPointer($0.baseAddress) }
         let lengths = buffers.map(\.count)
         registered = pv_ring_register_buffers(ring, &bases, lengths, UInt32(buffers.count)) == 0
+        let started = pv_ring_start_worker(ring)
+        if started < 0 {
+            pv_ring_destroy(ring)
+            throw ProVideoError.system("io_uring_enter", errno: -started)
+        }
         name = registered ? "io_uring" : "io_uring (unregistered buffers)"
         requested = [:]
         requested.reserveCapacity(entries * 2)
