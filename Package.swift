@@ -25,9 +25,19 @@ let package = Package(
         .executableTarget(
             name: "provideo-bench", dependencies: ["ProVideoStorage", "CommandLineSupport", "BenchKit"],
             path: "Tools/provideo-bench", exclude: ["traces"]),
+        // Helpers every test target shares: scratch directories, built tools as processes,
+        // loop filesystems, crash kits, and FaultEngine (the fault-injecting write engine).
+        .target(
+            name: "TestSupport", dependencies: ["ProVideoStorage", "CProVideo"], path: "Tests/TestSupport"),
+        // One test target per module: the library, the `provideo` CLI, the bench's BenchKit.
         .testTarget(
-            name: "ProVideoStorageTests",
-            dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo", "BenchKit"],
+            name: "ProVideoStorageTests", dependencies: ["ProVideoStorage", "CProVideo", "TestSupport"],
             path: "Tests/ProVideoStorageTests"),
+        .testTarget(
+            name: "ProvideoTests", dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo", "TestSupport"],
+            path: "Tests/ProvideoTests"),
+        .testTarget(
+            name: "BenchKitTests", dependencies: ["BenchKit", "ProVideoStorage", "TestSupport"],
+            path: "Tests/BenchKitTests"),
     ]
 )

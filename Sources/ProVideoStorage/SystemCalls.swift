@@ -26,7 +26,7 @@ public struct SystemCalls: Sendable {
     public var writeCompletion: @Sendable (_ requested: Int32, _ res: Int32) -> Int32
     /// Wraps the engine a capture writes with (io_uring or pwrite), so that tests can delay,
     /// reorder or fail its requests and completions. The live value is the engine itself.
-    var engine: @Sendable (any WriteEngine) -> any WriteEngine = { $0 }
+    package var engine: @Sendable (any WriteEngine) -> any WriteEngine = { $0 }
 
     /// The real system calls.
     public static let live = SystemCalls(

@@ -1,6 +1,7 @@
 import CProVideo
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 @testable import ProVideoStorage
 

@@ -1,17 +1,10 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 @testable import ProVideoStorage
 
 /// Write faults injected through the swappable system-call layer (field cases F1, F2 and EIO).
-/// A value shared with injected system calls, which may run on the writer thread.
-final class Shared<Value>: @unchecked Sendable {
-    private let lock = NSLock()
-    private var value: Value
-    init(_ value: Value) { self.value = value }
-    func update<T>(_ body: (inout Value) -> T) -> T { lock.withLock { body(&value) } }
-    var current: Value { lock.withLock { value } }
-}
 
 @Suite struct WriteFaultTests {
     /// Each data write completion (64 KiB or more) is replaced by `forced` (requested size,

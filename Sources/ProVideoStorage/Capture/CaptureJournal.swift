@@ -9,7 +9,7 @@ import Glibc
 ///     progress       8 bytes: bytes landed so far (not flushed; for remainingCapacity)
 ///     commit         two 16-byte commit records at offsets 0 and 512, written alternately
 ///                    with O_DSYNC after fdatasync: a torn write spoils one, the other holds
-struct CaptureJournal: Codable, Sendable, Equatable {
+package struct CaptureJournal: Codable, Sendable, Equatable {
     var id: String
     /// Absolute path the recording moves to on finish.
     var destination: String
@@ -57,7 +57,7 @@ struct CaptureJournal: Codable, Sendable, Equatable {
 
     /// Reads the committed length from `commit`: the larger of the two records whose check word
     /// matches (the committed length only grows), 0 when there is none.
-    static func readCommitted(_ path: String) -> Int64 {
+    package static func readCommitted(_ path: String) -> Int64 {
         guard let bytes = try? FileSystem.readSmallFile(path) else { return 0 }
         return commitSlots.map { Int($0) }.filter { $0 + 16 <= bytes.count }.map { start -> Int64 in
             let length = word(bytes, at: start)

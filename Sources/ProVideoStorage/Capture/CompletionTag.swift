@@ -1,7 +1,7 @@
 /// What a request of the write path is, carried through the engine as its 64-bit user data
 /// (io_uring's `user_data`) so that each completion goes back to the state it advances, in the
 /// manner of TigerBeetle's `src/io/linux.zig` completions.
-enum CompletionTag: Equatable, CustomStringConvertible {
+package enum CompletionTag: Equatable, CustomStringConvertible {
     /// The write of buffer `slot` (the whole buffer, or its rest after a short completion).
     case slotWrite(slot: Int)
     /// A commit's write of the frames in buffer `slot` while it still fills.
@@ -15,7 +15,7 @@ enum CompletionTag: Equatable, CustomStringConvertible {
 
     private static let kindBits: UInt64 = 3
 
-    var rawValue: UInt64 {
+    package var rawValue: UInt64 {
         switch self {
         case .slotWrite(let slot): UInt64(slot) << Self.kindBits | 0
         case .flush(let slot): UInt64(slot) << Self.kindBits | 1
@@ -25,7 +25,7 @@ enum CompletionTag: Equatable, CustomStringConvertible {
         }
     }
 
-    init?(rawValue: UInt64) {
+    package init?(rawValue: UInt64) {
         let slot = Int(rawValue >> Self.kindBits)
         switch rawValue & (1 << Self.kindBits - 1) {
         case 0: self = .slotWrite(slot: slot)
@@ -37,7 +37,7 @@ enum CompletionTag: Equatable, CustomStringConvertible {
         }
     }
 
-    var description: String {
+    package var description: String {
         switch self {
         case .slotWrite(let slot): "write of buffer \(slot)"
         case .flush(let slot): "flush of buffer \(slot)"

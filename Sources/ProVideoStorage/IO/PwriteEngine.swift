@@ -10,7 +10,7 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
         case dataSync(fd: Int32, tag: UInt64)
     }
 
-    let name = "pwrite"
+    package let name = "pwrite"
     private let calls: SystemCalls
     // Guarded by `condition`; sized at creation so the write path does not allocate.
     private let condition = NSCondition()
@@ -36,15 +36,15 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
 
     deinit { _ = shutdown(waitNanoseconds: 10_000_000_000) }
 
-    func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
+    package func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
         queued.append(.write(fd: fd, address: address, length: length, offset: offset, tag: tag))
     }
 
-    func queueDataSync(fd: Int32, tag: UInt64) throws {
+    package func queueDataSync(fd: Int32, tag: UInt64) throws {
         queued.append(.dataSync(fd: fd, tag: tag))
     }
 
-    func submit() throws {
+    package func submit() throws {
         guard !queued.isEmpty else { return }
         condition.lock()
         submitted.append(contentsOf: queued)
@@ -53,7 +53,7 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
         queued.removeAll(keepingCapacity: true)
     }
 
-    func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
+    package func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
         condition.lock()
         defer { condition.unlock() }
         if waitNanoseconds > 0 {
@@ -63,7 +63,7 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
         return completed.isEmpty ? nil : completed.removeFirst()
     }
 
-    func cancelAll(tag: UInt64) throws {
+    package func cancelAll(tag: UInt64) throws {
         condition.lock()
         defer { condition.unlock() }
         for request in queued + submitted {
@@ -77,7 +77,7 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
         condition.broadcast()
     }
 
-    func shutdown(waitNanoseconds: Int64) -> Bool {
+    package func shutdown(waitNanoseconds: Int64) -> Bool {
         condition.lock()
         stopping = true
         condition.broadcast()

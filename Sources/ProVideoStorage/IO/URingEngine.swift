@@ -12,7 +12,7 @@ final class URingEngine: WriteEngine {
     /// Capacity reserved up front: the write path does not allocate.
     private var requested: [UInt64: Int32]
 
-    let name: String
+    package let name: String
 
     init(entries: Int, buffers: [UnsafeMutableRawBufferPointer], calls: SystemCalls) throws {
         var error: Int32 = 0
@@ -36,12 +36,12 @@ final class URingEngine: WriteEngine {
 
     deinit { pv_ring_destroy(ring) }
 
-    func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
+    package func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
         requested[tag] = Int32(length)
         try queue { pv_ring_prep_write(ring, fd, address, UInt32(length), offset, registered ? Int32(slot) : -1, tag) }
     }
 
-    func queueDataSync(fd: Int32, tag: UInt64) throws {
+    package func queueDataSync(fd: Int32, tag: UInt64) throws {
         try queue { pv_ring_prep_fdatasync(ring, fd, tag) }
     }
 
@@ -53,12 +53,12 @@ final class URingEngine: WriteEngine {
         if rc < 0 { throw ProVideoError.system("io_uring_get_sqe", errno: -rc) }
     }
 
-    func submit() throws {
+    package func submit() throws {
         let rc = pv_ring_submit(ring)
         if rc < 0 { throw ProVideoError.system("io_uring_submit", errno: -rc) }
     }
 
-    func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
+    package func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
         var tag: UInt64 = 0
         var result: Int32 = 0
         let rc = waitNanoseconds <= 0
@@ -70,10 +70,10 @@ final class URingEngine: WriteEngine {
         return EngineCompletion(tag: tag, result: result)
     }
 
-    func cancelAll(tag: UInt64) throws {
+    package func cancelAll(tag: UInt64) throws {
         try queue { pv_ring_prep_cancel_all(ring, tag) }
         try submit()
     }
 
-    func shutdown(waitNanoseconds: Int64) -> Bool { true }
+    package func shutdown(waitNanoseconds: Int64) -> Bool { true }
 }

@@ -3,16 +3,21 @@ import Glibc
 
 /// One finished request: its tag and the kernel's result (bytes written, 0 for a finished
 /// fdatasync, or -errno), as in an io_uring CQE.
-struct EngineCompletion {
-    var tag: UInt64
-    var result: Int32
+package struct EngineCompletion {
+    package var tag: UInt64
+    package var result: Int32
+
+    package init(tag: UInt64, result: Int32) {
+        self.tag = tag
+        self.result = result
+    }
 }
 
 /// Runs the capture's writes and flushes asynchronously. Requests are queued, `submit()`
 /// hands them to the kernel, completions come back in any order. Two implementations:
 /// `URingEngine` (io_uring through liburing) and `PwriteEngine` (pwrite(2) on a writer thread,
 /// used where io_uring cannot be set up).
-protocol WriteEngine: AnyObject {
+package protocol WriteEngine: AnyObject {
     /// "io_uring", "io_uring (unregistered buffers)" or "pwrite".
     var name: String { get }
     /// Queues a write of `length` bytes at `address` to `offset` of `fd`. `slot` is the index of

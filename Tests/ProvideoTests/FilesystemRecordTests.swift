@@ -1,10 +1,13 @@
 import Foundation
 import Glibc
+import TestSupport
 import Testing
 @testable import ProVideoStorage
 
-extension FilesystemTests {
-    /// `provideo record` on real streams, status from another process, and the pwrite engine.
+/// `provideo record` on real streams, status from another process, and the pwrite engine, on
+/// loop-mounted filesystems (root only; one at a time).
+@Suite(.serialized, .enabled(if: TestSupport.isRoot, "needs root: loop devices, mounts and sysctls"))
+struct FilesystemRecordTests {
     @Suite struct Recording {
         static let ffmpegSource = "-hide_banner -loglevel error -f lavfi -i testsrc2=size=640x360:rate=25 -t 2 "
             + "-c:v prores_ks -profile:v 3"
@@ -119,7 +122,7 @@ extension FilesystemTests {
                     #expect(idle.engine.hasPrefix("pwrite"), "\(idle.engine)")
                     let frames = TestSupport.frames(count: 300, size: 40_009, seed: 10)
                     let destination = fs.mountPoint + "/take.mov"
-                    let capture = try pool.startCapture(to: destination, options: FS.options)
+                    let capture = try pool.startCapture(to: destination, options: CaptureOptions(bitrate: 100_000_000, bufferBudget: 8 << 20, writeSize: 1 << 20))
                     for frame in frames { try capture.append(frame) }
                     #expect(capture.statistics.engine == "pwrite")
                     let during = try TestSupport.poolStatus(path)

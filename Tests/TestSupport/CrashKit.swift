@@ -2,32 +2,27 @@ import CProVideo
 import Foundation
 import Glibc
 import Testing
-@testable import ProVideoStorage
-
-/// Every crash-safety test that runs `provideo` processes (kill points, kill -9 of a recorder,
-/// the start race, injected faults). One at a time: the nested suites in the other Crash*
-/// files extend this serialized parent, so their processes and timings never overlap.
-@Suite(.serialized) struct CrashTests {}
+import ProVideoStorage
 
 /// Helpers for the Crash* and BadInput* tests.
-enum CrashKit {
+package enum CrashKit {
     /// The allocation unit on the root filesystem, where these pools live (4096 on ext4).
-    static let unit: Int64 = {
+    package static let unit: Int64 = {
         var s = statvfs()
         return statvfs("/tmp", &s) == 0 ? Int64(s.f_bsize) : 4096
     }()
 
     /// A killed child closes its end of a pipe the test may still be writing: the write must
     /// fail with EPIPE, not kill the test process.
-    static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN); return () }()
+    package static let ignoreSIGPIPE: Void = { signal(SIGPIPE, SIG_IGN); return () }()
 
-    struct Outcome: CustomStringConvertible {
-        var status: Int32
-        var reason: Process.TerminationReason
-        var stdout: String
-        var stderr: String
-        var killedBySIGKILL: Bool { reason == .uncaughtSignal && status == SIGKILL }
-        var description: String {
+    package struct Outcome: CustomStringConvertible {
+        package var status: Int32
+        package var reason: Process.TerminationReason
+        package var stdout: String
+        package var stderr: String
+        package var killedBySIGKILL: Bool { reason == .uncaughtSignal && status == SIGKILL }
+        package var description: String {
             "\(reason == .uncaughtSignal ? "signal" : "exit") \(status); stdout: \(stdout); stderr: \(stderr)"
         }
     }
@@ -35,7 +30,7 @@ enum CrashKit {
     /// Runs `tool` (a built product name or an absolute path) to its end, feeding `input` to its
     /// standard input (tolerating a child that dies before reading it all).
     @discardableResult
-    static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil,
+    package static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil,
                     environment: [String: String] = [:], timeout: Double = 60) throws -> Outcome {
         _ = ignoreSIGPIPE
         let process = try TestSupport.start(tool, arguments, environment: environment, stdinPipe: input != nil)
@@ -63,14 +58,14 @@ enum CrashKit {
 
     /// `provideo --pool POOL ARGS...`.
     @discardableResult
-    static func provideo(_ pool: String, _ arguments: [String], input: [UInt8]? = nil,
+    package static func provideo(_ pool: String, _ arguments: [String], input: [UInt8]? = nil,
                          environment: [String: String] = [:]) throws -> Outcome {
         try run("provideo", ["--pool", pool] + arguments, input: input, environment: environment)
     }
 
     /// Writes `bytes` to `fd`; returns how many were written before an error (EPIPE).
     @discardableResult
-    static func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> Int {
+    package static func writeAll(_ fd: Int32, _ bytes: ArraySlice<UInt8>) -> Int {
         var done = 0
         bytes.withUnsafeBytes { raw in
             while done < raw.count {
@@ -84,23 +79,23 @@ enum CrashKit {
     }
 
     /// Creates a pool with the CLI; throws (failing the test) when that fails.
-    static func createPool(_ pool: String, capacity: String = "16M") throws {
+    package static func createPool(_ pool: String, capacity: String = "16M") throws {
         try FS.createPool(pool, capacity: capacity)
     }
 
-    static func status(_ pool: String) throws -> PoolStatus { try TestSupport.poolStatus(pool) }
+    package static func status(_ pool: String) throws -> PoolStatus { try TestSupport.poolStatus(pool) }
 
     /// Size and allocated bytes of `path` as coreutils `stat` reports them; nil when missing.
-    static func stat(_ path: String) -> (size: Int64, allocated: Int64)? {
+    package static func stat(_ path: String) -> (size: Int64, allocated: Int64)? {
         FileManager.default.fileExists(atPath: path) ? try? TestSupport.statSizes(path) : nil
     }
 
-    static func exists(_ path: String) -> Bool {
+    package static func exists(_ path: String) -> Bool {
         var st = Glibc.stat()
         return lstat(path, &st) == 0
     }
 
-    static func contents(_ directory: String) -> [String] {
+    package static func contents(_ directory: String) -> [String] {
         ((try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []).sorted()
     }
 
@@ -108,7 +103,7 @@ enum CrashKit {
     /// and the capacity it reports is really reserved (compared with coreutils `stat`).
     /// - Returns: the status, for further checks.
     @discardableResult
-    static func expectSane(_ pool: String, _ context: String,
+    package static func expectSane(_ pool: String, _ context: String,
                            sourceLocation: SourceLocation = #_sourceLocation) throws -> PoolStatus {
         let check = try provideo(pool, ["check"])
         #expect(check.status == 0 && check.reason == .exit, "\(context): provideo check: \(check)",
@@ -135,7 +130,7 @@ enum CrashKit {
     /// Everything about a directory tree that "nothing changed" covers: for each entry its type
     /// and mode, size, allocated blocks, and the SHA-256 of files up to 1 MiB (byte-identical;
     /// a file rewritten with the same bytes counts as unchanged).
-    static func snapshot(_ root: String) -> [String: String] {
+    package static func snapshot(_ root: String) -> [String: String] {
         var result: [String: String] = [:]
         func visit(_ path: String, _ name: String) {
             var st = Glibc.stat()
@@ -155,10 +150,10 @@ enum CrashKit {
     }
 
     /// The committed length a capture recorded (`capture/commit`), 0 when there is none.
-    static func committed(_ pool: String) -> Int64 { CaptureJournal.readCommitted(pool + "/capture/commit") }
+    package static func committed(_ pool: String) -> Int64 { CaptureJournal.readCommitted(pool + "/capture/commit") }
 
     /// The names passed to `CrashPoint.hit` anywhere in Sources/ProVideoStorage.
-    static func crashPointsInSources() throws -> Set<String> {
+    package static func crashPointsInSources() throws -> Set<String> {
         let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
             .deletingLastPathComponent().appendingPathComponent("Sources/ProVideoStorage").path
         var names: Set<String> = []
@@ -178,7 +173,7 @@ enum CrashKit {
 
     /// The path of the running test executable (the .xctest bundle binary), for re-running one
     /// test in a child process that may kill itself.
-    static var testExecutable: String? {
+    package static var testExecutable: String? {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/exe", &buffer, buffer.count - 1)
         guard n > 0 else { return nil }
@@ -187,7 +182,7 @@ enum CrashKit {
     }
 
     /// ffprobe's verdict on a file: (codec, frames decoded), nil when it cannot decode it.
-    static func probe(_ path: String) throws -> (codec: String, frames: Int)? {
+    package static func probe(_ path: String) throws -> (codec: String, frames: Int)? {
         let result = try run("/usr/bin/ffprobe", ["-v", "error", "-count_frames", "-select_streams", "v:0",
                                                   "-show_entries", "stream=nb_read_frames,codec_name", "-of", "csv=p=0", path])
         let fields = result.stdout.trimmingCharacters(in: .whitespacesAndNewlines).split(separator: ",")
@@ -200,13 +195,13 @@ enum CrashKit {
 /// rewrites 4 KiB of a scratch file and flushes it every 50 ms. On a shared virtual disk a
 /// flush can take from milliseconds to seconds (other processes' writeback); a capture's
 /// commit is a flush, so a bound on what a crash loses must allow for it.
-final class FlushLatencyProbe: @unchecked Sendable {
+package final class FlushLatencyProbe: @unchecked Sendable {
     private let lock = NSLock()
     private var running = true
     private var worst = 0.0
     private let finished = DispatchSemaphore(value: 0)
 
-    init(directory: String) {
+    package init(directory: String) {
         let file = directory + "/.flush-probe-\(getpid())"
         Thread.detachNewThread { [self] in
             let fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0o600)
@@ -227,9 +222,9 @@ final class FlushLatencyProbe: @unchecked Sendable {
     }
 
     /// The longest flush seen since the last reset, in seconds; then starts over.
-    func takeWorst() -> Double { lock.withLock { defer { worst = 0 }; return worst } }
+    package func takeWorst() -> Double { lock.withLock { defer { worst = 0 }; return worst } }
 
-    func stop() {
+    package func stop() {
         lock.withLock { running = false }
         finished.wait()
     }

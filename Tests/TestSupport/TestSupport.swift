@@ -1,21 +1,21 @@
 import Foundation
 import Glibc
-@testable import ProVideoStorage
+import ProVideoStorage
 
 /// Shared helpers for the tests: scratch directories, running the built tools as separate
 /// processes, and loop-mounted filesystems (root only).
-enum TestSupport {
+package enum TestSupport {
     /// The path `fd` refers to.
-    static func path(of fd: Int32) -> String {
+    package static func path(of fd: Int32) -> String {
         var buffer = [CChar](repeating: 0, count: 4096)
         let n = readlink("/proc/self/fd/\(fd)", &buffer, buffer.count - 1)
         return n > 0 ? String(decoding: buffer[0..<n].map { UInt8(bitPattern: $0) }, as: UTF8.self) : ""
     }
 
-    static var isRoot: Bool { geteuid() == 0 }
+    package static var isRoot: Bool { geteuid() == 0 }
 
     /// A fresh directory under /tmp/provideo-tests; remove it with `removeTree`.
-    static func scratchDirectory(_ name: String = #function) -> String {
+    package static func scratchDirectory(_ name: String = #function) -> String {
         let base = "/tmp/provideo-tests"
         try? FileManager.default.createDirectory(atPath: base, withIntermediateDirectories: true)
         let clean = name.filter { $0.isLetter || $0.isNumber }.prefix(40)
@@ -24,19 +24,19 @@ enum TestSupport {
         return String(cString: made)
     }
 
-    static func removeTree(_ path: String) {
+    package static func removeTree(_ path: String) {
         try? FileManager.default.removeItem(atPath: path)
     }
 
     /// Runs `body` with a scratch directory that is removed afterwards, even when `body` throws.
-    static func withScratch<T>(_ name: String = #function, _ body: (String) throws -> T) rethrows -> T {
+    package static func withScratch<T>(_ name: String = #function, _ body: (String) throws -> T) rethrows -> T {
         let directory = scratchDirectory(name)
         defer { removeTree(directory) }
         return try body(directory)
     }
 
     /// The directory holding the built products (`provideo`, `provideo-bench`).
-    static var productsDirectory: String {
+    package static var productsDirectory: String {
         var url = Bundle.main.bundleURL
         while url.pathComponents.count > 1 && !FileManager.default.fileExists(atPath: url.appendingPathComponent("provideo").path) {
             url.deleteLastPathComponent()
@@ -44,15 +44,15 @@ enum TestSupport {
         return url.path
     }
 
-    struct ProcessResult {
-        var status: Int32
-        var stdout: String
-        var stderr: String
+    package struct ProcessResult {
+        package var status: Int32
+        package var stdout: String
+        package var stderr: String
     }
 
     /// Runs a built tool (`provideo`, `provideo-bench`) or any absolute executable to its end.
     @discardableResult
-    static func run(_ tool: String, _ arguments: [String], stdin: Data? = nil,
+    package static func run(_ tool: String, _ arguments: [String], stdin: Data? = nil,
                     environment: [String: String] = [:]) throws -> ProcessResult {
         let process = try start(tool, arguments, environment: environment, stdinPipe: stdin != nil)
         if let stdin, let pipe = process.standardInput as? Pipe {
@@ -74,7 +74,7 @@ enum TestSupport {
     }
 
     /// Starts a tool with piped standard output and error (and input when `stdinPipe`).
-    static func start(_ tool: String, _ arguments: [String], environment: [String: String] = [:],
+    package static func start(_ tool: String, _ arguments: [String], environment: [String: String] = [:],
                       stdinPipe: Bool = false) throws -> Process {
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : productsDirectory + "/" + tool)
@@ -93,7 +93,7 @@ enum TestSupport {
 
     /// Runs a shell command as a helper step (mkfs, mount); throws when it fails.
     @discardableResult
-    static func shell(_ command: String) throws -> String {
+    package static func shell(_ command: String) throws -> String {
         let result = try run("/bin/sh", ["-c", command])
         guard result.status == 0 else {
             throw ProVideoError(.ioError, "`\(command)` failed (\(result.status)): \(result.stderr)")
@@ -102,7 +102,7 @@ enum TestSupport {
     }
 
     /// Deterministic bytes for content checks.
-    static func pattern(_ count: Int, seed: UInt64) -> [UInt8] {
+    package static func pattern(_ count: Int, seed: UInt64) -> [UInt8] {
         var state = seed &* 0x9E37_79B9_7F4A_7C15 | 1
         var bytes = [UInt8](repeating: 0, count: count)
         bytes.withUnsafeMutableBytes { raw in
@@ -123,17 +123,17 @@ enum TestSupport {
 
     /// Whether the file at `path` holds exactly `bytes`. A Bool, so a failing `#expect` does
     /// not ask Swift Testing to diff megabytes of bytes (that takes hours).
-    static func fileHolds(_ path: String, _ bytes: [UInt8]) -> Bool {
+    package static func fileHolds(_ path: String, _ bytes: [UInt8]) -> Bool {
         readFile(path) == bytes
     }
 
-    static func readFile(_ path: String) -> [UInt8] {
+    package static func readFile(_ path: String) -> [UInt8] {
         Array(FileManager.default.contents(atPath: path) ?? Data())
     }
 
     /// The first `count` bytes of a file (fewer if it is shorter), read from the disk as a
     /// crash would leave them (an O_DIRECT write leaves no page cached).
-    static func readPrefix(_ path: String, _ count: Int) -> [UInt8] {
+    package static func readPrefix(_ path: String, _ count: Int) -> [UInt8] {
         guard let handle = FileHandle(forReadingAtPath: path) else { return [] }
         defer { try? handle.close() }
         return Array((try? handle.read(upToCount: count)) ?? Data())
@@ -142,16 +142,16 @@ enum TestSupport {
 
 /// A filesystem image on a loop device, mounted under a scratch directory (root only).
 /// `LoopFilesystem.with` unmounts, detaches and deletes it even when the body throws.
-struct LoopFilesystem {
-    let type: String
-    let mountPoint: String
-    let device: String
+package struct LoopFilesystem {
+    package let type: String
+    package let mountPoint: String
+    package let device: String
 
     /// - Parameters:
     ///   - type: "ext4", "xfs", "btrfs" or "tmpfs" (tmpfs needs no device).
     ///   - megabytes: the image size.
     ///   - sectorSize: the loop device's logical sector size (512 or 4096).
-    static func with<T>(_ type: String, megabytes: Int = 320, sectorSize: Int = 512,
+    package static func with<T>(_ type: String, megabytes: Int = 320, sectorSize: Int = 512,
                         _ body: (LoopFilesystem) throws -> T) throws -> T {
         let scratch = TestSupport.scratchDirectory("loop-\(type)")
         let mountPoint = scratch + "/mnt"
@@ -186,10 +186,10 @@ import CProVideo
 
 extension TestSupport {
     /// The built `provideo`, as an absolute path (for shell pipelines).
-    static var provideoPath: String { productsDirectory + "/provideo" }
+    package static var provideoPath: String { productsDirectory + "/provideo" }
 
     /// `provideo --pool POOL status --json`, decoded. Throws when the command fails.
-    static func poolStatus(_ pool: String) throws -> PoolStatus {
+    package static func poolStatus(_ pool: String) throws -> PoolStatus {
         let result = try run("provideo", ["--pool", pool, "status", "--json"])
         guard result.status == 0 else {
             throw ProVideoError(.ioError, "provideo status failed (\(result.status)): \(result.stderr)")
@@ -198,7 +198,7 @@ extension TestSupport {
     }
 
     /// `provideo --pool POOL list --json`, decoded.
-    static func poolListing(_ pool: String) throws -> PoolListing {
+    package static func poolListing(_ pool: String) throws -> PoolListing {
         let result = try run("provideo", ["--pool", pool, "list", "--json"])
         guard result.status == 0 else {
             throw ProVideoError(.ioError, "provideo list failed (\(result.status)): \(result.stderr)")
@@ -208,7 +208,7 @@ extension TestSupport {
 
     /// Size and allocated bytes of a file as coreutils `stat -c '%s %b %B'` reports them
     /// (allocated = %b * %B), independent of the library's own statx.
-    static func statSizes(_ path: String) throws -> (size: Int64, allocated: Int64) {
+    package static func statSizes(_ path: String) throws -> (size: Int64, allocated: Int64) {
         let fields = try shell("stat -c '%s %b %B' '\(path)'").split(whereSeparator: \.isWhitespace).compactMap { Int64($0) }
         guard fields.count == 3 else { throw ProVideoError(.ioError, "cannot parse stat output for \(path)") }
         return (fields[0], fields[1] * fields[2])
@@ -216,14 +216,14 @@ extension TestSupport {
 
     /// statvfs(3) of the filesystem holding `path`: free bytes (f_bfree), free bytes for
     /// unprivileged users (f_bavail, what `df` shows as Avail) and the block size.
-    struct FreeSpace: Equatable, CustomStringConvertible {
-        var free: Int64
-        var available: Int64
-        var blockSize: Int64
-        var description: String { "free \(free), available \(available), block \(blockSize)" }
+    package struct FreeSpace: Equatable, CustomStringConvertible {
+        package var free: Int64
+        package var available: Int64
+        package var blockSize: Int64
+        package var description: String { "free \(free), available \(available), block \(blockSize)" }
     }
 
-    static func freeSpace(_ path: String) throws -> FreeSpace {
+    package static func freeSpace(_ path: String) throws -> FreeSpace {
         var s = statvfs()
         guard statvfs(path, &s) == 0 else { throw ProVideoError(.ioError, "statvfs \(path): \(errno)") }
         let unit = Int64(s.f_frsize)
@@ -231,15 +231,15 @@ extension TestSupport {
     }
 
     /// The attribute letters `lsattr` prints for a file (e.g. "---------------C------").
-    static func lsattrFlags(_ path: String) throws -> String {
+    package static func lsattrFlags(_ path: String) throws -> String {
         String(try shell("lsattr '\(path)'").split(separator: " ").first ?? "")
     }
 
     /// `n` rounded up to a multiple of `unit`.
-    static func roundUp(_ n: Int64, _ unit: Int64) -> Int64 { (n + unit - 1) / unit * unit }
+    package static func roundUp(_ n: Int64, _ unit: Int64) -> Int64 { (n + unit - 1) / unit * unit }
 
     /// SHA-256 of `bytes` in hex (libcrypto through the C shim).
-    static func sha256Hex(_ bytes: [UInt8]) -> String {
+    package static func sha256Hex(_ bytes: [UInt8]) -> String {
         let context = pv_sha256_new()
         bytes.withUnsafeBytes { pv_sha256_update(context, $0.baseAddress, $0.count) }
         var digest = [UInt8](repeating: 0, count: 32)
@@ -248,13 +248,13 @@ extension TestSupport {
     }
 
     /// SHA-256 of a file in hex, computed by coreutils `sha256sum`.
-    static func sha256sum(_ path: String) throws -> String {
+    package static func sha256sum(_ path: String) throws -> String {
         String(try shell("sha256sum '\(path)'").prefix(64))
     }
 
     /// What the kernel reports through statx(STATX_DIOALIGN) for a fresh regular file in
     /// `directory` (nil when the filesystem leaves the bit clear).
-    static func reportedDirectIOAlignment(in directory: String) throws -> DirectIOAlignment? {
+    package static func reportedDirectIOAlignment(in directory: String) throws -> DirectIOAlignment? {
         let file = directory + "/.dioalign-probe-\(getpid())"
         let fd = open(file, O_CREAT | O_WRONLY, 0o600)
         guard fd >= 0 else { throw ProVideoError(.ioError, "cannot create \(file): \(errno)") }
@@ -270,9 +270,9 @@ extension TestSupport {
     /// afterwards even when `body` throws.
     /// Tests that rely on io_uring hold this for reading; a test that changes a kernel-wide
     /// sysctl (kernel.io_uring_disabled) holds it for writing, so the two never overlap.
-    static let kernelSettings = ReadWriteGate()
+    package static let kernelSettings = ReadWriteGate()
 
-    static func withSysctl<T>(_ path: String, _ value: String, _ body: () throws -> T) throws -> T {
+    package static func withSysctl<T>(_ path: String, _ value: String, _ body: () throws -> T) throws -> T {
         try kernelSettings.writing { try withSysctlUngated(path, value, body) }
     }
 
@@ -295,7 +295,7 @@ extension TestSupport {
     /// Waits for `process` to exit, terminating it (SIGTERM, then SIGKILL) after `seconds`.
     /// Returns false when it had to be killed.
     @discardableResult
-    static func wait(_ process: Process, seconds: Double) -> Bool {
+    package static func wait(_ process: Process, seconds: Double) -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         guard process.isRunning else { return true }
@@ -309,7 +309,7 @@ extension TestSupport {
 
     /// Frames for capture tests: `count` frames of `size` bytes cut from one deterministic
     /// pattern, each stamped with its index so no two frames are alike.
-    static func frames(count: Int, size: Int, seed: UInt64) -> [[UInt8]] {
+    package static func frames(count: Int, size: Int, seed: UInt64) -> [[UInt8]] {
         let stride = 61
         let base = pattern(size + stride * min(count, 4096) + 8, seed: seed)
         return (0..<count).map { index in
@@ -325,7 +325,7 @@ extension TestSupport {
 
 extension TestSupport {
     /// The frames laid end to end (fast even in debug builds).
-    static func concatenated(_ frames: [[UInt8]]) -> [UInt8] {
+    package static func concatenated(_ frames: [[UInt8]]) -> [UInt8] {
         var all: [UInt8] = []
         all.reserveCapacity(frames.reduce(0) { $0 + $1.count })
         for frame in frames { all.append(contentsOf: frame) }
@@ -333,7 +333,7 @@ extension TestSupport {
     }
 
     /// Whether the file at `path` holds exactly `expected` (memcmp, fast in debug builds).
-    static func fileEquals(_ path: String, _ expected: [UInt8]) -> Bool {
+    package static func fileEquals(_ path: String, _ expected: [UInt8]) -> Bool {
         guard let data = FileManager.default.contents(atPath: path), data.count == expected.count else { return false }
         return data.withUnsafeBytes { file in
             expected.withUnsafeBytes { memcmp(file.baseAddress ?? UnsafeRawPointer(bitPattern: 1)!,
@@ -343,23 +343,23 @@ extension TestSupport {
 }
 
 /// A pthread read-write lock (readers preferred, glibc's default).
-final class ReadWriteGate: @unchecked Sendable {
+package final class ReadWriteGate: @unchecked Sendable {
     private let lock = UnsafeMutablePointer<pthread_rwlock_t>.allocate(capacity: 1)
 
-    init() { pthread_rwlock_init(lock, nil) }
+    package init() { pthread_rwlock_init(lock, nil) }
 
     deinit {
         pthread_rwlock_destroy(lock)
         lock.deallocate()
     }
 
-    func reading<T>(_ body: () throws -> T) rethrows -> T {
+    package func reading<T>(_ body: () throws -> T) rethrows -> T {
         pthread_rwlock_rdlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()
     }
 
-    func writing<T>(_ body: () throws -> T) rethrows -> T {
+    package func writing<T>(_ body: () throws -> T) rethrows -> T {
         pthread_rwlock_wrlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()

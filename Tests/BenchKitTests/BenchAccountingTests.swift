@@ -1,6 +1,7 @@
 import Foundation
 @testable import BenchKit
 import ProVideoStorage
+import TestSupport
 import Testing
 
 /// A clock that only moves when told: sleeping jumps to the deadline, a writer advances it.

@@ -1,6 +1,6 @@
 import Foundation
 import Glibc
-@testable import ProVideoStorage
+import ProVideoStorage
 
 /// A write engine for tests, installed through `SystemCalls.engine` around the real one
 /// (io_uring or pwrite). By rule it holds requests before the kernel sees them (they are in
@@ -11,30 +11,32 @@ import Glibc
 ///
 /// Every call into the real engine happens under one lock; a helper thread hands held
 /// requests on when they are due, whether or not the capture calls in.
-final class FaultEngine: WriteEngine, @unchecked Sendable {
+package final class FaultEngine: WriteEngine, @unchecked Sendable {
     /// A request as the rules see it: what it is, and its 1-based rank among requests of the
     /// same kind (the 3rd buffer write, the 2nd data sync).
-    struct Request: Sendable {
-        var tag: CompletionTag
-        var ordinal: Int
+    package struct Request: Sendable {
+        package var tag: CompletionTag
+        package var ordinal: Int
     }
 
-    struct Rules: Sendable {
+    package struct Rules: Sendable {
         /// Nanoseconds a request waits here before the real engine gets it.
-        var holdRequest: @Sendable (Request) -> UInt64 = { _ in 0 }
+        package var holdRequest: @Sendable (Request) -> UInt64 = { _ in 0 }
         /// Nanoseconds a completion waits here after the real engine returned it.
-        var holdCompletion: @Sendable (Request) -> UInt64 = { _ in 0 }
+        package var holdCompletion: @Sendable (Request) -> UInt64 = { _ in 0 }
         /// The result the capture sees, from the real one.
-        var result: @Sendable (Request, Int32) -> Int32 = { $1 }
+        package var result: @Sendable (Request, Int32) -> Int32 = { $1 }
         /// Writes each commit flush's first half at once and hands the rest on this many
         /// nanoseconds later.
-        var splitFlushes: UInt64?
+        package var splitFlushes: UInt64?
         /// The 1-based call (of any method) that throws instead of running.
-        var throwOnCall: Int?
+        package var throwOnCall: Int?
+
+        package init() {}
     }
 
     /// Installs a FaultEngine with `rules` in `calls`; `engine.current` is the one made.
-    static func install(_ rules: Rules, in calls: SystemCalls = .live) -> (SystemCalls, Shared<FaultEngine?>) {
+    package static func install(_ rules: Rules, in calls: SystemCalls = .live) -> (SystemCalls, Shared<FaultEngine?>) {
         let made = Shared<FaultEngine?>(nil)
         var calls = calls
         calls.engine = { inner in
@@ -69,26 +71,26 @@ final class FaultEngine: WriteEngine, @unchecked Sendable {
     private var pump: Thread?
 
     /// Calls made so far, of every method.
-    private(set) var calls = 0
+    package private(set) var calls = 0
     /// Completions handed to the capture, in order, with the result it saw.
-    private(set) var delivered: [(request: Request, result: Int32)] = []
+    package private(set) var delivered: [(request: Request, result: Int32)] = []
     /// Writes queued while another write to overlapping bytes was in flight.
-    private(set) var overlaps = 0
+    package private(set) var overlaps = 0
     /// Called (under the engine's lock) with each completion handed to the capture.
-    var onDeliver: (@Sendable (Request, Int32) -> Void)?
+    package var onDeliver: (@Sendable (Request, Int32) -> Void)?
 
-    var name: String { inner.name }
+    package var name: String { inner.name }
 
     /// Requests the capture handed in whose completion it has not received.
-    var outstanding: Int { lock.withLock { inFlight.count } }
+    package var outstanding: Int { lock.withLock { inFlight.count } }
 
-    init(wrapping inner: any WriteEngine, rules: Rules) {
+    package init(wrapping inner: any WriteEngine, rules: Rules) {
         self.inner = inner
         self.rules = rules
         let pump = Thread { [unowned self] in
             while self.lock.withLock({ !self.stopping }) {
                 self.lock.withLock { try? self.sendDueRequests() }
-                usleep(500)
+                usleep(2_000)
             }
         }
         self.pump = pump
@@ -141,7 +143,7 @@ final class FaultEngine: WriteEngine, @unchecked Sendable {
         try inner.submit()
     }
 
-    func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
+    package func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
         try lock.withLock {
             try countCall("queueWrite")
             let request = register(tag, fd: fd, range: offset..<offset + Int64(length))
@@ -163,7 +165,7 @@ final class FaultEngine: WriteEngine, @unchecked Sendable {
         }
     }
 
-    func queueDataSync(fd: Int32, tag: UInt64) throws {
+    package func queueDataSync(fd: Int32, tag: UInt64) throws {
         try lock.withLock {
             try countCall("queueDataSync")
             let request = register(tag, fd: fd, range: nil)
@@ -172,20 +174,20 @@ final class FaultEngine: WriteEngine, @unchecked Sendable {
         }
     }
 
-    func submit() throws {
+    package func submit() throws {
         try lock.withLock {
             try countCall("submit")
             try inner.submit()
         }
     }
 
-    func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
+    package func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
         let deadline = Self.now() + UInt64(max(waitNanoseconds, 0))
         try lock.withLock { try countCall("nextCompletion") }
         while true {
             if let completion = try lock.withLock({ try takeCompletion() }) { return completion }
             if Self.now() >= deadline { return nil }
-            usleep(200)
+            usleep(1_000)
         }
     }
 
@@ -218,7 +220,7 @@ final class FaultEngine: WriteEngine, @unchecked Sendable {
         return completion
     }
 
-    func cancelAll(tag: UInt64) throws {
+    package func cancelAll(tag: UInt64) throws {
         try lock.withLock {
             try countCall("cancelAll")
             // Held requests have not reached the kernel: they are cancelled, as io_uring
@@ -231,7 +233,7 @@ final class FaultEngine: WriteEngine, @unchecked Sendable {
         }
     }
 
-    func shutdown(waitNanoseconds: Int64) -> Bool {
+    package func shutdown(waitNanoseconds: Int64) -> Bool {
         stopPump()
         return inner.shutdown(waitNanoseconds: waitNanoseconds)
     }

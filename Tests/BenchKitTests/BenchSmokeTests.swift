@@ -1,6 +1,7 @@
 @testable import BenchKit
 import Foundation
 import ProVideoStorage
+import TestSupport
 import Testing
 
 /// A few frames through each mode into a tiny pool in a scratch directory. Nothing here

@@ -1,4 +1,5 @@
 import CommandLineSupport
+import TestSupport
 import Testing
 
 @Suite struct SizeParserTests {

@@ -1,5 +1,6 @@
 @testable import BenchKit
 import ProVideoStorage
+import TestSupport
 import Testing
 
 @Suite struct BenchStatisticsTests {
