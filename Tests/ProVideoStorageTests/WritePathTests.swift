@@ -190,6 +190,40 @@ import Testing
         }
     }
 
+    /// `.wait(nanoseconds: .max)` ("wait as long as it takes") waits for the late completions
+    /// (capped at `Capture.stallLimit`) instead of overflowing its deadline; an empty patch is
+    /// a no-op anywhere.
+    @Test(.timeLimit(.minutes(1)))
+    func waitingWithoutLimitAndEmptyPatchesAreSafe() throws {
+        var rules = FaultEngine.Rules()
+        rules.holdCompletion = { _ in 300_000_000 }
+        let (calls, _) = FaultEngine.install(rules)
+        try withPool(calls: calls) { pool, scratch in
+            let options = CaptureOptions(bitrate: 13_000_000, bufferBudget: 256 * Self.kib, writeSize: 64 * Self.kib,
+                                         overrunPolicy: .wait(nanoseconds: .max))
+            let capture = try pool.startCapture(to: scratch + "/patient.mov", options: options)
+            let frames = (0..<6).map { TestSupport.pattern(64 * Self.kib, seed: UInt64($0)) }
+            for frame in frames { try capture.append(frame) }
+            try capture.write([], at: 1)
+            try capture.write([], at: capture.length - 1)
+            let result = try capture.finish()
+            #expect(result.statistics.overruns >= 1)
+            #expect(result.statistics.patches == 0)
+            #expect(TestSupport.fileHolds(result.path, frames.flatMap { $0 }))
+        }
+    }
+
+    /// A pwrite engine dropped without `shutdown` (a capture whose start failed after making
+    /// it) is freed: its writer thread does not keep it alive (its deinit stops the thread).
+    @Test func droppedPwriteEngineIsFreed() {
+        weak var dropped: PwriteEngine?
+        do {
+            let engine = PwriteEngine(queueDepth: 4, calls: .live)
+            dropped = engine
+        }
+        #expect(dropped == nil)
+    }
+
     /// Buffer sizes are multiples of the alignment whatever optimal I/O size a device reports.
     @Test(arguments: [512, 4096])
     func writeSizesAreAligned(alignment: Int) {

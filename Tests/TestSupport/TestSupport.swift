@@ -153,6 +153,17 @@ package struct LoopFilesystem {
     ///   - sectorSize: the loop device's logical sector size (512 or 4096).
     package static func with<T>(_ type: String, megabytes: Int = 320, sectorSize: Int = 512,
                         _ body: (LoopFilesystem) throws -> T) throws -> T {
+        // One loop filesystem test at a time across every test module (each module's root
+        // suite is serialized only within itself): their mkfs and mounts load the shared disk and
+        // the 2 CPUs, and the timing bounds of the crash tests running beside them assume that.
+        try exclusive.withLock { try withUngated(type, megabytes: megabytes, sectorSize: sectorSize, body) }
+    }
+
+    /// Held while a loop filesystem exists; recursive, as a test may mount a second one.
+    private static let exclusive = NSRecursiveLock()
+
+    private static func withUngated<T>(_ type: String, megabytes: Int, sectorSize: Int,
+                                       _ body: (LoopFilesystem) throws -> T) throws -> T {
         let scratch = TestSupport.scratchDirectory("loop-\(type)")
         let mountPoint = scratch + "/mnt"
         try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)

@@ -82,7 +82,9 @@ struct BufferRing {
         slots = Array(repeating: Slot(), count: count)
         freeSlots = Array((0..<count).reversed())
         sealed = []
-        sealed.reserveCapacity(count)
+        // A buffer is reused once its own write lands, so ranges can outnumber buffers while
+        // one slow write holds `landed` back: room for four rounds before the array grows.
+        sealed.reserveCapacity(4 * count)
     }
 
     var hasFreeSlot: Bool { !freeSlots.isEmpty }

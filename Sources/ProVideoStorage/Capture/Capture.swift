@@ -187,6 +187,7 @@ public final class Capture {
         guard offset >= 0, end <= length else {
             throw ProVideoError(.invalidArgument, "cannot patch bytes \(offset)..<\(end): the recording has \(length) bytes")
         }
+        guard !bytes.isEmpty else { return }
         statistics.patches += 1
         try guarded {
             try waitUntil("the flush of the patched buffer") { !ring.flushCovers(offset..<end) }
@@ -256,8 +257,13 @@ public final class Capture {
             try sealFilling()
             try engine.submit()
             try waitUntil("the last writes") { ring.isIdle && commits.isIdle }
-            try data.sync(pool.calls)
-            try recordCommit(length)
+            // The final commit, through the engine like every other: a deadline bounds it.
+            if length > commits.committed {
+                commits.startSync(candidate: length, now: Self.now())
+                try issueDataSync()
+                try engine.submit()
+                try waitUntil("the final commit") { commits.isIdle }
+            }
         }
         state = .closed
         _ = engine.shutdown(waitNanoseconds: Int64(Self.stallLimit))

@@ -2,7 +2,8 @@
 public struct CaptureOptions: Sendable {
     /// What `append` does when every buffer is in flight (the disk is behind).
     public enum OverrunPolicy: Sendable, Equatable {
-        /// Wait for a buffer up to this many nanoseconds, then throw `.overrun`.
+        /// Wait for a buffer up to this many nanoseconds (at most `Capture.stallLimit`, 30 s:
+        /// nothing waits longer on a device that stopped answering), then throw `.overrun`.
         case wait(nanoseconds: UInt64)
         /// Throw `.overrun` at once: the recorder drops the frame and keeps going.
         case fail

@@ -72,7 +72,7 @@ extension Capture {
         guard ring.space < bytes else { return true }
         statistics.overruns += 1
         guard case .wait(let limit) = options.overrunPolicy else { return false }
-        let deadline = started + limit
+        let deadline = started + min(limit, Self.stallLimit)
         while ring.space < bytes {
             let now = Self.now()
             guard now < deadline else { return false }
@@ -201,14 +201,6 @@ extension Capture {
         case .cancel:
             break
         }
-    }
-
-    /// Records `length` as committed, synchronously (finish, after the final fdatasync).
-    func recordCommit(_ length: Int64) throws {
-        CaptureJournal.commitRecord(length, into: commitRecord.bytes)
-        try commitFile.writeAll(UnsafeRawBufferPointer(rebasing: commitRecord.bytes[0..<CaptureJournal.commitRecordLength]),
-                                at: CaptureJournal.commitSlots[commits.recordIndex], pool.calls)
-        commits.recorded(length)
     }
 
     // MARK: Invariants

@@ -83,8 +83,8 @@ struct CommitPipeline {
         return true
     }
 
-    /// Counts a record of `length` as on disk (also for the final, synchronous commit).
-    mutating func recorded(_ length: Int64) {
+    /// Counts a record of `length` as on disk.
+    private mutating func recorded(_ length: Int64) {
         committed = length
         recordIndex ^= 1
     }

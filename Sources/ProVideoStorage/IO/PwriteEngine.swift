@@ -4,31 +4,20 @@ import Glibc
 /// The fallback engine: one writer thread runs queued requests with pwrite(2) and
 /// fdatasync(2) (through `SystemCalls`, so faults can be injected) and reports each result as
 /// io_uring would, short writes included. Used where io_uring cannot be set up.
-final class PwriteEngine: WriteEngine, @unchecked Sendable {
-    private enum Request {
-        case write(fd: Int32, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64)
-        case dataSync(fd: Int32, tag: UInt64)
-    }
-
+final class PwriteEngine: WriteEngine {
     package let name = "pwrite"
-    private let calls: SystemCalls
-    // Guarded by `condition`; sized at creation so the write path does not allocate.
-    private let condition = NSCondition()
-    private var queued: [Request]
-    private var submitted: [Request]
-    private var completed: [EngineCompletion]
-    private var stopping = false
+    /// Requests queued on the caller's thread, handed to the writer by `submit()`.
+    private var queued: [WriterQueue.Request]
+    private let writer: WriterQueue
     private var thread: Thread?
 
     init(queueDepth: Int, calls: SystemCalls) {
-        self.calls = calls
         queued = []
         queued.reserveCapacity(queueDepth)
-        submitted = []
-        submitted.reserveCapacity(queueDepth)
-        completed = []
-        completed.reserveCapacity(queueDepth)
-        let thread = Thread { [unowned self] in self.run() }
+        let writer = WriterQueue(queueDepth: queueDepth, calls: calls)
+        self.writer = writer
+        // The thread holds the queue, not the engine, so dropping the engine stops it.
+        let thread = Thread { writer.run() }
         thread.name = "provideo-writer"
         self.thread = thread
         thread.start()
@@ -46,14 +35,66 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
 
     package func submit() throws {
         guard !queued.isEmpty else { return }
-        condition.lock()
-        submitted.append(contentsOf: queued)
-        condition.broadcast()
-        condition.unlock()
+        writer.take(queued)
         queued.removeAll(keepingCapacity: true)
     }
 
     package func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
+        writer.nextCompletion(waitNanoseconds: waitNanoseconds)
+    }
+
+    package func cancelAll(tag: UInt64) throws {
+        writer.cancelAll(plus: queued)
+        queued.removeAll(keepingCapacity: true)
+    }
+
+    package func shutdown(waitNanoseconds: Int64) -> Bool {
+        writer.stop()
+        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(waitNanoseconds, 0))
+        while thread?.isFinished == false {
+            guard DispatchTime.now().uptimeNanoseconds < deadline else { return false }
+            usleep(100)
+        }
+        return true
+    }
+}
+
+/// The requests the writer thread runs and the completions it reports, guarded by one
+/// condition; sized at creation so the write path does not allocate.
+private final class WriterQueue: @unchecked Sendable {
+    enum Request {
+        case write(fd: Int32, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64)
+        case dataSync(fd: Int32, tag: UInt64)
+
+        var tag: UInt64 {
+            switch self {
+            case .write(_, _, _, _, let tag), .dataSync(_, let tag): tag
+            }
+        }
+    }
+
+    private let calls: SystemCalls
+    private let condition = NSCondition()
+    private var submitted: [Request]
+    private var completed: [EngineCompletion]
+    private var stopping = false
+
+    init(queueDepth: Int, calls: SystemCalls) {
+        self.calls = calls
+        submitted = []
+        submitted.reserveCapacity(queueDepth)
+        completed = []
+        completed.reserveCapacity(queueDepth)
+    }
+
+    func take(_ requests: [Request]) {
+        condition.lock()
+        submitted.append(contentsOf: requests)
+        condition.broadcast()
+        condition.unlock()
+    }
+
+    func nextCompletion(waitNanoseconds: Int64) -> EngineCompletion? {
         condition.lock()
         defer { condition.unlock() }
         if waitNanoseconds > 0 {
@@ -63,34 +104,25 @@ final class PwriteEngine: WriteEngine, @unchecked Sendable {
         return completed.isEmpty ? nil : completed.removeFirst()
     }
 
-    package func cancelAll(tag: UInt64) throws {
+    /// Completes every request not yet started, and `unsubmitted`, with -ECANCELED.
+    func cancelAll(plus unsubmitted: [Request]) {
         condition.lock()
         defer { condition.unlock() }
-        for request in queued + submitted {
-            switch request {
-            case .write(_, _, _, _, let tag), .dataSync(_, let tag):
-                completed.append(EngineCompletion(tag: tag, result: -ECANCELED))
-            }
+        for request in submitted + unsubmitted {
+            completed.append(EngineCompletion(tag: request.tag, result: -ECANCELED))
         }
-        queued.removeAll(keepingCapacity: true)
         submitted.removeAll(keepingCapacity: true)
         condition.broadcast()
     }
 
-    package func shutdown(waitNanoseconds: Int64) -> Bool {
+    func stop() {
         condition.lock()
         stopping = true
         condition.broadcast()
         condition.unlock()
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(waitNanoseconds, 0))
-        while thread?.isFinished == false {
-            guard DispatchTime.now().uptimeNanoseconds < deadline else { return false }
-            usleep(100)
-        }
-        return true
     }
 
-    private func run() {
+    func run() {
         condition.lock()
         while true {
             while submitted.isEmpty && !stopping { condition.wait() }
