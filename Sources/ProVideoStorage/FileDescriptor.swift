@@ -98,9 +98,10 @@ enum FileSystem {
     }
 
     /// fsync(2) on a directory, so that a rename or create in it survives a power cut.
-    static func syncDirectory(_ path: String) throws {
+    static func syncDirectory(_ path: String, _ calls: SystemCalls) throws {
         let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
-        if fsync(fd.rawValue) != 0 { throw ProVideoError.system("fsync", errno: Glibc.errno, path: path) }
+        let rc = calls.fsync(fd.rawValue)
+        if rc < 0 { throw ProVideoError.system("fsync", errno: -rc, path: path) }
     }
 
     static func parent(of path: String) -> String {
@@ -157,14 +158,15 @@ enum FileSystem {
 
     /// Replaces `path` with `bytes` crash-consistently: write a temporary file, flush it,
     /// rename it over `path`, flush the directory. A reader sees the old or the new content.
-    static func replaceDurably(_ path: String, with bytes: [UInt8]) throws {
+    static func replaceDurably(_ path: String, with bytes: [UInt8], _ calls: SystemCalls) throws {
         let temporary = path + ".tmp"
         do {
             let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC)
-            try bytes.withUnsafeBytes { try fd.writeAll($0, at: 0, .live) }
-            if fsync(fd.rawValue) != 0 { throw ProVideoError.system("fsync", errno: Glibc.errno, path: temporary) }
+            try bytes.withUnsafeBytes { try fd.writeAll($0, at: 0, calls) }
+            let rc = calls.fsync(fd.rawValue)
+            if rc < 0 { throw ProVideoError.system("fsync", errno: -rc, path: temporary) }
         }
         try rename(temporary, path)
-        try syncDirectory(parent(of: path))
+        try syncDirectory(parent(of: path), calls)
     }
 }

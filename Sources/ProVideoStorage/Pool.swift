@@ -136,7 +136,7 @@ public final class Pool {
             if zeroFill { try reserve.zeroFill(from: 0, to: size, alignment: storage.directIOAlignment.io, progress: progress) }
             try FileSystem.rename(layout.newReserve, layout.reserve)
             configuration.initialCapacity = size
-            try configuration.save(layout.configuration)
+            try configuration.save(layout.configuration, calls)
         }
     }
 
@@ -178,7 +178,7 @@ public final class Pool {
             // The reserve goes first: killed here, the pool is still valid, with no capacity,
             // and destroy can simply run again.
             for file in [layout.reserve, layout.newReserve, layout.recoveredLog] { try FileSystem.remove(file) }
-            try FileSystem.syncDirectory(path)
+            try FileSystem.syncDirectory(path, calls)
             CrashPoint.hit("destroy.reserveRemoved")
             try FileSystem.remove(layout.configuration)
             try FileSystem.remove(layout.configuration + ".tmp")
@@ -260,7 +260,7 @@ public final class Pool {
             // old size (a smaller reserve is normal: `replenish` grows it) or already the new
             // one, and `repair()` cuts a reserve larger than the capacity.
             configuration.initialCapacity = target
-            try configuration.save(layout.configuration)
+            try configuration.save(layout.configuration, calls)
             let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
             do {
                 if target > current {
@@ -270,7 +270,7 @@ public final class Pool {
                 }
             } catch {
                 configuration = previous
-                try configuration.save(layout.configuration)
+                try configuration.save(layout.configuration, calls)
                 throw error
             }
             CrashPoint.hit("resize.allocated")

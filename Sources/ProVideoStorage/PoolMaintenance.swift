@@ -41,7 +41,7 @@ extension Pool {
         let target = try resolveDestination(destination ?? note.destination)
         return try lock.withMutation {
             note.movingTo = target
-            try note.save(notePath)
+            try note.save(notePath, calls)
             let rc = calls.renameNoReplace(held, target)
             if rc == -EXDEV {
                 let source = try FileDescriptor.open(held, O_RDONLY)
@@ -54,10 +54,10 @@ extension Pool {
             } else if rc < 0 {
                 throw ProVideoError.system("renameat2", errno: -rc, path: target)
             } else {
-                try FileSystem.syncDirectory(FileSystem.parent(of: target))
+                try FileSystem.syncDirectory(FileSystem.parent(of: target), calls)
             }
             try FileSystem.remove(notePath)
-            try FileSystem.syncDirectory(layout.recordings)
+            try FileSystem.syncDirectory(layout.recordings, calls)
             return target
         }
     }
@@ -82,7 +82,7 @@ extension Pool {
                 try FileSystem.remove(held)
             }
             try FileSystem.remove(notePath)
-            try FileSystem.syncDirectory(layout.recordings)
+            try FileSystem.syncDirectory(layout.recordings, calls)
         }
     }
 
@@ -104,7 +104,7 @@ extension Pool {
     func logSalvage(_ recording: SalvagedRecording) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted]
-        try FileSystem.replaceDurably(layout.recoveredLog, with: Array(try encoder.encode(recoveredRecordings() + [recording])))
+        try FileSystem.replaceDurably(layout.recoveredLog, with: Array(try encoder.encode(recoveredRecordings() + [recording])), calls)
     }
 
     /// Checks the pool's accounting against what the filesystem really allocated. Returns one

@@ -25,7 +25,8 @@ enum RecordingCopy {
         do {
             let target = try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
             try transfer(source, to: target, length: length, calls: calls)
-            if fsync(target.rawValue) != 0 { throw ProVideoError.system("fsync", errno: errno, path: temporary) }
+            let synced = calls.fsync(target.rawValue)
+            if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: temporary) }
             let copied = Int64(try FileSystem.facts(temporary).size)
             guard copied == length else {
                 throw ProVideoError(.ioError, "the copy at \(temporary) has \(copied) bytes, expected \(length)", path: temporary)
@@ -39,7 +40,7 @@ enum RecordingCopy {
                                     errno: EEXIST, path: destination)
             }
             if rc < 0 { throw ProVideoError.system("renameat2", errno: -rc, path: destination) }
-            try FileSystem.syncDirectory(directory)
+            try FileSystem.syncDirectory(directory, calls)
             return destination
         } catch {
             unlink(temporary)

@@ -13,6 +13,9 @@ public struct SystemCalls: Sendable {
     public var ftruncate: @Sendable (_ fd: Int32, _ length: Int64) -> Int32
     /// fdatasync(2).
     public var fdatasync: @Sendable (_ fd: Int32) -> Int32
+    /// fsync(2): a finished copy, a small metadata file, or a directory after a rename or a
+    /// create in it (the step that makes the name survive a power cut).
+    public var fsync: @Sendable (_ fd: Int32) -> Int32
     /// pwrite(2): the writer thread of the `pwrite` engine and in-place patches use it.
     public var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: Int64) -> Int
     /// pread(2).
@@ -33,6 +36,7 @@ public struct SystemCalls: Sendable {
         fallocate: { fd, keep, offset, length in pv_fallocate(fd, keep ? 1 : 0, offset, length) },
         ftruncate: { fd, length in Glibc.ftruncate(fd, off_t(length)) == 0 ? 0 : -Glibc.errno },
         fdatasync: { fd in Glibc.fdatasync(fd) == 0 ? 0 : -Glibc.errno },
+        fsync: { fd in Glibc.fsync(fd) == 0 ? 0 : -Glibc.errno },
         pwrite: { fd, buffer, count, offset in
             let n = Glibc.pwrite(fd, buffer, count, off_t(offset))
             return n < 0 ? -Int(Glibc.errno) : n

@@ -189,8 +189,10 @@ extension CrashTests {
 /// Run only as the child of `KillPoints.killedAt("cancel.journaled")` (skipped otherwise):
 /// starts a capture in the pool the parent names, appends 2 MiB and cancels, which kills this
 /// process at `cancel.journaled`.
-@Suite struct CrashCancelChild {
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["PROVIDEO_CRASH_CHILD_POOL"] != nil))
+@Suite("Child process of killedAt(cancel.journaled): skipped unless that test starts it")
+struct ChildProcessOnlyCancel {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["PROVIDEO_CRASH_CHILD_POOL"] != nil,
+                   "runs only as the child process of KillPoints.killedAt(cancel.journaled)"))
     func cancelKilledInChildProcess() throws {
         let environment = ProcessInfo.processInfo.environment
         let pool = try Pool.open(at: try #require(environment["PROVIDEO_CRASH_CHILD_POOL"]))

@@ -176,8 +176,10 @@ extension CrashTests {
 /// Run only as the child of `KilledMove.moveKilledHalfWay` (skipped otherwise): moves the held
 /// recording the parent names with system calls that SIGKILL this process right after the
 /// rename that puts the recording at its destination.
-@Suite struct CrashMoveChild {
-    @Test(.enabled(if: ProcessInfo.processInfo.environment["PROVIDEO_CRASH_CHILD_HELD"] != nil))
+@Suite("Child process of moveKilledHalfWay: skipped unless that test starts it")
+struct ChildProcessOnlyMove {
+    @Test(.enabled(if: ProcessInfo.processInfo.environment["PROVIDEO_CRASH_CHILD_HELD"] != nil,
+                   "runs only as the child process of KilledMove.moveKilledHalfWay"))
     func moveKilledInChildProcess() throws {
         let environment = ProcessInfo.processInfo.environment
         let variant = environment["PROVIDEO_CRASH_CHILD_VARIANT"] ?? "afterRename"

@@ -72,7 +72,8 @@ import Testing
             var capture: Capture? = try pool.startCapture(to: scratch + "/eio.mov", options: options)
             let heldWhileDelivered = Shared<[Bool]>([])
             let path = pool.path
-            fault.current!.onDeliver = { _, _ in
+            fault.current!.onDeliver = { request, _ in
+                guard case .slotWrite = request.tag else { return }
                 let busy = try? Pool.open(at: path).busyReasons()
                 heldWhileDelivered.update { $0.append(busy?.contains(.capturing) ?? false) }
             }

@@ -72,6 +72,14 @@ package final class FaultEngine: WriteEngine, @unchecked Sendable {
 
     /// Calls made so far, of every method.
     package private(set) var calls = 0
+    /// What the capture asked and what it was told, in order.
+    package enum Event: Sendable {
+        case queued(Request, fd: Int32)
+        case delivered(Request, fd: Int32, result: Int32)
+    }
+
+    /// Every request queued and every completion delivered, in order.
+    package private(set) var events: [Event] = []
     /// Completions handed to the capture, in order, with the result it saw.
     package private(set) var delivered: [(request: Request, result: Int32)] = []
     /// Writes queued while another write to overlapping bytes was in flight.
@@ -126,6 +134,7 @@ package final class FaultEngine: WriteEngine, @unchecked Sendable {
             overlaps += 1
         }
         inFlight[tag] = InFlight(request: request, fd: fd, range: range)
+        events.append(.queued(request, fd: fd))
         return request
     }
 
@@ -215,6 +224,7 @@ package final class FaultEngine: WriteEngine, @unchecked Sendable {
     private func deliver(_ completion: EngineCompletion) -> EngineCompletion {
         if let entry = inFlight.removeValue(forKey: completion.tag) {
             delivered.append((entry.request, completion.result))
+            events.append(.delivered(entry.request, fd: entry.fd, result: completion.result))
             onDeliver?(entry.request, completion.result)
         }
         return completion

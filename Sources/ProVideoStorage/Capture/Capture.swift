@@ -37,6 +37,8 @@ public final class Capture {
     let memory: AlignedBuffer
     let patchBuffer: AlignedBuffer
     let commitRecord: AlignedBuffer
+    /// One aligned block: the capture's length (8 bytes, little-endian), then zeros.
+    let progressRecord: AlignedBuffer
     var ring: BufferRing
     var commits: CommitPipeline
     /// Requests handed to the engine whose completion has not come back.
@@ -44,6 +46,8 @@ public final class Capture {
     var state = State.open
     /// The length other processes last saw, and when (`progressInterval`).
     var published: (length: Int64, at: UInt64) = (-1, 0)
+    /// Whether a progress write is in the engine (`progressRecord` must not change then).
+    var progressInFlight = false
 
     enum State { case open, failed(ProVideoError), closed }
 
@@ -62,7 +66,7 @@ public final class Capture {
         self.options = options
         self.destination = journal.destination
         let layout = pool.layout
-        progress = try FileDescriptor.open(layout.captureProgress, O_RDWR | O_CREAT)
+        progress = try FileDescriptor.open(layout.captureProgress, O_RDWR | O_CREAT, direct: true)
         commitFile = try FileDescriptor.open(layout.captureCommit, O_RDWR | O_CREAT | O_DSYNC)
         alignment = journal.alignment
         capacity = journal.capacityAtStart
@@ -70,7 +74,8 @@ public final class Capture {
         let count = options.bufferCount(writeSize: slotSize)
         guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),
               let patchBuffer = AlignedBuffer(length: slotSize, alignment: alignment),
-              let commitRecord = AlignedBuffer(length: alignment, alignment: alignment)
+              let commitRecord = AlignedBuffer(length: alignment, alignment: alignment),
+              let progressRecord = AlignedBuffer(length: alignment, alignment: alignment)
         else {
             throw ProVideoError(.invalidArgument, "cannot allocate \(slotSize * count) bytes of capture buffers; "
                                 + "lower the buffer budget")
@@ -78,15 +83,18 @@ public final class Capture {
         self.memory = memory
         self.patchBuffer = patchBuffer
         self.commitRecord = commitRecord
+        self.progressRecord = progressRecord
         let ring = BufferRing(memory: memory.bytes, slotSize: slotSize, alignment: alignment)
         self.ring = ring
         let slots = (0..<count).map { UnsafeMutableRawBufferPointer(start: ring.base(of: $0), count: slotSize) }
         // Each buffer has one write or one flush in flight at most, plus the data sync, the
-        // commit record and a cancellation.
-        engine = try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 3, calls: pool.calls)
+        // commit record, the progress block and a cancellation.
+        engine = try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 4, calls: pool.calls)
         statistics = CaptureStatistics(engine: engine.name)
         commits = CommitPipeline(interval: options.durabilityInterval, now: Self.now())
-        try publishProgress(force: true)
+        // The progress block exists (allocated, 0) before `capturing` shows a running engine.
+        try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, pool.calls)
+        published = (0, Self.now())
     }
 
     static func now() -> UInt64 {

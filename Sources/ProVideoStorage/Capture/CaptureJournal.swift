@@ -38,8 +38,8 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
         }
     }
 
-    func save(_ path: String) throws {
-        try FileSystem.replaceDurably(path, with: Array(try JSONEncoder().encode(self)))
+    func save(_ path: String, _ calls: SystemCalls) throws {
+        try FileSystem.replaceDurably(path, with: Array(try JSONEncoder().encode(self)), calls)
     }
 
     /// Reads an 8-byte little-endian counter (`progress`), 0 if the file is missing or short.

@@ -40,11 +40,11 @@ extension Pool {
                                         + "or `provideo resize`", path: path)
                 }
                 try FileSystem.makeDirectory(layout.captureDirectory)
-                try journal.save(layout.captureJournal)
+                try journal.save(layout.captureJournal, calls)
                 CrashPoint.hit("capture.journaled")
                 try FileSystem.rename(layout.reserve, layout.captureData)
-                try FileSystem.syncDirectory(layout.captureDirectory)
-                try FileSystem.syncDirectory(path)
+                try FileSystem.syncDirectory(layout.captureDirectory, calls)
+                try FileSystem.syncDirectory(path, calls)
             } catch {
                 holder.release(.capturing)
                 throw error
@@ -54,7 +54,7 @@ extension Pool {
             let data = try FileDescriptor.open(layout.captureData, O_RDWR, direct: true)
             let capture = try Capture(pool: self, journal: journal, busy: holder, data: data, options: options)
             journal.engine = capture.statistics.engine
-            try journal.save(layout.captureJournal)
+            try journal.save(layout.captureJournal, calls)
             return capture
         } catch {
             try? discardCapture()
@@ -134,7 +134,7 @@ extension Pool {
             placement = try placeRecording(journal, length: length, whenTaken: whenTaken)
             journal.reserveTarget = placement.reserveTarget
             journal.placedAt = placement.path
-            try journal.save(layout.captureJournal)
+            try journal.save(layout.captureJournal, calls)
             CrashPoint.hit("finish.placed")
         } else {
             // Killed after the rename to the destination, before the journal recorded it.
@@ -158,7 +158,7 @@ extension Pool {
             try FileSystem.remove(file)
         }
         try FileSystem.removeDirectory(layout.captureDirectory)
-        try FileSystem.syncDirectory(path)
+        try FileSystem.syncDirectory(path, calls)
         if let problem = placement.problem { throw problem }
         return placement
     }
@@ -168,7 +168,7 @@ extension Pool {
         var journal = try CaptureJournal.load(layout.captureJournal)
         journal.reserveTarget = journal.capacityAtStart
         journal.placedAt = nil
-        try journal.save(layout.captureJournal)
+        try journal.save(layout.captureJournal, calls)
         CrashPoint.hit("cancel.journaled")
         _ = try completeCapture(journal: journal, length: 0)
     }
@@ -233,8 +233,8 @@ extension Pool {
                 rc = calls.renameNoReplace(layout.captureData, target)
             }
             if rc == 0 {
-                try FileSystem.syncDirectory(directory)
-                try FileSystem.syncDirectory(layout.captureDirectory)
+                try FileSystem.syncDirectory(directory, calls)
+                try FileSystem.syncDirectory(layout.captureDirectory, calls)
                 return Placement(path: target, reserveTarget: moved, problem: nil)
             }
             if rc != -EXDEV {
@@ -291,9 +291,9 @@ extension Pool {
         try sealRecording(length: length)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil)
-        try note.save(kept + ".json")
+        try note.save(kept + ".json", calls)
         try FileSystem.rename(layout.captureData, kept)
-        try FileSystem.syncDirectory(layout.recordings)
+        try FileSystem.syncDirectory(layout.recordings, calls)
         var reported = problem
         reported.message += "; the recording (\(length) bytes) is kept in the pool at \(kept): "
             + "`provideo move \(kept) [DEST]` moves it once a destination can take it"
@@ -338,7 +338,7 @@ public struct HeldRecording: Codable, Sendable {
     /// Set while `provideo move` moves it there, so a killed move is finished by `repair()`.
     public var movingTo: String?
 
-    func save(_ file: String) throws {
-        try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)))
+    func save(_ file: String, _ calls: SystemCalls) throws {
+        try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)), calls)
     }
 }

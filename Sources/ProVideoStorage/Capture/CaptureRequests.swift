@@ -124,12 +124,17 @@ extension Capture {
 
     /// Writes the capture's length to `capture/progress` for other processes' remaining
     /// capacity, at most every `progressInterval`: they see it move while frames arrive,
-    /// whatever the disk does.
-    func publishProgress(force: Bool = false) throws {
+    /// whatever the disk does. The write is one aligned `O_DIRECT` block through the engine:
+    /// a buffered write on this thread could be throttled by the kernel's dirty-page
+    /// balancing (`balance_dirty_pages`) whenever a neighbour fills the page cache.
+    func publishProgress() throws {
         let now = Self.now()
-        guard force || (length != published.length && now - published.at >= Self.progressInterval) else { return }
-        var value = length.littleEndian
-        try withUnsafeBytes(of: &value) { try progress.writeAll($0, at: 0, pool.calls) }
+        guard !progressInFlight, length != published.length, now - published.at >= Self.progressInterval else { return }
+        progressRecord.bytes.storeBytes(of: UInt64(length).littleEndian, toByteOffset: 0, as: UInt64.self)
+        try engine.queueWrite(fd: progress.rawValue, slot: -1, address: progressRecord.bytes.baseAddress!,
+                              length: alignment, offset: 0, tag: CompletionTag.progress.rawValue)
+        outstanding += 1
+        progressInFlight = true
         published = (length, now)
     }
 
@@ -198,6 +203,10 @@ extension Capture {
             } else {
                 try issueRecord()
             }
+        case .progress:
+            progressInFlight = false
+            // A short write leaves the old value readable; the next publish writes it again.
+            if result < 0 { throw ProVideoError.system("write", errno: -result, path: progress.path) }
         case .cancel:
             break
         }

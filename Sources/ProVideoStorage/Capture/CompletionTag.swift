@@ -10,6 +10,8 @@ package enum CompletionTag: Equatable, CustomStringConvertible {
     case dataSync
     /// The 16-byte commit record.
     case commitRecord
+    /// The capture's length for other processes (`capture/progress`).
+    case progress
     /// The cancellation of every request, after a failure.
     case cancel
 
@@ -22,6 +24,7 @@ package enum CompletionTag: Equatable, CustomStringConvertible {
         case .dataSync: 2
         case .commitRecord: 3
         case .cancel: 4
+        case .progress: 5
         }
     }
 
@@ -33,6 +36,7 @@ package enum CompletionTag: Equatable, CustomStringConvertible {
         case 2 where slot == 0: self = .dataSync
         case 3 where slot == 0: self = .commitRecord
         case 4 where slot == 0: self = .cancel
+        case 5 where slot == 0: self = .progress
         default: return nil
         }
     }
@@ -44,6 +48,7 @@ package enum CompletionTag: Equatable, CustomStringConvertible {
         case .dataSync: "data sync"
         case .commitRecord: "commit record"
         case .cancel: "cancel"
+        case .progress: "progress"
         }
     }
 }

@@ -1,0 +1,183 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// The order of writes and flushes that makes each step durable, seen through the syscall
+/// layer and the engine: a killed process loses nothing the kernel accepted, so only these
+/// checks (and power-loss replay) notice a missing or misplaced flush.
+@Suite struct DurabilityOrderTests {
+    /// Every commit record, periodic or final, is queued only after an fdatasync of the data
+    /// file completed successfully since the previous record.
+    @Test(.timeLimit(.minutes(1)), arguments: [EngineChoice.ioUring, .pwrite])
+    func commitRecordFollowsADataSync(engine: EngineChoice) throws {
+        let (calls, fault) = FaultEngine.install(FaultEngine.Rules())
+        try withPool(calls: calls) { pool, scratch in
+            var options = testOptions
+            options.engine = engine
+            options.durabilityInterval = 0
+            let capture = try pool.startCapture(to: scratch + "/ordered.mov", options: options)
+            for index in 0..<12 {
+                try capture.append(TestSupport.pattern(200_000, seed: UInt64(index)))
+                for _ in 0..<20 where capture.committedLength < capture.length {
+                    try capture.poll()
+                    usleep(2_000)
+                }
+            }
+            try capture.append(TestSupport.pattern(7, seed: 99))  // left for the final commit
+            try capture.finish()
+            var dataFile: Int32?
+            var synced = false
+            var records = 0
+            for event in fault.current!.events {
+                switch event {
+                case .queued(let request, let fd):
+                    switch request.tag {
+                    case .slotWrite, .flush: dataFile = dataFile ?? fd
+                    default: break
+                    }
+                    if request.tag == .commitRecord {
+                        #expect(synced, "commit record \(records + 1) was queued without a data sync before it")
+                        synced = false
+                        records += 1
+                    }
+                case .delivered(let request, let fd, let result):
+                    if request.tag == .dataSync && result == 0 && fd == dataFile { synced = true }
+                }
+            }
+            #expect(records >= 3)
+        }
+    }
+
+    /// A data sync that fails (EIO) fails the capture, and no commit record vouches for the
+    /// bytes it was to make durable: the record on disk stays at the last good commit.
+    @Test(.timeLimit(.minutes(1)), arguments: [EngineChoice.ioUring, .pwrite])
+    func failedDataSyncCommitsNothingMore(engine: EngineChoice) throws {
+        var rules = FaultEngine.Rules()
+        rules.result = { request, result in request.tag == .dataSync && request.ordinal == 2 ? -EIO : result }
+        let (calls, fault) = FaultEngine.install(rules)
+        try withPool(calls: calls) { pool, scratch in
+            var options = testOptions
+            options.engine = engine
+            options.durabilityInterval = 0
+            var capture: Capture? = try pool.startCapture(to: scratch + "/unsynced.mov", options: options)
+            var failure: ProVideoError?
+            var committedBefore: Int64 = 0
+            for index in 0..<200 where failure == nil {
+                do {
+                    committedBefore = capture!.committedLength
+                    try capture!.append(TestSupport.pattern(100_000, seed: UInt64(index)))
+                    try capture!.poll()
+                    usleep(5_000)
+                } catch let error as ProVideoError {
+                    failure = error
+                }
+            }
+            #expect(failure?.errno == EIO)
+            #expect(committedBefore > 0)
+            #expect(capture!.committedLength == committedBefore)
+            #expect(CaptureJournal.readCommitted(pool.layout.captureCommit) == committedBefore)
+            let records = fault.current!.events.filter {
+                if case .queued(let request, _) = $0 { return request.tag == .commitRecord }
+                return false
+            }
+            #expect(records.count == 1)  // the first commit's only
+            capture = nil
+            _ = try Pool.open(at: pool.path)
+        }
+    }
+
+    /// System calls that log the steps of a finish: fdatasync and fsync with the path they
+    /// flush, renames; at each directory flush, whether the journal already records the
+    /// placement (it must not: the journal records a step only once it is durable).
+    static func logging(into log: Shared<[String]>, journal: String, forceCopy: Bool) -> SystemCalls {
+        var calls = SystemCalls.live
+        calls.fdatasync = { fd in
+            log.update { $0.append("fdatasync \(TestSupport.path(of: fd))") }
+            return SystemCalls.live.fdatasync(fd)
+        }
+        calls.fsync = { fd in
+            let placed = (try? CaptureJournal.load(journal))?.placedAt != nil
+            log.update { $0.append("fsync \(TestSupport.path(of: fd))\(placed ? " (journal already placed)" : "")") }
+            return SystemCalls.live.fsync(fd)
+        }
+        calls.renameNoReplace = { from, to in
+            if forceCopy && from.hasSuffix("/capture/data") { return -EXDEV }
+            log.update { $0.append("rename \(from) -> \(to)") }
+            return SystemCalls.live.renameNoReplace(from, to)
+        }
+        return calls
+    }
+
+    /// Same filesystem: data flushed, then the rename to the destination, then the
+    /// destination's directory flushed, and only then the journal step that records it.
+    /// Across filesystems (EXDEV forced): the copy flushed, verified, renamed into place, and
+    /// the directory flushed before the journal records it.
+    @Test(arguments: [false, true])
+    func publishedRecordingIsFlushedBeforeTheJournalMovesOn(copy: Bool) throws {
+        try TestSupport.withScratch("durability-order-\(copy)") { scratch in
+            let log = Shared<[String]>([])
+            let path = scratch + "/pool"
+            let calls = Self.logging(into: log, journal: path + "/capture/capture.json", forceCopy: copy)
+            let pool = try Pool.create(at: path, capacity: 32 << 20, systemCalls: calls)
+            defer { try? pool.destroy() }
+            let destination = scratch + "/take.mov"
+            let capture = try pool.startCapture(to: destination, options: testOptions)
+            let frames = (0..<5).map { TestSupport.pattern(300_001, seed: UInt64($0)) }
+            for frame in frames { try capture.append(frame) }
+            log.update { $0.removeAll() }
+            let result = try capture.finish()
+            #expect(result.path == destination)
+            #expect(TestSupport.fileHolds(destination, frames.flatMap { $0 }))
+            let steps = log.current
+            let published = try #require(steps.firstIndex { $0.hasPrefix("rename ") && $0.hasSuffix("-> \(destination)") },
+                                         "no rename to the destination in \(steps)")
+            let flushed = steps[published...].firstIndex { $0 == "fsync \(scratch)" || $0.hasPrefix("fsync \(scratch) ") }
+            #expect(flushed != nil, "the destination's directory was not flushed after the rename: \(steps)")
+            if let flushed { #expect(!steps[flushed].contains("journal already placed"), "\(steps)") }
+            if copy {
+                let temporary = String(steps[published].dropFirst("rename ".count).prefix { $0 != " " })
+                #expect(steps[..<published].contains("fsync \(temporary)"), "the copy was not flushed before its rename: \(steps)")
+            } else {
+                #expect(steps[..<published].contains("fdatasync \(path)/capture/data"),
+                        "the data was not flushed before the rename: \(steps)")
+            }
+        }
+    }
+
+    /// A copy that reports success but differs from the recording (a byte flipped after
+    /// copy_file_range) is caught by the SHA-256 check: nothing is published, and the
+    /// recording stays in the pool, whole.
+    @Test func corruptedCopyIsNeverPublished() throws {
+        try TestSupport.withScratch("durability-corrupt") { scratch in
+            var calls = SystemCalls.live
+            calls.renameNoReplace = { from, to in
+                from.hasSuffix("/capture/data") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+            }
+            calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
+                let n = SystemCalls.live.copyFileRange(fdIn, offsetIn, fdOut, offsetOut, length)
+                if n > 0 && offsetOut == 0 {
+                    var flipped = [UInt8](repeating: 0, count: 1)
+                    _ = pread(fdOut, &flipped, 1, 0)
+                    flipped[0] ^= 0xFF
+                    _ = pwrite(fdOut, flipped, 1, 0)
+                }
+                return n
+            }
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20, systemCalls: calls)
+            defer { try? pool.destroy() }
+            let destination = scratch + "/take.mov"
+            let capture = try pool.startCapture(to: destination, options: testOptions)
+            let frame = TestSupport.pattern(1_000_003, seed: 4)
+            try capture.append(frame)
+            let error = #expect(throws: ProVideoError.self) { try capture.finish() }
+            #expect(error?.message.contains("SHA-256") == true, "\(String(describing: error))")
+            #expect(!FileManager.default.fileExists(atPath: destination))
+            let held = try #require(try pool.listing().recordings.first)
+            #expect(TestSupport.fileHolds(held.path, frame))
+            try FileSystem.remove(held.path)
+            try FileSystem.remove(held.path + ".json")
+        }
+    }
+}

@@ -1,0 +1,161 @@
+#!/usr/bin/env python3
+"""Mutation check: remove one durability step or promise at a time from the library, rebuild,
+run the tests that should notice, restore the source, and print which test caught each
+mutation. Exits 1 when a mutation survives (or its code no longer exists: a mutation that
+cannot be applied must not pass silently), 2 on usage errors.
+
+Usage (from the package root, as root so that the loop-filesystem tests run too):
+    python3 Tools/mutation-check/mutation-check.py [--only NAME[,NAME...]] [--list]
+
+Each mutation is one exact text replacement in one source file. Runs take about a minute per
+mutation on 2 cores (an incremental debug build and a filtered `swift test`).
+"""
+import argparse
+import os
+import re
+import subprocess
+import sys
+import time
+
+S = "Sources/ProVideoStorage/"
+
+# name, file, original text, mutated text, test filter (a regex over test names)
+MUTATIONS = [
+    ("commit record without its data sync", S + "Capture/CaptureRequests.swift",
+     "        try engine.queueDataSync(fd: data.rawValue, tag: CompletionTag.dataSync.rawValue)",
+     "        try engine.queueDataSync(fd: commitFile.rawValue, tag: CompletionTag.dataSync.rawValue)",
+     "commitRecordFollowsADataSync"),
+    ("no directory flush after the rename to the destination", S + "Capture/CaptureLifecycle.swift",
+     "            if rc == 0 {\n                try FileSystem.syncDirectory(directory, calls)\n",
+     "            if rc == 0 {\n",
+     "publishedRecordingIsFlushedBeforeTheJournalMovesOn"),
+    ("no directory flush after the copy's final rename", S + "RecordingCopy.swift",
+     "            try FileSystem.syncDirectory(directory, calls)\n            return destination",
+     "            return destination",
+     "publishedRecordingIsFlushedBeforeTheJournalMovesOn"),
+    ("copy's SHA-256 verification skipped", S + "RecordingCopy.swift",
+     "guard try digest(source, length: length, calls: calls) == digest(target, length: length, calls: calls) else {",
+     "guard true else {",
+     "corruptedCopyIsNeverPublished"),
+    ("plain rename instead of no-clobber", S + "SystemCalls.swift",
+     "renameNoReplace: { from, to in pv_rename_noreplace(from, to) },",
+     "renameNoReplace: { from, to in Glibc.rename(from, to) == 0 ? 0 : -Glibc.errno },",
+     "takenDestinationKeepsRecordingInPool|existingDestination"),
+    ("recording not cut to its length", S + "Capture/CaptureLifecycle.swift",
+     "        try data.truncate(length, calls)\n        try data.sync(calls)",
+     "        try data.sync(calls)",
+     "oddFramesGiveAnExactFile|tinyRecordingsAreExact"),
+    ("short-completion retry not rounded to the alignment", S + "Capture/WriteProgress.swift",
+     "let reached = result > 0 ? (done + Int(result)) / alignment * alignment : done",
+     "let reached = result > 0 ? done + Int(result) : done",
+     "retryStartsAtAnAlignedBoundary|shortCompletionsAreResubmitted"),
+    ("salvage keeps the whole file", S + "Capture/CaptureLifecycle.swift",
+     "let placement = try completeCapture(journal: journal, length: committed, whenTaken: .recoveredSibling)",
+     "let placement = try completeCapture(journal: journal, length: journal.capacityAtStart, whenTaken: .recoveredSibling)",
+     "killedRecorderIsSalvaged|ioErrorStopsTheCaptureAndTheRestIsSalvaged"),
+    ("remaining capacity ignores a running capture", S + "Pool.swift",
+     "        if let journal = try? CaptureJournal.load(layout.captureJournal) {\n            let landed",
+     "        if false, let journal = try? CaptureJournal.load(layout.captureJournal) {\n            let landed",
+     "otherProcessesSeeProgressEverySecond|slowStreamFramesBecomeDurable"),
+    # Promises of the write path state machine.
+    ("a buffer that fills during its flush waits for it", S + "Capture/CaptureRequests.swift",
+     "        let slot = ring.filling\n        if let write",
+     "        let slot = ring.filling\n        if let slot { try waitUntil(\"flush\") { ring.slots[slot].phase != .flushing } }\n        if let write",
+     "lateFlushesNeverBlockTheRecorder"),
+    ("capturing released before the requests stopped", S + "Capture/CaptureRequests.swift",
+     "            if stopRequests() {\n                busy.release(.capturing)",
+     "            if true {\n                busy.release(.capturing)",
+     "failedWriteStopsEveryWriteBeforeRelease"),
+    ("no cancellation after a failure", S + "Capture/CaptureRequests.swift",
+     "        if outstanding > 0 { try? engine.cancelAll(tag: CompletionTag.cancel.rawValue) }",
+     "",
+     "failedWriteStopsEveryWriteBeforeRelease"),
+    ("a patch ignores a flush in flight", S + "Capture/Capture.swift",
+     "try waitUntil(\"the flush of the patched buffer\") { !ring.flushCovers(offset..<end) }",
+     "",
+     "patchNeverTearsAFlushInFlight"),
+    ("progress published every 2 s", S + "Capture/CaptureRequests.swift",
+     "now - published.at >= Self.progressInterval",
+     "now - published.at >= 2_000_000_000",
+     "otherProcessesSeeProgressEverySecond"),
+    ("write size not rounded to the alignment", S + "Capture/CaptureOptions.swift",
+     "let unit = (max(alignment, optimalIOSize) + alignment - 1) / alignment * alignment",
+     "let unit = max(alignment, optimalIOSize)",
+     "writeSizesAreAligned"),
+]
+
+
+def run(command, log):
+    with open(log, "w") as out:
+        return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
+
+
+def failed_tests(log):
+    names = []
+    with open(log, errors="replace") as text:
+        for line in text:
+            match = re.match(r"✘ Test (\S+?)(?:\(| )", line)
+            if match and match.group(1) not in names:
+                names.append(match.group(1))
+    return names
+
+
+def main():
+    parser = argparse.ArgumentParser(description="Mutation check of the durability steps.")
+    parser.add_argument("--only", help="comma-separated mutation names (substrings)")
+    parser.add_argument("--list", action="store_true", help="list the mutations and exit")
+    args = parser.parse_args()
+    if args.list:
+        for name, path, *_ in MUTATIONS:
+            print(f"{name}  ({path})")
+        return 0
+    chosen = MUTATIONS
+    if args.only:
+        wanted = [w.strip() for w in args.only.split(",")]
+        chosen = [m for m in MUTATIONS if any(w in m[0] for w in wanted)]
+        if not chosen:
+            print(f"mutation-check: no mutation matches {args.only}; see --list", file=sys.stderr)
+            return 2
+    if not os.path.exists("Package.swift"):
+        print("mutation-check: run from the package root", file=sys.stderr)
+        return 2
+    logs = os.path.join(".build", "mutation-check")
+    os.makedirs(logs, exist_ok=True)
+    rows, survivors, started = [], 0, time.time()
+    for index, (name, path, original, mutated, tests) in enumerate(chosen):
+        with open(path) as source:
+            text = source.read()
+        if text.count(original) != 1:
+            rows.append((name, f"NOT APPLIED: the code is gone or not unique in {path}"))
+            survivors += 1
+            continue
+        print(f"[{index + 1}/{len(chosen)}] {name}", file=sys.stderr, flush=True)
+        try:
+            with open(path, "w") as source:
+                source.write(text.replace(original, mutated))
+            log = os.path.join(logs, f"{index + 1}.log")
+            if run(["swift", "build", "--build-tests"], log) != 0:
+                rows.append((name, f"BUILD FAILED (see {log})"))
+                survivors += 1
+                continue
+            status = run(["swift", "test", "--skip-build", "--filter", tests], log)
+            caught = failed_tests(log)
+            if status != 0:
+                rows.append((name, "caught by " + (", ".join(caught) or f"a crash of the test run (see {log})")))
+            else:
+                rows.append((name, "SURVIVED"))
+                survivors += 1
+        finally:
+            with open(path, "w") as source:
+                source.write(text)
+    run(["swift", "build", "--build-tests"], os.path.join(logs, "restore.log"))
+    width = max(len(name) for name, _ in rows)
+    print(f"{'mutation'.ljust(width)}  result")
+    for name, result in rows:
+        print(f"{name.ljust(width)}  {result}")
+    print(f"{len(rows) - survivors} caught, {survivors} not caught, in {time.time() - started:.0f} s")
+    return 1 if survivors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
