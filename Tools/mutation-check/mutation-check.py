@@ -52,7 +52,7 @@ MUTATIONS = [
     ("salvage keeps the whole file", S + "Capture/CaptureLifecycle.swift",
      "let placement = try completeCapture(journal: journal, length: committed, whenTaken: .recoveredSibling)",
      "let placement = try completeCapture(journal: journal, length: journal.capacityAtStart, whenTaken: .recoveredSibling)",
-     "killedRecorderIsSalvaged|ioErrorStopsTheCaptureAndTheRestIsSalvaged"),
+     "killedRecorderIsSalvaged|ioErrorStopsTheCaptureAndTheRestIsSalvaged|killNineAtRandomPoints"),
     ("remaining capacity ignores a running capture", S + "Pool.swift",
      "        if let journal = try? CaptureJournal.load(layout.captureJournal) {\n            let landed",
      "        if false, let journal = try? CaptureJournal.load(layout.captureJournal) {\n            let landed",
