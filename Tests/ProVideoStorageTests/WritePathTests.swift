@@ -92,7 +92,9 @@ import Testing
             #expect(try pool.busyReasons() == [])
             let before = TestSupport.readPrefix(pool.layout.captureData, 13 * 64 * Self.kib)
             usleep(2_000_000)
-            #expect(TestSupport.readPrefix(pool.layout.captureData, 13 * 64 * Self.kib) == before)
+            // Compared outside #expect: a failing expectation would diff 832 KiB element by element.
+            let unchanged = TestSupport.readPrefix(pool.layout.captureData, 13 * 64 * Self.kib) == before
+            #expect(unchanged, "bytes of the capture file changed after the error returned")
             if let failure { #expect(throws: failure) { try capture!.append([1]) } }
             capture = nil
             _ = try Pool.open(at: pool.path)  // salvages what was committed
@@ -184,7 +186,8 @@ import Testing
             }
             #expect(capture.committedLength == 100_000)
             let onDisk = Array(TestSupport.readPrefix(pool.layout.captureData, 100_000)[40_000..<60_000])
-            #expect(onDisk == Array(expected[40_000..<60_000]) || onDisk == patch)
+            let whole = onDisk == Array(expected[40_000..<60_000]) || onDisk == patch
+            #expect(whole, "the patched bytes on disk are a mix of old and new")
             expected.replaceSubrange(40_000..<60_000, with: patch)
             let result = try capture.finish()
             #expect(TestSupport.fileHolds(result.path, expected))

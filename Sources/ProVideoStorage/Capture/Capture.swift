@@ -272,6 +272,7 @@ public final class Capture {
                 try engine.submit()
                 try waitUntil("the final commit") { commits.isIdle }
             }
+            try waitUntil("the last progress write") { outstanding == 0 }
         }
         state = .closed
         _ = engine.shutdown(waitNanoseconds: Int64(Self.stallLimit))

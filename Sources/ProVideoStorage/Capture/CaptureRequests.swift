@@ -56,8 +56,8 @@ extension Capture {
             guard outstanding > 0 else { throw violated("waiting for \(what) with no request in flight") }
             let now = Self.now()
             guard now < deadline else {
-                throw ProVideoError(.ioError, "waited \(Self.stallLimit / 1_000_000_000) s for \(what): the device "
-                                    + "completed none of \(outstanding) requests", path: data.path)
+                throw ProVideoError(.ioError, "waited \(Self.stallLimit / 1_000_000_000) s for \(what): \(outstanding) "
+                                    + "requests are still not done; the device is not responding", path: data.path)
             }
             try reap(waitNanoseconds: Int64(deadline - now))
         }
