@@ -18,6 +18,8 @@ import sys
 import time
 
 S = "Sources/ProVideoStorage/"
+# Seconds one filtered test run may take before it counts as hung.
+TEST_TIMEOUT = 600
 
 # name, file, original text, mutated text, test filter (a regex over test names)
 MUTATIONS = [
@@ -85,9 +87,13 @@ MUTATIONS = [
 ]
 
 
-def run(command, log):
+def run(command, log, timeout=None):
+    """The command's exit status, or None when it ran past `timeout` seconds (then killed)."""
     with open(log, "w") as out:
-        return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT).returncode
+        try:
+            return subprocess.run(command, stdout=out, stderr=subprocess.STDOUT, timeout=timeout).returncode
+        except subprocess.TimeoutExpired:
+            return None
 
 
 def failed_tests(log):
@@ -138,9 +144,12 @@ def main():
                 rows.append((name, f"BUILD FAILED (see {log})"))
                 survivors += 1
                 continue
-            status = run(["swift", "test", "--skip-build", "--filter", tests], log)
+            status = run(["swift", "test", "--skip-build", "--filter", tests], log, timeout=TEST_TIMEOUT)
             caught = failed_tests(log)
-            if status != 0:
+            if status is None:
+                rows.append((name, f"TIMED OUT after {TEST_TIMEOUT} s: a hang is not a catch (see {log})"))
+                survivors += 1
+            elif status != 0:
                 rows.append((name, "caught by " + (", ".join(caught) or f"a crash of the test run (see {log})")))
             else:
                 rows.append((name, "SURVIVED"))
