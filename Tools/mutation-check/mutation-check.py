@@ -100,7 +100,7 @@ def failed_tests(log):
     names = []
     with open(log, errors="replace") as text:
         for line in text:
-            match = re.match(r"✘ Test (\S+?)(?:\(| )", line)
+            match = re.match(r"✘ Test (\w+)\(", line)
             if match and match.group(1) not in names:
                 names.append(match.group(1))
     return names
