@@ -23,7 +23,8 @@ enum RecordingCopy {
             return destination
         }
         do {
-            let target = try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_TRUNC, mode: 0o644)
+            // 0666 less the umask, as the rename path gives and as `touch` would.
+            let target = try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_TRUNC, mode: 0o666)
             try transfer(source, to: target, length: length, calls: calls)
             let synced = calls.fsync(target.rawValue)
             if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: temporary) }
@@ -83,17 +84,22 @@ enum RecordingCopy {
     static func digest(_ file: FileDescriptor, length: Int64, calls: SystemCalls) throws -> [UInt8] {
         guard let context = pv_sha256_new() else { throw ProVideoError(.ioError, "cannot allocate a SHA-256 context") }
         var buffer = [UInt8](repeating: 0, count: chunk)
-        var offset: Int64 = 0
-        while offset < length {
-            let want = Int(min(Int64(chunk), length - offset))
-            let n = try buffer.withUnsafeMutableBytes {
-                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
-            }
-            if n == 0 { break }
-            buffer.withUnsafeBytes { pv_sha256_update(context, $0.baseAddress, n) }
-            offset += Int64(n)
-        }
         var result = [UInt8](repeating: 0, count: 32)
+        var offset: Int64 = 0
+        do {
+            while offset < length {
+                let want = Int(min(Int64(chunk), length - offset))
+                let n = try buffer.withUnsafeMutableBytes {
+                    try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
+                }
+                if n == 0 { break }
+                buffer.withUnsafeBytes { pv_sha256_update(context, $0.baseAddress, n) }
+                offset += Int64(n)
+            }
+        } catch {
+            pv_sha256_finish(context, &result)  // it frees the context: no leak when a read fails
+            throw error
+        }
         pv_sha256_finish(context, &result)
         return result
     }

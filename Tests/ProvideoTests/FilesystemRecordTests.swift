@@ -44,6 +44,25 @@ struct FilesystemRecordTests {
 
         /// While one process records from a pipe fed slowly, another process's
         /// `status --json` shows `capturing` and a remaining capacity that falls.
+        /// A recording gets 0666 less the recorder's umask whether it was renamed into place
+        /// (same filesystem) or copied (tmpfs), as `touch` would give: with umask 002, 664.
+        @Test func recordingModeFollowsTheUmaskOnBothPaths() throws {
+            try FS.withPool("ext4", capacity: "16M") { fs, pool in
+                try LoopFilesystem.with("tmpfs", megabytes: 32) { tmp in
+                    for destination in [fs.mountPoint + "/renamed.mov", tmp.mountPoint + "/copied.mov"] {
+                        let result = try TestSupport.run("/bin/sh", ["-c", """
+                            umask 002 && head -c 300001 /dev/urandom | '\(TestSupport.provideoPath)' --pool '\(pool)' \
+                              record '\(destination)' --bitrate 10M
+                            """])
+                        #expect(result.status == 0, "\(result.stderr)")
+                        var st = stat()
+                        #expect(stat(destination, &st) == 0)
+                        #expect(st.st_mode & 0o777 == 0o664, "\(destination): mode \(String(st.st_mode & 0o777, radix: 8))")
+                    }
+                }
+            }
+        }
+
         @Test func statusFromAnotherProcessDuringACapture() throws {
             try FS.withPool("ext4", capacity: "64M") { fs, pool in
                 let destination = fs.mountPoint + "/take.mov"
