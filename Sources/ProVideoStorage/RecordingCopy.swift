@@ -17,7 +17,10 @@ enum RecordingCopy {
     static func copy(_ source: FileDescriptor, length: Int64, to destination: String, tag: String,
                      calls: SystemCalls) throws -> String {
         let directory = FileSystem.parent(of: destination)
-        let temporary = "\(directory)/.\(FileSystem.lastComponent(of: destination)).provideo-\(tag).partial"
+        let suffix = ".provideo-\(DerivedName.shortened(tag, toBytes: 64)).partial"
+        let name = DerivedName.shortened(FileSystem.lastComponent(of: destination),
+                                         toBytes: DerivedName.maximumBytes - 1 - suffix.utf8.count)
+        let temporary = "\(directory)/.\(name)\(suffix)"
         if try isCopy(of: source, length: length, at: destination, calls: calls) {
             // A copy killed after its final rename, salvaged again: the destination is this copy.
             return destination

@@ -274,20 +274,29 @@ extension Pool {
             : ProVideoError.system("renameat2", errno: -rc, path: destination)
     }
 
-    /// "take.mov" → "take.recovered-<id>.mov", next to the destination.
+    /// "take.mov" → "take.recovered-<id>.mov", next to the destination; the part before the
+    /// extension is shortened when the whole would not fit NAME_MAX (`DerivedName`).
     static func recoveredName(_ destination: String, id: String) -> String {
         let name = FileSystem.lastComponent(of: destination)
         let directory = FileSystem.parent(of: destination)
-        if let dot = name.lastIndex(of: "."), dot != name.startIndex {
-            return "\(directory)/\(name[..<dot]).recovered-\(id)\(name[dot...])"
+        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
+        let stem = dot.map { String(name[..<$0]) } ?? name
+        let ext = dot.map { String(name[$0...]) } ?? ""
+        let marker = ".recovered-\(id)"
+        let room = DerivedName.maximumBytes - marker.utf8.count - ext.utf8.count
+        if ext.utf8.count <= 16 && room >= 16 {
+            return "\(directory)/\(DerivedName.shortened(stem, toBytes: room))\(marker)\(ext)"
         }
-        return "\(directory)/\(name).recovered-\(id)"
+        return "\(directory)/\(DerivedName.shortened(name, toBytes: DerivedName.maximumBytes - marker.utf8.count))\(marker)"
     }
 
     /// Keeps the recording in `recordings/` with a note of where it was meant to go.
     private func keepInPool(_ journal: CaptureJournal, length: Int64, problem: ProVideoError) throws -> Placement {
         try FileSystem.makeDirectory(layout.recordings)
-        let kept = layout.recordings + "/\(journal.id)-" + FileSystem.lastComponent(of: journal.destination)
+        // Room for the note beside it, "<kept>.json", and that note's ".tmp" while it is written.
+        let room = DerivedName.maximumBytes - "\(journal.id)-".utf8.count - ".json.tmp".utf8.count
+        let kept = layout.recordings + "/\(journal.id)-"
+            + DerivedName.shortened(FileSystem.lastComponent(of: journal.destination), toBytes: room)
         try sealRecording(length: length)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil)
