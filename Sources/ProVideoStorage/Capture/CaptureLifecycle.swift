@@ -137,8 +137,11 @@ extension Pool {
             try journal.save(layout.captureJournal, calls)
             CrashPoint.hit("finish.placed")
         } else {
-            // Killed after the rename to the destination, before the journal recorded it.
-            placement = Placement(path: journal.destination,
+            // Killed after the rename into place, before the journal recorded it: the recording
+            // is at its recovered sibling (named with this capture's id, so it is this one) when
+            // a salvage found the destination taken, else at the destination.
+            let sibling = Self.recoveredName(journal.destination, id: journal.id)
+            placement = Placement(path: FileSystem.exists(sibling) ? sibling : journal.destination,
                                   reserveTarget: journal.capacityAtStart - reserve(layout.reserve).rounded(length),
                                   problem: nil)
         }
