@@ -19,8 +19,8 @@ final class FileDescriptor {
         let fd = direct ? pv_open_direct(path, flags, mode) : Glibc.open(path, flags | O_CLOEXEC, mode)
         if fd < 0 {
             let error = direct ? -fd : Glibc.errno
-            throw ProVideoError.system("open", errno: error, path: path,
-                                       code: error == ENOENT ? .poolNotFound : nil)
+            // ENOENT is a missing file, not a missing pool: only `Pool.open` says "no pool".
+            throw ProVideoError.system("open", errno: error, path: path)
         }
         return FileDescriptor(rawValue: fd, path: path)
     }
@@ -63,7 +63,7 @@ enum FileSystem {
     static func facts(_ path: String) throws -> pv_file_facts {
         var facts = pv_file_facts()
         let rc = pv_statx(path, &facts)
-        if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path, code: rc == -ENOENT ? .poolNotFound : nil) }
+        if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
         return facts
     }
 

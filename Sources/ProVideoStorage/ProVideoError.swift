@@ -50,8 +50,8 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     }
 
     /// An error for a failed system call: `call` names it (e.g. "fallocate"), `errno` is positive.
-    static func system(_ call: String, errno: Int32, path: String? = nil, code: Code? = nil) -> ProVideoError {
-        let resolved = code ?? (errno == ENOSPC || errno == EDQUOT ? .notEnoughSpace : .ioError)
+    static func system(_ call: String, errno: Int32, path: String? = nil) -> ProVideoError {
+        let resolved: Code = errno == ENOSPC || errno == EDQUOT ? .notEnoughSpace : .ioError
         let target = path.map { " on \($0)" } ?? ""
         return ProVideoError(resolved, "\(call)\(target) failed: \(String(cString: strerror(errno)))",
                              errno: errno, path: path)
