@@ -181,11 +181,26 @@ public final class Pool {
             try FileSystem.syncDirectory(path, calls)
             CrashPoint.hit("destroy.reserveRemoved")
             try FileSystem.remove(layout.configuration)
+            CrashPoint.hit("destroy.configurationRemoved")
             try FileSystem.remove(layout.configuration + ".tmp")
             try FileSystem.removeDirectory(layout.recordings)
         }
         try FileSystem.remove(layout.lock)
         try? FileSystem.removeDirectory(path)
+    }
+
+    /// Finishes a destroy that was killed after it removed `pool.json`: removes what only a
+    /// pool leaves (`pool.lock`, `pool.json.tmp`, an empty `recordings/`) and the directory.
+    /// Anything else in the directory is left alone.
+    /// - Returns: false when `path` holds no such remains (then it is not a pool at all).
+    /// - Throws: `.ioError` when a remain cannot be removed.
+    public static func removeRemains(at path: String) throws -> Bool {
+        let layout = PoolLayout(directory: resolvePath(path))
+        guard !FileSystem.exists(layout.configuration), FileSystem.exists(layout.lock) else { return false }
+        for file in [layout.lock, layout.configuration + ".tmp"] { try FileSystem.remove(file) }
+        try? FileSystem.removeDirectory(layout.recordings)
+        try? FileSystem.removeDirectory(layout.directory)
+        return true
     }
 
     // MARK: State

@@ -66,8 +66,13 @@ enum Commands {
 
     static func destroy(_ path: String, _ arguments: inout Arguments) throws {
         try arguments.finish()
-        try openPool(path).destroy()
-        print("destroyed the pool at \(path)")
+        do {
+            try openPool(path).destroy()
+            print("destroyed the pool at \(path)")
+        } catch let error as ProVideoError where error.code == .poolNotFound {
+            guard try Pool.removeRemains(at: path) else { throw error }
+            print("removed what an interrupted destroy left at \(path)")
+        }
     }
 
     static func record(_ path: String, _ arguments: inout Arguments) throws {
