@@ -62,8 +62,14 @@ public final class Pool {
     /// - Throws: `.poolExists`, `.unsupported` (with the reason), `.invalidArgument` for a
     ///   capacity ≤ 0 or a path that is not a directory, `.notEnoughSpace`, `.ioError`.
     public static func create(at path: String, capacity: Int64, zeroFill: Bool = false,
-                              progress: ((Int64, Int64) -> Void)? = nil,
-                              systemCalls: SystemCalls = .live) throws -> Pool {
+                              progress: ((Int64, Int64) -> Void)? = nil) throws -> Pool {
+        try create(at: path, capacity: capacity, zeroFill: zeroFill, progress: progress, systemCalls: .live)
+    }
+
+    /// `create(at:capacity:zeroFill:progress:)` with system calls a test swapped.
+    package static func create(at path: String, capacity: Int64, zeroFill: Bool = false,
+                               progress: ((Int64, Int64) -> Void)? = nil,
+                               systemCalls: SystemCalls) throws -> Pool {
         guard !path.isEmpty else { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = FileSystem.absolute(path)
         guard capacity > 0 else {
@@ -144,7 +150,12 @@ public final class Pool {
     /// process left behind.
     /// - Throws: `.poolNotFound` (with the command that creates one), `.invalidArgument` when
     ///   the path is a file, `.corruptState` for an unreadable or newer `pool.json`.
-    public static func open(at path: String? = nil, systemCalls: SystemCalls = .live) throws -> Pool {
+    public static func open(at path: String? = nil) throws -> Pool {
+        try open(at: path, systemCalls: .live)
+    }
+
+    /// `open(at:)` with system calls a test swapped.
+    package static func open(at path: String?, systemCalls: SystemCalls) throws -> Pool {
         if path?.isEmpty == true { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = resolvePath(path)
         if FileSystem.exists(path) && !FileSystem.isDirectory(path) {

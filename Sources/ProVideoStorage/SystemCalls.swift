@@ -2,37 +2,38 @@ import CProVideo
 import Glibc
 
 /// The system calls the pool and the capture engine make on data files, gathered in one value
-/// so tests can swap any of them to inject short writes, `EIO`, `ENOSPC` or `EXDEV`.
+/// so tests can swap any of them to inject short writes, `EIO`, `ENOSPC` or `EXDEV`. A test
+/// seam: `package`, not part of the library's public API.
 ///
 /// Every call returns what the kernel returns, with errors as negative errno values (the
 /// io_uring convention): byte counts for reads and writes, 0 for success otherwise.
-public struct SystemCalls: Sendable {
+package struct SystemCalls: Sendable {
     /// fallocate(2) on `fd`; `keepSize` adds `FALLOC_FL_KEEP_SIZE`.
-    public var fallocate: @Sendable (_ fd: Int32, _ keepSize: Bool, _ offset: Int64, _ length: Int64) -> Int32
+    package var fallocate: @Sendable (_ fd: Int32, _ keepSize: Bool, _ offset: Int64, _ length: Int64) -> Int32
     /// ftruncate(2).
-    public var ftruncate: @Sendable (_ fd: Int32, _ length: Int64) -> Int32
+    package var ftruncate: @Sendable (_ fd: Int32, _ length: Int64) -> Int32
     /// fdatasync(2).
-    public var fdatasync: @Sendable (_ fd: Int32) -> Int32
+    package var fdatasync: @Sendable (_ fd: Int32) -> Int32
     /// fsync(2): a finished copy, a small metadata file, or a directory after a rename or a
     /// create in it (the step that makes the name survive a power cut).
-    public var fsync: @Sendable (_ fd: Int32) -> Int32
+    package var fsync: @Sendable (_ fd: Int32) -> Int32
     /// pwrite(2): the writer thread of the `pwrite` engine and in-place patches use it.
-    public var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: Int64) -> Int
+    package var pwrite: @Sendable (_ fd: Int32, _ buffer: UnsafeRawPointer, _ count: Int, _ offset: Int64) -> Int
     /// pread(2).
-    public var pread: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) -> Int
+    package var pread: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) -> Int
     /// renameat2(2) with `RENAME_NOREPLACE`.
-    public var renameNoReplace: @Sendable (_ from: String, _ to: String) -> Int32
+    package var renameNoReplace: @Sendable (_ from: String, _ to: String) -> Int32
     /// copy_file_range(2) between explicit offsets.
-    public var copyFileRange: @Sendable (_ fdIn: Int32, _ offsetIn: Int64, _ fdOut: Int32, _ offsetOut: Int64, _ length: Int) -> Int
+    package var copyFileRange: @Sendable (_ fdIn: Int32, _ offsetIn: Int64, _ fdOut: Int32, _ offsetOut: Int64, _ length: Int) -> Int
     /// Sees the `res` of every io_uring write completion (the CQE) before the engine does, with
     /// the number of bytes that write asked for. The live value passes `res` through.
-    public var writeCompletion: @Sendable (_ requested: Int32, _ res: Int32) -> Int32
+    package var writeCompletion: @Sendable (_ requested: Int32, _ res: Int32) -> Int32
     /// Wraps the engine a capture writes with (io_uring or pwrite), so that tests can delay,
     /// reorder or fail its requests and completions. The live value is the engine itself.
     package var engine: @Sendable (any WriteEngine) -> any WriteEngine = { $0 }
 
     /// The real system calls.
-    public static let live = SystemCalls(
+    package static let live = SystemCalls(
         fallocate: { fd, keep, offset, length in pv_fallocate(fd, keep ? 1 : 0, offset, length) },
         ftruncate: { fd, length in Glibc.ftruncate(fd, off_t(length)) == 0 ? 0 : -Glibc.errno },
         fdatasync: { fd in Glibc.fdatasync(fd) == 0 ? 0 : -Glibc.errno },
