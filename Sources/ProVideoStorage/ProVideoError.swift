@@ -41,6 +41,11 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     public var errno: Int32?
     /// The path the failing operation worked on, if any.
     public var path: String?
+    /// The system call that failed ("fdatasync", "renameat2", …), if one did.
+    public var systemCall: String?
+    /// Where the library raised it, as `Module/File.swift:line` (`#fileID`, `#line`): for a
+    /// bug report, not for the user.
+    public var location: String?
 
     public init(_ code: Code, _ message: String, errno: Int32? = nil, path: String? = nil) {
         self.code = code
@@ -50,11 +55,15 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     }
 
     /// An error for a failed system call: `call` names it (e.g. "fallocate"), `errno` is positive.
-    static func system(_ call: String, errno: Int32, path: String? = nil) -> ProVideoError {
+    static func system(_ call: String, errno: Int32, path: String? = nil,
+                       file: StaticString = #fileID, line: UInt = #line) -> ProVideoError {
         let resolved: Code = errno == ENOSPC || errno == EDQUOT ? .notEnoughSpace : .ioError
         let target = path.map { " on \($0)" } ?? ""
-        return ProVideoError(resolved, "\(call)\(target) failed: \(String(cString: strerror(errno)))",
-                             errno: errno, path: path)
+        var error = ProVideoError(resolved, "\(call)\(target) failed: \(String(cString: strerror(errno)))",
+                                  errno: errno, path: path)
+        error.systemCall = call
+        error.location = "\(file):\(line)"
+        return error
     }
 
     public var description: String { message }

@@ -75,6 +75,8 @@ import Testing
                 }
             }
             #expect(failure?.errno == EIO)
+            #expect(failure?.systemCall == "fdatasync")
+            #expect(failure?.location?.hasPrefix("ProVideoStorage/CommitPipeline.swift:") == true, "\(String(describing: failure?.location))")
             #expect(committedBefore > 0)
             #expect(capture!.committedLength == committedBefore)
             #expect(CaptureJournal.readCommitted(pool.layout.captureCommit) == committedBefore)
