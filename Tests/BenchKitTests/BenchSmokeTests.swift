@@ -9,13 +9,17 @@ import Testing
 @Suite(.serialized) struct BenchSmokeTests {
     static let frames = 6
 
+    /// A scratch pool, held against tests that change kernel settings: the bench's engines
+    /// and fio use io_uring, which a sysctl test may be disabling meanwhile.
     static func withPool<T>(_ name: String = #function, _ body: (Pool, String) throws -> T) throws -> T {
-        try TestSupport.withScratch(name) { directory in
-            let pool = try Pool.create(at: directory + "/pool", capacity: 32 << 20)
-            defer { try? pool.destroy() }
-            let files = directory + "/files"
-            try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
-            return try body(pool, files)
+        try TestSupport.kernelSettings.reading {
+            try TestSupport.withScratch(name) { directory in
+                let pool = try Pool.create(at: directory + "/pool", capacity: 32 << 20)
+                defer { try? pool.destroy() }
+                let files = directory + "/files"
+                try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
+                return try body(pool, files)
+            }
         }
     }
 
