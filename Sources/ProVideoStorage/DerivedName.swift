@@ -10,8 +10,7 @@ enum DerivedName {
     /// share their start stay distinct), then its extension (up to 16 bytes) if it has one.
     static func shortened(_ text: String, toBytes bytes: Int) -> String {
         guard text.utf8.count > bytes else { return text }
-        let dot = text.lastIndex(of: ".").flatMap { $0 == text.startIndex ? nil : $0 }
-        let ext = dot.map { String(text[$0...]) }.flatMap { $0.utf8.count <= 16 ? $0 : nil } ?? ""
+        let ext = splitExtension(text).ext
         let mark = "~" + String(String(hash(text), radix: 16).suffix(8))
         let budget = max(bytes - ext.utf8.count - mark.utf8.count, 0)
         var start = ""
@@ -20,6 +19,14 @@ enum DerivedName {
             start.append(character)
         }
         return start + mark + ext
+    }
+
+    /// "take.mov" → ("take", ".mov"); a name without a short extension (at most 16 bytes, not
+    /// a leading dot) → (name, "").
+    static func splitExtension(_ name: String) -> (stem: String, ext: String) {
+        guard let dot = name.lastIndex(of: "."), dot != name.startIndex, name.utf8.count - name[..<dot].utf8.count <= 16
+        else { return (name, "") }
+        return (String(name[..<dot]), String(name[dot...]))
     }
 
     /// FNV-1a, 64 bits: stable across runs and processes (Swift's `Hasher` is seeded per

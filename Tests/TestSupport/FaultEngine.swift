@@ -81,7 +81,12 @@ package final class FaultEngine: WriteEngine, @unchecked Sendable {
     /// Every request queued and every completion delivered, in order.
     package private(set) var events: [Event] = []
     /// Completions handed to the capture, in order, with the result it saw.
-    package private(set) var delivered: [(request: Request, result: Int32)] = []
+    package var delivered: [(request: Request, result: Int32)] {
+        events.compactMap { event in
+            if case .delivered(let request, _, let result) = event { return (request, result) }
+            return nil
+        }
+    }
     /// Writes queued while another write to overlapping bytes was in flight.
     package private(set) var overlaps = 0
     /// Called (under the engine's lock) with each completion handed to the capture.
@@ -223,7 +228,6 @@ package final class FaultEngine: WriteEngine, @unchecked Sendable {
 
     private func deliver(_ completion: EngineCompletion) -> EngineCompletion {
         if let entry = inFlight.removeValue(forKey: completion.tag) {
-            delivered.append((entry.request, completion.result))
             events.append(.delivered(entry.request, fd: entry.fd, result: completion.result))
             onDeliver?(entry.request, completion.result)
         }

@@ -282,15 +282,10 @@ extension Pool {
     static func recoveredName(_ destination: String, id: String) -> String {
         let name = FileSystem.lastComponent(of: destination)
         let directory = FileSystem.parent(of: destination)
-        let dot = name.lastIndex(of: ".").flatMap { $0 == name.startIndex ? nil : $0 }
-        let stem = dot.map { String(name[..<$0]) } ?? name
-        let ext = dot.map { String(name[$0...]) } ?? ""
+        let (stem, ext) = DerivedName.splitExtension(name)
         let marker = ".recovered-\(id)"
         let room = DerivedName.maximumBytes - marker.utf8.count - ext.utf8.count
-        if ext.utf8.count <= 16 && room >= 16 {
-            return "\(directory)/\(DerivedName.shortened(stem, toBytes: room))\(marker)\(ext)"
-        }
-        return "\(directory)/\(DerivedName.shortened(name, toBytes: DerivedName.maximumBytes - marker.utf8.count))\(marker)"
+        return "\(directory)/\(DerivedName.shortened(stem, toBytes: room))\(marker)\(ext)"
     }
 
     /// Keeps the recording in `recordings/` with a note of where it was meant to go.

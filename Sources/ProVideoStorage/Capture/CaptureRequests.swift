@@ -131,9 +131,8 @@ extension Capture {
         let now = Self.now()
         guard !progressInFlight, length != published.length, now - published.at >= Self.progressInterval else { return }
         progressRecord.bytes.storeBytes(of: UInt64(length).littleEndian, toByteOffset: 0, as: UInt64.self)
-        try engine.queueWrite(fd: progress.rawValue, slot: -1, address: progressRecord.bytes.baseAddress!,
-                              length: alignment, offset: 0, tag: CompletionTag.progress.rawValue)
-        outstanding += 1
+        try issueWrite(.progress, fd: progress, from: UnsafeRawPointer(progressRecord.bytes.baseAddress!), length: alignment,
+                       at: 0)
         progressInFlight = true
         published = (length, now)
     }
@@ -141,8 +140,14 @@ extension Capture {
     // MARK: Requests and completions
 
     func issue(_ write: BufferRing.Write) throws {
-        try engine.queueWrite(fd: data.rawValue, slot: write.slot, address: write.address, length: write.length,
-                              offset: write.offset, tag: write.tag.rawValue)
+        try issueWrite(write.tag, fd: data, from: write.address, length: write.length, at: write.offset, slot: write.slot)
+    }
+
+    /// Queues a write; `slot` is the capture buffer `address` lies in (a registered buffer),
+    /// or -1 for the small records outside them.
+    private func issueWrite(_ tag: CompletionTag, fd: FileDescriptor, from address: UnsafeRawPointer, length: Int,
+                            at offset: Int64, slot: Int = -1) throws {
+        try engine.queueWrite(fd: fd.rawValue, slot: slot, address: address, length: length, offset: offset, tag: tag.rawValue)
         outstanding += 1
     }
 
@@ -153,10 +158,8 @@ extension Capture {
 
     /// Queues the commit record (already in `commitRecord`) to its slot's turn.
     func issueRecord() throws {
-        try engine.queueWrite(fd: commitFile.rawValue, slot: -1, address: commitRecord.bytes.baseAddress!,
-                              length: CaptureJournal.commitRecordLength,
-                              offset: CaptureJournal.commitSlots[commits.recordIndex], tag: CompletionTag.commitRecord.rawValue)
-        outstanding += 1
+        try issueWrite(.commitRecord, fd: commitFile, from: UnsafeRawPointer(commitRecord.bytes.baseAddress!),
+                       length: CaptureJournal.commitRecordLength, at: CaptureJournal.commitSlots[commits.recordIndex])
     }
 
     /// Processes completions: the first waits up to `waitNanoseconds`, the rest only if ready.
