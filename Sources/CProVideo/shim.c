@@ -53,10 +53,10 @@ int pv_get_nocow(int fd) {
     return (flags & FS_NOCOW_FL) != 0;
 }
 
-int pv_statx(const char *path, pv_file_facts *out) {
+static int statx_facts(int dirfd, const char *path, int flags, pv_file_facts *out) {
     struct statx stx;
     memset(&stx, 0, sizeof stx);
-    if (statx(AT_FDCWD, path, 0, STATX_BASIC_STATS | STATX_DIOALIGN | STATX_MNT_ID, &stx) < 0) return -errno;
+    if (statx(dirfd, path, flags, STATX_BASIC_STATS | STATX_DIOALIGN | STATX_MNT_ID, &stx) < 0) return -errno;
     memset(out, 0, sizeof *out);
     if (stx.stx_mask & STATX_DIOALIGN) {
         out->dio_mem_align = stx.stx_dio_mem_align;
@@ -71,8 +71,14 @@ int pv_statx(const char *path, pv_file_facts *out) {
     out->rdev_major = stx.stx_rdev_major;
     out->rdev_minor = stx.stx_rdev_minor;
     out->mode = stx.stx_mode;
+    out->uid = stx.stx_uid;
+    out->gid = stx.stx_gid;
     return 0;
 }
+
+int pv_statx(const char *path, pv_file_facts *out) { return statx_facts(AT_FDCWD, path, 0, out); }
+
+int pv_fstatx(int fd, pv_file_facts *out) { return statx_facts(fd, "", AT_EMPTY_PATH, out); }
 
 int pv_extents(int fd, uint64_t below, uint64_t *mapped_bytes, uint64_t *end_of_last) {
     enum { batch = 128 };

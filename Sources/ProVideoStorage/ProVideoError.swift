@@ -23,6 +23,9 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
         case destinationExists
         /// The destination's directory does not exist, is not a directory or is not writable.
         case invalidDestination
+        /// The process may not use the pool or a path (EACCES, EPERM): the message names the
+        /// owner and the group to join.
+        case permissionDenied
         /// The pool's state file is missing, unreadable or from a newer version.
         case corruptState
         /// A bad argument (a size, an offset, a path).
@@ -57,7 +60,11 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     /// An error for a failed system call: `call` names it (e.g. "fallocate"), `errno` is positive.
     static func system(_ call: String, errno: Int32, path: String? = nil,
                        file: StaticString = #fileID, line: UInt = #line) -> ProVideoError {
-        let resolved: Code = errno == ENOSPC || errno == EDQUOT ? .notEnoughSpace : .ioError
+        let resolved: Code = switch errno {
+        case ENOSPC, EDQUOT: .notEnoughSpace
+        case EACCES, EPERM: .permissionDenied
+        default: .ioError
+        }
         let target = path.map { " on \($0)" } ?? ""
         var error = ProVideoError(resolved, "\(call)\(target) failed: \(String(cString: strerror(errno)))",
                                   errno: errno, path: path)

@@ -38,8 +38,12 @@ typedef struct {
     uint32_t rdev_major;        // for a block device node: the device it stands for
     uint32_t rdev_minor;
     uint32_t mode;
+    uint32_t uid;
+    uint32_t gid;
 } pv_file_facts;
 int pv_statx(const char *path, pv_file_facts *out);
+/// statx(2) on an open file (AT_EMPTY_PATH).
+int pv_fstatx(int fd, pv_file_facts *out);
 
 /// The file's extents (FIEMAP ioctl): bytes mapped at offsets below `below` and the end of
 /// the last extent (including extents past end of file, e.g. from FALLOC_FL_KEEP_SIZE). Unlike

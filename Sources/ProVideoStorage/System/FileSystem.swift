@@ -1,63 +1,6 @@
 import CProVideo
 import Glibc
 
-/// An owned file descriptor, closed on deinit. The thin layer under the pool: each method is
-/// one system call whose failure becomes a `ProVideoError` naming the call and the path.
-final class FileDescriptor {
-    let rawValue: Int32
-    let path: String
-
-    private init(rawValue: Int32, path: String) {
-        self.rawValue = rawValue
-        self.path = path
-    }
-
-    deinit { Glibc.close(rawValue) }
-
-    /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`.
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, direct: Bool = false) throws -> FileDescriptor {
-        let fd = direct ? pv_open_direct(path, flags, mode) : Glibc.open(path, flags | O_CLOEXEC, mode)
-        if fd < 0 {
-            let error = direct ? -fd : Glibc.errno
-            // ENOENT is a missing file, not a missing pool: only `Pool.open` says "no pool".
-            throw ProVideoError.system("open", errno: error, path: path)
-        }
-        return FileDescriptor(rawValue: fd, path: path)
-    }
-
-    func sync(_ calls: SystemCalls) throws {
-        let rc = calls.fdatasync(rawValue)
-        if rc < 0 { throw ProVideoError.system("fdatasync", errno: -rc, path: path) }
-    }
-
-    func truncate(_ length: Int64, _ calls: SystemCalls) throws {
-        let rc = calls.ftruncate(rawValue, length)
-        if rc < 0 { throw ProVideoError.system("ftruncate", errno: -rc, path: path) }
-    }
-
-    /// Writes all of `bytes` at `offset` with pwrite(2), resuming after short writes.
-    func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64, _ calls: SystemCalls) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = calls.pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, offset + Int64(done))
-            if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
-            if n < 0 { throw ProVideoError.system("pwrite", errno: Int32(-n), path: path) }
-            if n == 0 { throw ProVideoError(.ioError, "pwrite on \(path) wrote 0 bytes", path: path) }
-            done += n
-        }
-    }
-
-    /// Reads up to `buffer.count` bytes at `offset`; returns how many (0 at end of file).
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, _ calls: SystemCalls) throws -> Int {
-        while true {
-            let n = calls.pread(rawValue, buffer.baseAddress!, buffer.count, offset)
-            if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
-            if n < 0 { throw ProVideoError.system("pread", errno: Int32(-n), path: path) }
-            return n
-        }
-    }
-}
-
 /// Path-level helpers: existence, directories, durable replacement of small files.
 enum FileSystem {
     static func facts(_ path: String) throws -> pv_file_facts {

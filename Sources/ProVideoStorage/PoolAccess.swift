@@ -1,0 +1,53 @@
+/// Who may use a pool (the access model, `Docs/POOL-LAYOUT.md`): the pool directory's owner
+/// and group. The directory is `owner:group` with mode 2770 (setgid, so every file created in
+/// it by any member gets the pool's group); every file of the pool is 0660 and every directory
+/// 2770, set explicitly so that no process's umask narrows them; a file a root process creates
+/// (a rebuilt reserve, a journal) is given the pool's owner and group. Nobody outside the
+/// owner and the group can open a pool file, read a held recording or the reserve's stale
+/// blocks.
+struct PoolAccess: Sendable, Equatable {
+    let owner: uid_t
+    let group: gid_t
+
+    static let fileMode: mode_t = 0o660
+    static let directoryMode: mode_t = 0o2770
+
+    /// The pool directory's owner and group.
+    static func of(directory: String) throws -> PoolAccess {
+        let facts = try FileSystem.facts(directory)
+        return PoolAccess(owner: facts.uid, group: facts.gid)
+    }
+
+    /// Gives a pool file or directory that this process created or may change the pool's mode
+    /// and, as root, its owner and group. A file another user created is left as it is (only
+    /// its owner or root may change it; its group and mode are already the pool's).
+    func apply(to fd: FileDescriptor, directory: Bool = false) throws {
+        let facts = try fd.facts()
+        let mode = directory ? Self.directoryMode : Self.fileMode
+        var changedOwner = false
+        if ProcessIdentity.isRoot && (facts.uid != owner || facts.gid != group) {
+            try fd.setOwner(owner, group)
+            changedOwner = true
+        }
+        guard ProcessIdentity.isRoot || facts.uid == ProcessIdentity.user else { return }
+        if !ProcessIdentity.isRoot && facts.gid != group && ProcessIdentity.isMember(of: group) {
+            try fd.setOwner(facts.uid, group)
+            changedOwner = true
+        }
+        // chown(2) may clear the setgid bit: the mode goes last.
+        if changedOwner || facts.mode & 0o7777 != mode { try fd.setMode(mode) }
+    }
+
+    /// The error for a user who cannot use the pool: who owns it, and the group to join.
+    func accessDenied(_ path: String, errno: Int32) -> ProVideoError {
+        let user = ProcessIdentity.userName(ProcessIdentity.user)
+        let groupName = ProcessIdentity.groupName(group)
+        var error = ProVideoError(
+            .permissionDenied,
+            "user \(user) cannot use the pool at \(path): it belongs to \(ProcessIdentity.userName(owner)) and group "
+            + "\(groupName); ask its administrator to add you to the group (`usermod -aG \(groupName) \(user)`, "
+            + "then log in again)", errno: errno, path: path)
+        error.systemCall = "access"
+        return error
+    }
+}

@@ -1,0 +1,57 @@
+import Glibc
+
+/// Who this process is: the effective user and group that own what it creates, its umask,
+/// and the names behind the numbers, for messages and for `create --group`.
+enum ProcessIdentity {
+    /// geteuid(2).
+    static var user: uid_t { geteuid() }
+    /// getegid(2).
+    static var group: gid_t { getegid() }
+    static var isRoot: Bool { geteuid() == 0 }
+    /// getpid(2).
+    static var pid: Int32 { getpid() }
+
+    /// The file-mode creation mask. umask(2) can only be read by setting it, so it is set back
+    /// at once (no other thread of the library creates files meanwhile).
+    static var umask: mode_t {
+        let mask = Glibc.umask(0)
+        Glibc.umask(mask)
+        return mask
+    }
+
+    /// getpwuid_r(3): the user's name, or the number when it has none.
+    static func userName(_ uid: uid_t) -> String {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return "\(uid)" }
+        return String(cString: entry.pw_name)
+    }
+
+    /// getgrgid_r(3): the group's name, or the number when it has none.
+    static func groupName(_ gid: gid_t) -> String {
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 65536)
+        guard getgrgid_r(gid, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return "\(gid)" }
+        return String(cString: entry.gr_name)
+    }
+
+    /// getgrnam_r(3): the group named `name` (or given as a number), nil when there is none.
+    static func groupID(named name: String) -> gid_t? {
+        var entry = group()
+        var result: UnsafeMutablePointer<group>?
+        var buffer = [CChar](repeating: 0, count: 65536)
+        if getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil { return entry.gr_gid }
+        return gid_t(name)
+    }
+
+    /// getgroups(2): whether `gid` is this process's group or one of its supplementary groups.
+    static func isMember(of gid: gid_t) -> Bool {
+        if getegid() == gid { return true }
+        let count = getgroups(0, nil)
+        guard count > 0 else { return false }
+        var groups = [gid_t](repeating: 0, count: Int(count))
+        return getgroups(count, &groups) >= 0 && groups.contains(gid)
+    }
+}
