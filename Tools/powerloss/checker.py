@@ -26,9 +26,22 @@ def check_pool(binary, pool, promises, upcoming):
         result = provideo(binary, pool, *arguments)
         if result.returncode != 0:
             failures.append(f"provideo {' '.join(arguments)} exited {result.returncode}: {result.stderr.strip()}")
-    if failures or not pool_marks:
+    if failures:
         return failures
     status = json.loads(provideo(binary, pool, "status", "--json").stdout)
+    # After recovery nothing is half done: no capture, nothing busy, and the capacity the pool
+    # reports is the reserve's size (`check` compares it with the allocated blocks).
+    if status["busyReasons"] or status.get("capture"):
+        failures.append(f"after recover: busy {status['busyReasons']}, capture {status.get('capture')}")
+    reserve = os.path.join(pool, "reserve")
+    size = os.path.getsize(reserve) if os.path.exists(reserve) else 0
+    if status["remainingCapacity"] != size:
+        failures.append(f"remainingCapacity {status['remainingCapacity']} but the reserve holds {size} bytes")
+    leftovers = [n for n in ("capture", "reserve.new", "pool.json.tmp") if os.path.exists(os.path.join(pool, n))]
+    if leftovers:
+        failures.append(f"after recover, left in the pool: {leftovers}")
+    if not pool_marks:
+        return failures
     # The capacity is the last one promised, or the one the operation in progress sets.
     allowed = {pool_marks[-1]["initial"]}
     following = [m["initial"] for m in upcoming if m["t"] == "pool"]
@@ -72,7 +85,9 @@ def check_files(pool, promises, streams):
     for dest, (seed, length) in streams.items():
         expected = stream(seed, length)
         good = 0
-        for path in candidates(dest, pool):
+        # The same input under another destination: a held recording moved elsewhere.
+        paths = {p for other, (other_seed, _) in streams.items() if other_seed == seed for p in candidates(other, pool)}
+        for path in sorted(paths):
             data = open(path, "rb").read()
             if data == expected[:len(data)]:
                 good = max(good, len(data))

@@ -1,7 +1,9 @@
 """The pool operations the harness runs: each sets up (not replayed), marks `begin`, runs the
 operation under test and marks what it promised. Replays cut only after `begin`."""
-import os
 import json
+import os
+import threading
+import time
 
 MIB = 1 << 20
 
@@ -83,14 +85,22 @@ def salvage(s):
 
 
 def move_held(s):
+    # A destination is checked when the capture starts; one that appears before the finish
+    # makes finish() keep the recording in the pool (held), which `provideo move` then moves.
     s.run("create", "--capacity", "24M")
     occupied = dest(s, "occupied.mov")
-    with open(occupied, "wb") as file:
-        file.write(b"not a recording: finish must not clobber me\n" * 100)
-        file.flush()
-        os.fsync(file.fileno())
+
+    def occupy():
+        time.sleep(0.3)
+        with open(occupied, "wb") as file:
+            file.write(b"not a recording: finish must not clobber me\n" * 100)
+            file.flush()
+            os.fsync(file.fileno())
+    occupier = threading.Thread(target=occupy)
+    occupier.start()
+    s.record(occupied, seed=61, length=MIB + 999, expect=1)
+    occupier.join()
     s.mark_file(occupied)
-    s.record(occupied, seed=61, length=MIB + 999, pace=0, expect=1)  # kept in the pool
     held = json.loads(s.run("list", "--json").stdout)
     path = held["recordings"][0]["path"]
     s.mark("begin")
