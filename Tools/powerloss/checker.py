@@ -49,6 +49,14 @@ def check_pool(binary, pool, promises, upcoming):
         allowed.add(following[0])
     if status["initialCapacity"] not in allowed:
         failures.append(f"initialCapacity {status['initialCapacity']}, expected one of {sorted(allowed)}")
+    # The reserve promised is still there: at least the last remaining capacity promised, or
+    # what the operation in progress leaves (a capture takes some, a shrink gives some back).
+    floor = pool_marks[-1]["remaining"]
+    following = [m["remaining"] for m in upcoming if m["t"] == "pool"]
+    if following:
+        floor = min(floor, following[0])
+    if status["remainingCapacity"] < floor:
+        failures.append(f"remainingCapacity {status['remainingCapacity']} < {floor}, the capacity promised")
     return failures
 
 
