@@ -101,12 +101,18 @@ def check_files(pool, promises, streams):
                 good = max(good, len(data))
             elif path in exact:
                 continue  # a file that was there before (the held recording's occupied destination)
-            elif not path.startswith(os.path.join(pool, "recordings")):
+            elif not path.startswith(os.path.join(pool, "recordings")):  # held: checked below
                 first = next((i for i, (a, b) in enumerate(zip(data, expected)) if a != b), min(len(data), len(expected)))
                 failures.append(f"{path}: {len(data)} bytes, not a prefix of its input "
                                 f"({length} bytes; first difference at byte {first})")
         if good < committed.get(dest, 0):
             failures.append(f"{dest}: {committed[dest]} bytes were committed, only {good} survive")
+    inputs = [stream(seed, length) for seed, length in set(streams.values())]
+    for path in glob.glob(os.path.join(pool, "recordings", "*")):
+        if not path.endswith(".json"):
+            data = open(path, "rb").read()
+            if not any(data == expected[:len(data)] for expected in inputs):
+                failures.append(f"{path}: a held recording of {len(data)} bytes that is no prefix of any input")
     return failures
 
 
