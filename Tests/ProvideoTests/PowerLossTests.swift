@@ -75,7 +75,7 @@ struct PowerLossTests {
 
     /// Every failing state the harness found whose fix is in recovery (not in the order of
     /// writes, which a new recording checks) is kept with its log and seed, and now passes.
-    @Test(arguments: ["xfs-resize-shrink-leftover-tmp"])
+    @Test(arguments: ["xfs-resize-shrink-leftover-tmp", "ext4-move-held-leftover-note-tmp"])
     func regressionStatePasses(name: String) throws {
         let kept = Self.tools + "/regressions/" + name
         let state = try #require(try JSONSerialization.jsonObject(

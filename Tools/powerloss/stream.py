@@ -1,12 +1,18 @@
 """The bytes a recording is fed: deterministic from a seed, so the checker can rebuild them."""
 import hashlib
 import random
+import struct
 
 
 def stream(seed, length):
-    """`length` pseudo-random bytes from `seed` (no two chunks alike: a zeroed or shifted block
-    cannot pass as the right one)."""
-    return random.Random(seed).randbytes(length)
+    """`length` bytes from `seed`, no two 512-byte sectors alike (each starts with the seed and
+    its index, then repeats 16 bytes drawn for it), so a zeroed, stale or shifted sector cannot
+    pass as the right one; and compressible, so a kept log stays small."""
+    rng = random.Random(seed)
+    sectors = []
+    for index in range((length + 511) // 512):
+        sectors.append(struct.pack("<QQ", seed, index) + rng.randbytes(16) * 31)
+    return b"".join(sectors)[:length]
 
 
 def sha256(data):
