@@ -143,10 +143,15 @@ def mount_state(fstype, images, mounts, cleanup):
     return notes
 
 
+def scratch_directory(workdir):
+    """Where the states of `workdir`'s log are built: tmpfs, so copying an image is cheap."""
+    return os.path.join("/dev/shm", "provideo-powerloss-" + os.path.basename(workdir.rstrip("/")))
+
+
 def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None):
     """Replays every state; returns (states replayed, [failure dicts], mounts that needed a repair)."""
     log = Log(workdir)
-    scratch = os.path.join("/dev/shm", "provideo-powerloss-" + os.path.basename(workdir.rstrip("/")))
+    scratch = scratch_directory(workdir)
     os.makedirs(scratch, exist_ok=True)
     count, failures, repairs = 0, [], 0
     try:

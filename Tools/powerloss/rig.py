@@ -95,10 +95,16 @@ def start_logfs(mountpoint, log, images, cleanup):
 
 
 def clear_stale(root):
-    """Unmounts and detaches whatever an earlier killed run left under `root`."""
-    mounts = [line.split()[1] for line in open("/proc/mounts") if line.split()[1].startswith(root)]
-    for mountpoint in sorted(mounts, key=len, reverse=True):
-        unmount(mountpoint)
+    """Unmounts and detaches whatever an earlier killed run left under `root`: its filesystems
+    first, then their loop devices (whose backing files still show under `root` while the FUSE
+    mount is there), then the FUSE mount, which ends its logfs server."""
+    mounts = [line.split()[1:3] for line in open("/proc/mounts") if line.split()[1].startswith(root)]
+    for mountpoint, fstype in sorted(mounts, key=lambda m: len(m[0]), reverse=True):
+        if not fstype.startswith("fuse"):
+            unmount(mountpoint)
     for line in sh("losetup -a", check=False).stdout.splitlines():
         if root in line:
             sh(f"losetup -d {line.split(':')[0]}", check=False)
+    for mountpoint, fstype in mounts:
+        if fstype.startswith("fuse"):
+            unmount(mountpoint)
