@@ -379,6 +379,9 @@ public final class Pool {
                 salvaged.append(recording)
             }
             try FileSystem.remove(layout.newReserve)
+            // A power cut between writing pool.json.tmp and renaming it leaves the temporary;
+            // only pool.json counts, and no one else is writing it (no lock is held).
+            try FileSystem.remove(layout.configuration + ".tmp")
             try finishKilledMoves()
             let reserveFile = reserve(layout.reserve)
             try reserveFile.trimPastEnd()

@@ -71,6 +71,11 @@ extension Pool {
     /// after a copy's final rename, the pool's copy is identical to the destination.
     func finishKilledMoves() throws {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
+        // A note rewritten (`movingTo`) when the power went, before its rename: the note itself
+        // is intact, the temporary is garbage (found by Tools/powerloss).
+        for name in files where name.hasSuffix(".json.tmp") {
+            try FileSystem.remove(layout.recordings + "/" + name)
+        }
         for name in files where name.hasSuffix(".json") {
             let notePath = layout.recordings + "/" + name
             guard let note = Self.heldNote(notePath), let target = note.movingTo, FileSystem.exists(target) else { continue }

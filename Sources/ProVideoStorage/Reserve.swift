@@ -41,7 +41,13 @@ struct Reserve {
         let needed = newSize - oldSize
         try requireSpace(needed)
         let rc = calls.fallocate(fd.rawValue, false, oldSize, needed)
-        if rc == 0 { return }
+        if rc == 0 {
+            // The new size and extents must survive a power cut before the grow returns: a
+            // resize or replenish that reported the capacity and then lost it to the journal's
+            // next commit broke its promise (Tools/powerloss found it on ext4 and XFS).
+            try fd.sync(calls)
+            return
+        }
         try rollBack(fd, to: oldSize)
         if rc == -ENOSPC || rc == -EDQUOT {
             let availableNow = (try? StorageFacts.availableBytes(FileSystem.parent(of: path))) ?? 0

@@ -162,6 +162,12 @@ package struct LoopFilesystem {
     /// Held while a loop filesystem exists; recursive, as a test may mount a second one.
     private static let exclusive = NSRecursiveLock()
 
+    /// Runs `body` alone among the loop-filesystem tests, for a test whose tool sets up its own
+    /// loop devices and mounts (the power-loss harness, Tools/powerloss).
+    package static func exclusively<T>(_ body: () throws -> T) throws -> T {
+        try exclusive.withLock { try body() }
+    }
+
     private static func withUngated<T>(_ type: String, megabytes: Int, sectorSize: Int,
                                        _ body: (LoopFilesystem) throws -> T) throws -> T {
         let scratch = TestSupport.scratchDirectory("loop-\(type)")

@@ -32,8 +32,9 @@ package struct SystemCalls: Sendable {
     /// reorder or fail its requests and completions. The live value is the engine itself.
     package var engine: @Sendable (any WriteEngine) -> any WriteEngine = { $0 }
 
-    /// The real system calls.
-    package static let live = SystemCalls(
+    /// The real system calls (in a debug build, with the fault `PROVIDEO_FAULT` names, if any:
+    /// `FaultSwitch`).
+    package static let live = withFaultSwitch(SystemCalls(
         fallocate: { fd, keep, offset, length in pv_fallocate(fd, keep ? 1 : 0, offset, length) },
         ftruncate: { fd, length in Glibc.ftruncate(fd, off_t(length)) == 0 ? 0 : -Glibc.errno },
         fdatasync: { fd in Glibc.fdatasync(fd) == 0 ? 0 : -Glibc.errno },
@@ -51,5 +52,13 @@ package struct SystemCalls: Sendable {
             Int(pv_copy_file_range(fdIn, offsetIn, fdOut, offsetOut, UInt64(length)))
         },
         writeCompletion: { _, res in res }
-    )
+    ))
+
+    private static func withFaultSwitch(_ calls: SystemCalls) -> SystemCalls {
+        #if DEBUG
+        FaultSwitch.apply(to: calls)
+        #else
+        calls
+        #endif
+    }
 }

@@ -1,0 +1,179 @@
+"""Builds each crash state a recorded log allows and runs the checker on it.
+
+A cut is made just before a flush in the log (every flush after `begin`), or at its end. At a
+cut, each image holds every write logged before its own last flush, plus some of the writes
+logged after that flush (`pending`): a power cut keeps any subset of writes the device had not
+been told to flush. Per cut we replay `none` and `all` of them, and for the operation's last
+`last_cuts` flushes with more than one pending write
+cuts `random` subsets and prefixes as well, from `random.Random(f"{seed}:{cut}:{variant}")`.
+Every marker logged before the cut is a promise the state must keep: it was made before the
+flush that the cut interrupts, so the power may go right after it with only `pending` at risk.
+"""
+import json
+import os
+import random
+import shutil
+import subprocess
+from dataclasses import dataclass, field
+
+import checker
+import powerlog
+import rig
+
+
+@dataclass
+class State:
+    cut: int                      # index of the flush record the power cut interrupts
+    label: str                    # none, all, random-N, prefix-N
+    excluded: frozenset = field(default_factory=frozenset)  # pending writes lost
+
+    def describe(self):
+        return f"cut {self.cut} {self.label} (lost writes {sorted(self.excluded)})"
+
+
+class Log:
+    def __init__(self, workdir):
+        self.workdir = workdir
+        self.records = powerlog.read(os.path.join(workdir, "log"))
+        self.blob = open(os.path.join(workdir, "log"), "rb").read()
+        self.markers = [(i, json.loads(r.text)) for i, r in enumerate(self.records) if r.kind == "M"]
+        self.begin = next(i for i, m in self.markers if m["t"] == "begin")
+        self.streams = {m["dest"]: (m["seed"], m["length"]) for _, m in self.markers if m["t"] == "stream"}
+        self.manifest = json.load(open(os.path.join(workdir, "manifest.json")))
+
+    def cuts(self):
+        return [i for i, r in enumerate(self.records) if r.kind == "F" and i > self.begin] + [len(self.records)]
+
+    def last_flushes(self, cut):
+        """Each device's last flush before `cut` (-1: none)."""
+        last = {device: -1 for device in range(self.manifest["devices"])}
+        for i in range(cut):
+            if self.records[i].kind == "F":
+                last[self.records[i].device] = i
+        return last
+
+    def pending(self, cut):
+        """Writes before `cut` that come after their device's last flush before it."""
+        last = self.last_flushes(cut)
+        return [i for i in range(cut) if self.records[i].kind == "W" and i > last[self.records[i].device]]
+
+
+def states(log, seed, last_cuts, randoms):
+    """Every state to replay, in cut order, without duplicates (same writes applied)."""
+    cuts = log.cuts()
+    # The operation's own last flushes (up to its last promise, not the unmount's), where more
+    # than one write is pending: one pending write has no subsets besides none and all.
+    last_promise = log.markers[-1][0]
+    eligible = [c for c in cuts if len(log.pending(c)) > 1 and c <= next(x for x in cuts if x > last_promise)]
+    random_cuts = set(eligible[-last_cuts:]) if last_cuts else set()
+    seen = set()
+    for cut in cuts:
+        pending = log.pending(cut)
+        candidates = [State(cut, "none", frozenset(pending)), State(cut, "all")]
+        if cut in random_cuts:
+            for variant in range(randoms):
+                rng = random.Random(f"{seed}:{cut}:{variant}")
+                if variant % 2 == 0:
+                    kept = {i for i in pending if rng.random() < 0.5}
+                    candidates.append(State(cut, f"random-{variant}", frozenset(set(pending) - kept)))
+                else:
+                    n = rng.randrange(len(pending))
+                    candidates.append(State(cut, f"prefix-{variant}", frozenset(pending[n:])))
+        for state in candidates:
+            applied_end = max((i for i in range(cut) if log.records[i].kind == "W" and i not in state.excluded), default=-1)
+            key = (applied_end, frozenset(i for i in state.excluded if i < applied_end))
+            if key not in seen:
+                seen.add(key)
+                yield state
+
+
+class Images:
+    """One base image per device, advanced write by write as the cuts move on (in tmpfs)."""
+
+    def __init__(self, log, scratch):
+        self.log, self.scratch = log, scratch
+        self.positions = [0] * log.manifest["devices"]
+        self.bases = []
+        for device in range(log.manifest["devices"]):
+            path = os.path.join(scratch, f"base{device}")
+            with open(path, "wb") as file:
+                file.truncate(log.manifest["image_bytes"])
+            self.bases.append(path)
+        self.fds = [os.open(p, os.O_RDWR) for p in self.bases]
+
+    def apply(self, fd, record):
+        os.pwrite(fd, self.log.blob[record.at:record.at + record.length], record.offset)
+
+    def build(self, state):
+        """Image paths holding `state`: each base advanced to its device's last flush before the
+        cut (flushes only move forward as the cuts do), copied, plus the pending writes kept."""
+        for device, flush in self.log.last_flushes(state.cut).items():
+            for i in range(self.positions[device], flush):
+                record = self.log.records[i]
+                if record.kind == "W" and record.device == device:
+                    self.apply(self.fds[device], record)
+            self.positions[device] = max(self.positions[device], flush)
+        kept = sorted(set(self.log.pending(state.cut)) - state.excluded)
+        paths = []
+        for device, base in enumerate(self.bases):
+            path = os.path.join(self.scratch, f"state{device}")
+            subprocess.run(["cp", "--sparse=always", base, path], check=True)
+            fd = os.open(path, os.O_RDWR)
+            for i in kept:
+                if self.log.records[i].device == device:
+                    self.apply(fd, self.log.records[i])
+            os.close(fd)
+            paths.append(path)
+        return paths
+
+
+def mount_state(fstype, images, mounts, cleanup):
+    """Mounts each image where the recording had it, after its journal or log recovery (the
+    mount's own); fsck.ext4 -y or xfs_repair when the mount refuses. Returns notes."""
+    notes = []
+    for image, mountpoint in zip(images, mounts):
+        device = rig.attach(image, cleanup)
+        try:
+            rig.mount(device, mountpoint, cleanup)
+        except RuntimeError as error:
+            repair = "xfs_repair" if fstype == "xfs" else "fsck.ext4 -y"
+            rig.sh(f"{repair} {device}", check=False)
+            rig.mount(device, mountpoint, cleanup)
+            notes.append(f"{mountpoint} needed {repair}: {error}")
+    return notes
+
+
+def scratch_directory(workdir):
+    """Where the states of `workdir`'s log are built: tmpfs, so copying an image is cheap."""
+    return os.path.join("/dev/shm", "provideo-powerloss-" + os.path.basename(workdir.rstrip("/")))
+
+
+def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None):
+    """Replays every state; returns (states replayed, [failure dicts], mounts that needed a repair)."""
+    log = Log(workdir)
+    scratch = scratch_directory(workdir)
+    os.makedirs(scratch, exist_ok=True)
+    count, failures, repairs = 0, [], 0
+    try:
+        images = Images(log, scratch)
+        for state in states(log, seed, last_cuts, randoms):
+            if only and state.label != only[1] or only and state.cut != only[0]:
+                continue
+            count += 1
+            paths = images.build(state)
+            promises = [m for i, m in log.markers if i < state.cut]
+            upcoming = [m for i, m in log.markers if i >= state.cut]
+            with rig.Cleanup() as cleanup:
+                try:
+                    repairs += len(mount_state(log.manifest["fstype"], paths, log.manifest["mounts"], cleanup))
+                    problems = checker.check(provideo, log.manifest["pool"], promises, upcoming, log.streams)
+                except Exception as error:
+                    problems = [f"replay error: {error}"]
+            if problems:
+                failures.append(dict(state=state.describe(), cut=state.cut, label=state.label, seed=seed,
+                                     problems=problems, promises=promises))
+            if on_state:
+                on_state(state, problems)
+    finally:
+        shutil.rmtree(scratch, ignore_errors=True)
+    return count, failures, repairs
