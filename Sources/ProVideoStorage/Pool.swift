@@ -14,9 +14,16 @@ public final class Pool {
     let layout: PoolLayout
     let lock: PoolLock
     let calls: SystemCalls
+    /// The pool directory's owner and group, which every pool file gets (`PoolAccess`).
+    let access: PoolAccess
     var configuration: PoolConfiguration
     /// Recordings that opening the pool salvaged from captures whose recorder had died.
     public private(set) var salvaged: [SalvagedRecording] = []
+    /// Why opening the pool could not finish repairing what a killed process left, when the
+    /// filesystem had no space or inode for it: reading the pool (status, list, check) still
+    /// works, and the next operation that changes the pool repairs it first (and fails the
+    /// same way until space is freed). nil when the pool is repaired.
+    public private(set) var repairFailure: ProVideoError?
 
     /// Where a pool lives when neither `--pool` nor `PROVIDEO_POOL` says otherwise.
     public static let defaultPath = "/var/lib/provideo"
@@ -30,7 +37,8 @@ public final class Pool {
     private init(path: String, configuration: PoolConfiguration, calls: SystemCalls) throws {
         self.path = path
         self.layout = PoolLayout(directory: path)
-        self.lock = try PoolLock(path: layout.lock)
+        self.access = try PoolAccess.of(directory: path)
+        self.lock = try PoolLock(path: layout.lock, access: access)
         self.calls = calls
         self.configuration = configuration
     }
@@ -58,16 +66,21 @@ public final class Pool {
     /// - Parameters:
     ///   - zeroFill: also write the reserve once with zeros, so captures overwrite written
     ///     extents instead of converting unwritten ones.
+    ///   - group: the group whose members may use the pool (record, status, resize…): a name or
+    ///     a number. nil: this process's group. The pool directory becomes `user:group` with
+    ///     mode 2770 and every pool file group read/write (see `PoolAccess`).
     ///   - progress: called with (bytes done, bytes total) while zero-filling.
     /// - Throws: `.poolExists`, `.unsupported` (with the reason), `.invalidArgument` for a
-    ///   capacity ≤ 0 or a path that is not a directory, `.notEnoughSpace`, `.ioError`.
-    public static func create(at path: String, capacity: Int64, zeroFill: Bool = false,
+    ///   capacity ≤ 0, a path that is not a directory or an unknown group,
+    ///   `.permissionDenied` when this user may not give the pool that group (not a member),
+    ///   `.notEnoughSpace` (the capacity and the pool's own files must fit), `.ioError`.
+    public static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
                               progress: ((Int64, Int64) -> Void)? = nil) throws -> Pool {
-        try create(at: path, capacity: capacity, zeroFill: zeroFill, progress: progress, systemCalls: .live)
+        try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, progress: progress, systemCalls: .live)
     }
 
-    /// `create(at:capacity:zeroFill:progress:)` with system calls a test swapped.
-    package static func create(at path: String, capacity: Int64, zeroFill: Bool = false,
+    /// `create(at:capacity:zeroFill:group:progress:)` with system calls a test swapped.
+    package static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
                                progress: ((Int64, Int64) -> Void)? = nil,
                                systemCalls: SystemCalls) throws -> Pool {
         guard !path.isEmpty else { throw ProVideoError(.invalidArgument, "the pool path is empty") }
@@ -86,11 +99,24 @@ public final class Pool {
         guard FileSystem.isDirectory(FileSystem.parent(of: path)) else {
             throw ProVideoError(.invalidArgument, "the parent directory of \(path) does not exist", path: path)
         }
+        let groupID = try group.map { name in
+            guard let id = ProcessIdentity.groupID(named: name) else {
+                throw ProVideoError(.invalidArgument, "there is no group \(name); create it with `groupadd \(name)` "
+                                    + "or name an existing one", path: path)
+            }
+            guard ProcessIdentity.isRoot || ProcessIdentity.isMember(of: id) else {
+                throw ProVideoError(.permissionDenied, "you are not a member of group \(name), so you cannot give it "
+                                    + "the pool; create the pool as root or join the group first", path: path)
+            }
+            return id
+        } ?? ProcessIdentity.group
         // Probe the pool directory itself: it is often a mount point of its own disk.
         let createdDirectory = !FileSystem.exists(path)
-        try FileSystem.makeDirectory(path)
+        try FileSystem.makeDirectory(path, access: nil)
         let storage: StorageFacts
         do {
+            try PoolAccess(owner: ProcessIdentity.user, group: groupID)
+                .apply(to: try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY), directory: true)
             storage = try StorageFacts.read(path)
             if let reason = DirectIOProbe.reasonUnsupported(directory: path, facts: storage) {
                 throw ProVideoError(.unsupported, "cannot create a pool at \(path): \(reason)", path: path)
@@ -102,7 +128,7 @@ public final class Pool {
                 if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_SETFLAGS, FS_NOCOW_FL)", errno: -rc, path: path) }
             }
         } catch {
-            if createdDirectory { rmdir(path) }
+            if createdDirectory { try? FileSystem.removeDirectory(path) }
             throw error
         }
         let configuration = PoolConfiguration(format: PoolConfiguration.currentFormat, initialCapacity: 0,
@@ -114,11 +140,10 @@ public final class Pool {
             // Nothing of a pool that was never created stays behind (unless another process
             // created it meanwhile: its files are not ours).
             guard (error as? ProVideoError)?.code != .poolExists else { throw error }
-            try? FileSystem.remove(layout.newReserve)
-            if createdDirectory {
-                try? FileSystem.remove(layout.lock)
-                rmdir(path)
+            for file in [layout.newReserve, layout.reserve, layout.configuration + ".tmp", layout.lock] {
+                try? FileSystem.remove(file)
             }
+            if createdDirectory { try? FileSystem.removeDirectory(path) }
             throw error
         }
         return pool
@@ -132,8 +157,7 @@ public final class Pool {
             if FileSystem.exists(layout.configuration) {
                 throw ProVideoError(.poolExists, "a pool already exists at \(path)", path: path)
             }
-            try FileSystem.remove(layout.reserve)
-            try FileSystem.remove(layout.newReserve)
+            for file in [layout.reserve, layout.newReserve, layout.configuration + ".tmp"] { try FileSystem.remove(file) }
             let reserve = reserve(layout.newReserve)
             let size = reserve.rounded(capacity)
             let fd = try reserve.open(create: true, nocow: storage.isBtrfs)
@@ -142,14 +166,16 @@ public final class Pool {
             if zeroFill { try reserve.zeroFill(from: 0, to: size, alignment: storage.directIOAlignment.io, progress: progress) }
             try FileSystem.rename(layout.newReserve, layout.reserve)
             configuration.initialCapacity = size
-            try configuration.save(layout.configuration, calls)
+            try configuration.save(layout.configuration, calls, access: access)
         }
     }
 
     /// Opens the pool at `path` (see `resolvePath(_:environment:)`), then repairs what a killed
     /// process left behind.
     /// - Throws: `.poolNotFound` (with the command that creates one), `.invalidArgument` when
-    ///   the path is a file, `.corruptState` for an unreadable or newer `pool.json`.
+    ///   the path is a file, `.corruptState` for an unreadable or newer `pool.json`,
+    ///   `.permissionDenied` for a user outside the pool's group (the message names it). A
+    ///   repair that finds no space or inode does not fail the open: see `repairFailure`.
     public static func open(at path: String? = nil) throws -> Pool {
         try open(at: path, systemCalls: .live)
     }
@@ -162,13 +188,21 @@ public final class Pool {
             throw ProVideoError(.invalidArgument, "\(path) is a file, not a pool directory", path: path)
         }
         let layout = PoolLayout(directory: path)
+        let refused = FileSystem.accessError(path)
+        if refused == EACCES || refused == EPERM {
+            throw try PoolAccess.of(directory: path).accessDenied(path, errno: refused)
+        }
         guard FileSystem.exists(layout.configuration) else {
             throw ProVideoError(.poolNotFound, "no pool at \(path); create one with "
                                 + "`provideo --pool \(path) create --capacity 64G`", path: path)
         }
         let pool = try Pool(path: path, configuration: try PoolConfiguration.load(layout.configuration),
                             calls: systemCalls)
-        try pool.repair()
+        do {
+            try pool.repair()
+        } catch let error as ProVideoError where error.code == .notEnoughSpace {
+            pool.repairFailure = error
+        }
         return pool
     }
 
@@ -200,15 +234,16 @@ public final class Pool {
         try? FileSystem.removeDirectory(path)
     }
 
-    /// Finishes a destroy that was killed after it removed `pool.json`: removes what only a
-    /// pool leaves (`pool.lock`, `pool.json.tmp`, an empty `recordings/`) and the directory.
+    /// Finishes a destroy that was killed after it removed `pool.json`, or clears what a failed
+    /// create left: removes what only a pool leaves (`pool.lock`, `pool.json.tmp`, `reserve`,
+    /// `reserve.new`, an empty `recordings/`) and the directory.
     /// Anything else in the directory is left alone.
     /// - Returns: false when `path` holds no such remains (then it is not a pool at all).
     /// - Throws: `.ioError` when a remain cannot be removed.
     public static func removeRemains(at path: String) throws -> Bool {
         let layout = PoolLayout(directory: resolvePath(path))
         guard !FileSystem.exists(layout.configuration), FileSystem.exists(layout.lock) else { return false }
-        for file in [layout.lock, layout.configuration + ".tmp"] { try FileSystem.remove(file) }
+        for file in [layout.lock, layout.configuration + ".tmp", layout.reserve, layout.newReserve] { try FileSystem.remove(file) }
         try? FileSystem.removeDirectory(layout.recordings)
         try? FileSystem.removeDirectory(layout.directory)
         return true
@@ -261,7 +296,7 @@ public final class Pool {
             busyReasons: try busyReasons().names, filesystem: storage.filesystem,
             directIOAlignment: storage.directIOAlignment, device: storage.device,
             reservedBytesOnDisk: allocated, zeroFilled: configuration.zeroFilled,
-            engine: journal?.engine ?? WriteEngineFactory.availableEngineName(),
+            engine: journal.flatMap { $0.engine.isEmpty ? nil : $0.engine } ?? WriteEngineFactory.availableEngineName(),
             recordingSecondsRemaining: journal.flatMap { $0.bitrate > 0 ? Double(remaining) * 8 / Double($0.bitrate) : nil },
             capture: capture)
     }
@@ -281,22 +316,26 @@ public final class Pool {
             let target = reserve.rounded(capacity)
             let current = try reserve.size()
             let previous = configuration
-            if target > current { try reserve.requireSpace(target - current) }
-            // The capacity is recorded first: killed afterwards, the reserve is either still the
-            // old size (a smaller reserve is normal: `replenish` grows it) or already the new
-            // one, and `repair()` cuts a reserve larger than the capacity.
-            configuration.initialCapacity = target
-            try configuration.save(layout.configuration, calls)
             let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
+            if target < current {
+                // A shrink frees the space first, so it works on a full filesystem (recording the
+                // capacity needs a block); killed before the record, the reserve is smaller than
+                // the capacity, which is normal (`replenish` grows it).
+                try fd.truncate(target, calls)
+                try fd.sync(calls)
+            } else if target > current {
+                try reserve.requireSpace(target - current, reaching: target)
+            }
+            // A grow records the capacity first: killed afterwards, the reserve is either still
+            // the old size or already the new one, and `repair()` cuts a reserve larger than
+            // the capacity.
+            configuration.initialCapacity = target
             do {
-                if target > current {
-                    try reserve.grow(fd, from: current, to: target)
-                } else if target < current {
-                    try fd.truncate(target, calls)
-                }
+                try configuration.save(layout.configuration, calls, access: access)
+                if target > current { try reserve.grow(fd, from: current, to: target) }
             } catch {
                 configuration = previous
-                try configuration.save(layout.configuration, calls)
+                try configuration.save(layout.configuration, calls, access: access)
                 throw error
             }
             CrashPoint.hit("resize.allocated")
@@ -336,8 +375,7 @@ public final class Pool {
                 return attempt
             } catch let error as ProVideoError where error.code == .notEnoughSpace {
                 lastError = error
-                let available = try StorageFacts.availableBytes(path)
-                attempt = min(attempt / 2, available) / reserve.unit * reserve.unit
+                attempt = min(attempt / 2, try reserve.usableBytes(reaching: start + attempt / 2)) / reserve.unit * reserve.unit
             }
         }
         throw ProVideoError(.notEnoughSpace, "the filesystem has no space to add to the reserve "
@@ -349,7 +387,8 @@ public final class Pool {
 
     func reserve(_ file: String) -> Reserve {
         let storage = configuration.storage
-        return Reserve(path: file, calls: calls, unit: Int64(max(storage.directIOAlignment.io, storage.blockSize)))
+        return Reserve(path: file, calls: calls, access: access, unit: Int64(max(storage.directIOAlignment.io, storage.blockSize)),
+                       blockSize: Int64(storage.blockSize))
     }
 
     func busyError(_ busy: BusyReasons, action: String) -> ProVideoError {
@@ -360,11 +399,18 @@ public final class Pool {
     /// Runs `body` holding `reason`, after checking under the mutation lock that nothing else
     /// is running: of two processes that start at once, exactly one gets in.
     func whileBusy<T>(_ reason: BusyReasons, action: String, _ body: () throws -> T) throws -> T {
-        let holder = try PoolLock(path: layout.lock)
+        let holder = try PoolLock(path: layout.lock, access: access)
         try lock.withMutation {
             let busy = try lock.heldByOthers()
             guard busy.isEmpty, try holder.tryHold(reason) else { throw busyError(busy.isEmpty ? reason : busy, action: action) }
-            configuration = try PoolConfiguration.load(layout.configuration)
+            do {
+                // A dead capture (one `open` could not repair) is salvaged before the reserve changes.
+                if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
+                configuration = try PoolConfiguration.load(layout.configuration)
+            } catch {
+                holder.release(reason)
+                throw error
+            }
         }
         defer { holder.release(reason) }
         return try body()

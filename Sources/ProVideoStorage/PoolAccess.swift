@@ -1,3 +1,5 @@
+import Glibc
+
 /// Who may use a pool (the access model, `Docs/POOL-LAYOUT.md`): the pool directory's owner
 /// and group. The directory is `owner:group` with mode 2770 (setgid, so every file created in
 /// it by any member gets the pool's group); every file of the pool is 0660 and every directory

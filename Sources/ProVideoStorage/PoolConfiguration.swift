@@ -30,9 +30,9 @@ struct PoolConfiguration: Codable, Sendable, Equatable {
         return configuration
     }
 
-    func save(_ path: String, _ calls: SystemCalls) throws {
+    func save(_ path: String, _ calls: SystemCalls, access: PoolAccess) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try FileSystem.replaceDurably(path, with: Array(try encoder.encode(self)), calls)
+        try FileSystem.replaceDurably(path, with: Array(try encoder.encode(self)), calls, access: access)
     }
 }

@@ -10,8 +10,9 @@ final class PoolLock {
     private let file: FileDescriptor
     private static let mutationByte: Int64 = 0
 
-    init(path: String) throws {
-        file = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: 0o644)
+    init(path: String, access: PoolAccess) throws {
+        file = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: PoolAccess.fileMode)
+        try access.apply(to: file)
     }
 
     private static func byte(_ reason: BusyReasons) -> Int64 {

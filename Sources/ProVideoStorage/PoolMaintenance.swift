@@ -41,7 +41,7 @@ extension Pool {
         let target = try resolveDestination(destination ?? note.destination)
         return try lock.withMutation {
             note.movingTo = target
-            try note.save(notePath, calls)
+            try note.save(notePath, calls, access: access)
             let rc = calls.renameNoReplace(held, target)
             if rc == -EXDEV {
                 let source = try FileDescriptor.open(held, O_RDONLY)
@@ -109,7 +109,7 @@ extension Pool {
     func logSalvage(_ recording: SalvagedRecording) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted]
-        try FileSystem.replaceDurably(layout.recoveredLog, with: Array(try encoder.encode(recoveredRecordings() + [recording])), calls)
+        try FileSystem.replaceDurably(layout.recoveredLog, with: Array(try encoder.encode(recoveredRecordings() + [recording])), calls, access: access)
     }
 
     /// Checks the pool's accounting against what the filesystem really allocated. Returns one

@@ -7,9 +7,12 @@ import Glibc
 struct Reserve {
     let path: String
     let calls: SystemCalls
+    let access: PoolAccess
     /// The unit every reserve size is rounded to: the pool's direct-I/O alignment and the
     /// filesystem block size, whichever is larger.
     let unit: Int64
+    /// The filesystem's block size in bytes (for `MetadataHeadroom`).
+    let blockSize: Int64
 
     /// The reserve's size in bytes, 0 when there is no reserve file.
     func size() throws -> Int64 {
@@ -26,7 +29,8 @@ struct Reserve {
     func rounded(_ bytes: Int64) -> Int64 { (bytes + unit - 1) / unit * unit }
 
     func open(create: Bool = false, nocow: Bool) throws -> FileDescriptor {
-        let fd = try FileDescriptor.open(path, O_RDWR | (create ? O_CREAT : 0), mode: 0o600)
+        let fd = try FileDescriptor.open(path, O_RDWR | (create ? O_CREAT : 0), mode: PoolAccess.fileMode)
+        if create { try access.apply(to: fd) }
         // FS_NOCOW_FL only takes effect on an empty file; the pool directory carries it too, so
         // files created in it inherit it. Filesystems without the flag answer ENOTTY.
         if nocow { _ = pv_set_nocow(fd.rawValue) }
@@ -39,7 +43,7 @@ struct Reserve {
     func grow(_ fd: FileDescriptor, from oldSize: Int64, to newSize: Int64) throws {
         precondition(newSize > oldSize && newSize % unit == 0)
         let needed = newSize - oldSize
-        try requireSpace(needed)
+        try requireSpace(needed, reaching: newSize)
         let rc = calls.fallocate(fd.rawValue, false, oldSize, needed)
         if rc == 0 {
             // The new size and extents must survive a power cut before the grow returns: a
@@ -50,26 +54,36 @@ struct Reserve {
         }
         try rollBack(fd, to: oldSize)
         if rc == -ENOSPC || rc == -EDQUOT {
-            let availableNow = (try? StorageFacts.availableBytes(FileSystem.parent(of: path))) ?? 0
+            let availableNow = (try? usableBytes(reaching: newSize)) ?? 0
             throw Self.notEnoughSpace(needed: needed, available: availableNow, errno: -rc, path: path)
         }
         throw ProVideoError.system("fallocate", errno: -rc, path: path)
     }
 
-    /// Refuses up front a grow that cannot fit: an oversized fallocate that fails still
-    /// changes the filesystem (ext4 keeps a deeper extent tree, XFS keeps blocks past the end).
+    /// Refuses up front a grow that cannot fit with the pool's own files beside it
+    /// (`MetadataHeadroom`): an oversized fallocate that fails still changes the filesystem
+    /// (ext4 keeps a deeper extent tree, XFS keeps blocks past the end).
+    /// - Parameter reaching: the reserve's size after the grow, in bytes.
     /// - Throws: `.notEnoughSpace` with the missing bytes.
-    func requireSpace(_ needed: Int64) throws {
-        let available = try StorageFacts.availableBytes(FileSystem.parent(of: path))
+    func requireSpace(_ needed: Int64, reaching size: Int64) throws {
+        let available = try usableBytes(reaching: size)
         if needed > available { throw Self.notEnoughSpace(needed: needed, available: available, errno: ENOSPC, path: path) }
+    }
+
+    /// The filesystem's free bytes (statfs `f_bavail`) less the headroom the pool keeps for its
+    /// own files with a reserve of `size` bytes.
+    func usableBytes(reaching size: Int64) throws -> Int64 {
+        let available = try StorageFacts.availableBytes(FileSystem.parent(of: path))
+        return max(available - MetadataHeadroom.bytes(blockSize: blockSize, directIOBlock: unit, capacity: size), 0)
     }
 
     private static func notEnoughSpace(needed: Int64, available: Int64, errno: Int32, path: String) -> ProVideoError {
         let missing = max(needed - available, 0)
         return ProVideoError(.notEnoughSpace,
                              "the filesystem cannot allocate \(ByteFormat.human(needed)) for the reserve: "
-                             + "\(ByteFormat.human(available)) free, \(ByteFormat.human(missing)) (\(missing) bytes) "
-                             + "missing; nothing was changed", errno: errno, path: path)
+                             + "\(ByteFormat.human(available)) usable (free space less the pool's room for its own "
+                             + "files), \(ByteFormat.human(missing)) (\(missing) bytes) missing; nothing was changed",
+                             errno: errno, path: path)
     }
 
     /// The reserve's data extents (FIEMAP): bytes mapped below its size, and the end of its

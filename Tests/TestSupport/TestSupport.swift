@@ -151,12 +151,15 @@ package struct LoopFilesystem {
     ///   - type: "ext4", "xfs", "btrfs" or "tmpfs" (tmpfs needs no device).
     ///   - megabytes: the image size.
     ///   - sectorSize: the loop device's logical sector size (512 or 4096).
-    package static func with<T>(_ type: String, megabytes: Int = 320, sectorSize: Int = 512,
+    ///   - mkfsOptions: added to the mkfs command (`-m 0 -N 64` for ext4, say).
+    package static func with<T>(_ type: String, megabytes: Int = 320, sectorSize: Int = 512, mkfsOptions: String = "",
                         _ body: (LoopFilesystem) throws -> T) throws -> T {
         // One loop filesystem test at a time across every test module (each module's root
         // suite is serialized only within itself): their mkfs and mounts load the shared disk and
         // the 2 CPUs, and the timing bounds of the crash tests running beside them assume that.
-        try exclusive.withLock { try withUngated(type, megabytes: megabytes, sectorSize: sectorSize, body) }
+        try exclusive.withLock {
+            try withUngated(type, megabytes: megabytes, sectorSize: sectorSize, mkfsOptions: mkfsOptions, body)
+        }
     }
 
     /// Held while a loop filesystem exists; recursive, as a test may mount a second one.
@@ -168,7 +171,7 @@ package struct LoopFilesystem {
         try exclusive.withLock { try body() }
     }
 
-    private static func withUngated<T>(_ type: String, megabytes: Int, sectorSize: Int,
+    private static func withUngated<T>(_ type: String, megabytes: Int, sectorSize: Int, mkfsOptions: String,
                                        _ body: (LoopFilesystem) throws -> T) throws -> T {
         let scratch = TestSupport.scratchDirectory("loop-\(type)")
         let mountPoint = scratch + "/mnt"
@@ -190,7 +193,7 @@ package struct LoopFilesystem {
         case "btrfs": mkfs = "mkfs.btrfs -q -f"
         default: mkfs = "mkfs.ext4 -q -F"
         }
-        try TestSupport.shell("\(mkfs) \(device)")
+        try TestSupport.shell("\(mkfs) \(mkfsOptions) \(device)")
         try TestSupport.shell("mount \(device) \(mountPoint)")
         defer { _ = try? TestSupport.shell("umount \(mountPoint) || umount -l \(mountPoint)") }
         return try body(LoopFilesystem(type: type, mountPoint: mountPoint, device: device))

@@ -10,10 +10,12 @@ enum Commands {
         guard let text = try arguments.option("--capacity") else { throw UsageError("create needs --capacity SIZE") }
         let capacity = try SizeParser.bytes(text)
         let zero = arguments.flag("--zero")
+        let group = try arguments.option("--group")
         try arguments.finish()
         guard capacity > 0 else { throw UsageError("the capacity must be more than 0 bytes") }
+        if group?.isEmpty == true { throw UsageError("--group needs a group name") }
         var lastPercent = -1
-        let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero) { done, total in
+        let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group) { done, total in
             let percent = Int(done * 100 / max(total, 1))
             if percent != lastPercent {
                 lastPercent = percent
@@ -113,12 +115,18 @@ enum Commands {
             CommandLineProgram.printError("note: recovered a capture left by a recorder that died: "
                                           + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path)")
         }
+        if let failure = pool.repairFailure {
+            CommandLineProgram.printError("warning: a capture left by a recorder that died is not recovered yet: "
+                                          + "\(failure.message); free space or inodes on the pool's filesystem, then run "
+                                          + "`provideo recover`")
+        }
         return pool
     }
 
     static func recover(_ path: String, _ arguments: inout Arguments) throws {
         try arguments.finish()
         let pool = try Pool.open(at: path)
+        if let failure = pool.repairFailure { throw failure }
         for recording in pool.salvaged {
             print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path)")
         }

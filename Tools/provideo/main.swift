@@ -4,7 +4,9 @@ import ProVideoStorage
 
 let usage = """
 usage: provideo [--pool PATH] COMMAND
-  create --capacity SIZE [--zero]   create a pool with a reserve of SIZE (64G, 512MiB, 10GB)
+  create --capacity SIZE [--zero] [--group NAME]
+                                    create a pool with a reserve of SIZE (64G, 512MiB, 10GB);
+                                    members of NAME may use it (default: your group)
   status [--json]                   capacity, busy reasons, filesystem, alignment, engine
   resize SIZE                       set the capacity and grow or shrink the reserve
   replenish                         restore the reserve toward the capacity, best effort

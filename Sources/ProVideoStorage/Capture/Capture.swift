@@ -66,8 +66,8 @@ public final class Capture {
         self.options = options
         self.destination = journal.destination
         let layout = pool.layout
-        progress = try FileDescriptor.open(layout.captureProgress, O_RDWR | O_CREAT, direct: true)
-        commitFile = try FileDescriptor.open(layout.captureCommit, O_RDWR | O_CREAT | O_DSYNC)
+        progress = try FileDescriptor.open(layout.captureProgress, O_RDWR, direct: true)
+        commitFile = try FileDescriptor.open(layout.captureCommit, O_RDWR | O_DSYNC)
         alignment = journal.alignment
         capacity = journal.capacityAtStart
         let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: pool.configuration.storage.device.optimalIOSize)

@@ -9,6 +9,16 @@ import Glibc
 ///     progress       8 bytes: bytes landed so far (not flushed; for remainingCapacity)
 ///     commit         two 16-byte commit records at offsets 0 and 512, written alternately
 ///                    with O_DSYNC after fdatasync: a torn write spoils one, the other holds
+/// A capture's phase, as its journal records it.
+enum CapturePhase: String, Codable, Sendable {
+    /// The journal is durable; the reserve may not have been taken yet.
+    case starting
+    /// `capture/data` is the recording, written by a live recorder (or a dead one).
+    case recording
+    /// The recording is placed or discarded (`reserveTarget` says what reserve to rebuild).
+    case completing
+}
+
 package struct CaptureJournal: Codable, Sendable, Equatable {
     var id: String
     /// Absolute path the recording moves to on finish.
@@ -21,6 +31,8 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     var bitrate: Int64
     /// The engine writing the capture ("io_uring", "io_uring (unregistered buffers)", "pwrite").
     var engine: String
+    /// Where the capture is in its life, so that a salvage knows what a killed process left.
+    var phase: CapturePhase
     /// Seconds since 1970.
     var startedAt: Double
     var pid: Int32
@@ -38,8 +50,8 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
         }
     }
 
-    func save(_ path: String, _ calls: SystemCalls) throws {
-        try FileSystem.replaceDurably(path, with: Array(try JSONEncoder().encode(self)), calls)
+    func save(_ path: String, _ calls: SystemCalls, access: PoolAccess) throws {
+        try FileSystem.replaceDurably(path, with: Array(try JSONEncoder().encode(self)), calls, access: access)
     }
 
     /// Reads an 8-byte little-endian counter (`progress`), 0 if the file is missing or short.

@@ -18,10 +18,11 @@ extension Pool {
     ///   destination is inside the pool; `.destinationExists`.
     public func startCapture(to destination: String, options: CaptureOptions = CaptureOptions()) throws -> Capture {
         let destination = try resolveDestination(destination)
-        let holder = try PoolLock(path: layout.lock)
+        let holder = try PoolLock(path: layout.lock, access: access)
         var journal = CaptureJournal(id: Self.newCaptureID(), destination: destination, capacityAtStart: 0,
-                                     alignment: directIOAlignment.io, bitrate: options.bitrate, engine: "starting",
-                                     startedAt: Date().timeIntervalSince1970, pid: getpid(), reserveTarget: nil)
+                                     alignment: directIOAlignment.io, bitrate: options.bitrate, engine: "",
+                                     phase: .starting, startedAt: Date().timeIntervalSince1970,
+                                     pid: ProcessIdentity.pid, reserveTarget: nil)
         try lock.withMutation {
             let busy = try lock.heldByOthers()
             guard busy.isEmpty, try holder.tryHold(.capturing) else {
@@ -39,8 +40,7 @@ extension Pool {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity; run `provideo replenish` "
                                         + "or `provideo resize`", path: path)
                 }
-                try FileSystem.makeDirectory(layout.captureDirectory)
-                try journal.save(layout.captureJournal, calls)
+                try createCaptureFiles(journal)
                 CrashPoint.hit("capture.journaled")
                 try FileSystem.rename(layout.reserve, layout.captureData)
                 try FileSystem.syncDirectory(layout.captureDirectory, calls)
@@ -54,11 +54,40 @@ extension Pool {
             let data = try FileDescriptor.open(layout.captureData, O_RDWR, direct: true)
             let capture = try Capture(pool: self, journal: journal, busy: holder, data: data, options: options)
             journal.engine = capture.statistics.engine
-            try journal.save(layout.captureJournal, calls)
+            journal.phase = .recording
+            try journal.save(layout.captureJournal, calls, access: access)
             return capture
         } catch {
             try? discardCapture()
             holder.release(.capturing)
+            throw error
+        }
+    }
+
+    /// Creates every file a capture needs before it takes the reserve, so that a filesystem
+    /// out of inodes or space refuses the capture here, with the reserve whole and nothing
+    /// left behind: `capture/`, `progress`, `commit` and the journal (4 inodes), with room
+    /// counted for the one more each later step needs at a time (a journal rewrite, then
+    /// `reserve.new` at finish).
+    private func createCaptureFiles(_ journal: CaptureJournal) throws {
+        let stepsAfterStart = 1
+        do {
+            try FileSystem.makeDirectory(layout.captureDirectory, access: access)
+            for file in [layout.captureProgress, layout.captureCommit] {
+                try access.apply(to: try FileDescriptor.open(file, O_RDWR | O_CREAT, mode: PoolAccess.fileMode))
+            }
+            try journal.save(layout.captureJournal, calls, access: access)
+            let free = try FileSystem.freeInodes(path)
+            guard free >= stepsAfterStart else {
+                throw ProVideoError(.notEnoughSpace, "the filesystem of \(path) has no free inode left for the pool's "
+                                    + "own files (a capture needs 5); delete some files there and try again",
+                                    errno: ENOSPC, path: path)
+            }
+        } catch {
+            for file in [layout.captureJournal, layout.captureJournal + ".tmp", layout.captureProgress, layout.captureCommit] {
+                try? FileSystem.remove(file)
+            }
+            try? FileSystem.removeDirectory(layout.captureDirectory)
             throw error
         }
     }
@@ -77,12 +106,11 @@ extension Pool {
             throw ProVideoError(.invalidDestination, "\(destination) names a directory; give a file name", path: destination)
         }
         let directory = FileSystem.parent(of: absolute)
-        guard let real = realpath(directory, nil) else {
+        guard let real = FileSystem.realPath(directory) else {
             throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
                                 + "first", path: destination)
         }
-        defer { free(real) }
-        let resolved = String(cString: real) + "/" + name
+        let resolved = real + "/" + name
         try checkDestination(resolved.hasPrefix("//") ? String(resolved.dropFirst()) : resolved)
         return resolved.hasPrefix("//") ? String(resolved.dropFirst()) : resolved
     }
@@ -93,16 +121,15 @@ extension Pool {
             throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
                                 + "before starting the capture", path: destination)
         }
-        guard access(directory, W_OK) == 0 else {
+        guard FileSystem.isWritable(directory) else {
             throw ProVideoError(.invalidDestination, "the destination's directory \(directory) is not writable",
                                 path: destination)
         }
-        var st = stat()
-        if lstat(destination, &st) == 0 {
+        if FileSystem.existsWithoutFollowing(destination) {
             throw ProVideoError(.destinationExists, "\(destination) already exists; it is never overwritten: choose "
                                 + "another name", path: destination)
         }
-        let poolDirectory = realpath(path, nil).map { pointer in defer { free(pointer) }; return String(cString: pointer) } ?? path
+        let poolDirectory = FileSystem.realPath(path) ?? path
         if destination.hasPrefix(poolDirectory + "/") || destination.hasPrefix(path + "/") {
             throw ProVideoError(.invalidDestination, "\(destination) is inside the pool directory; choose a destination "
                                 + "outside \(path)", path: destination)
@@ -134,7 +161,8 @@ extension Pool {
             placement = try placeRecording(journal, length: length, whenTaken: whenTaken)
             journal.reserveTarget = placement.reserveTarget
             journal.placedAt = placement.path
-            try journal.save(layout.captureJournal, calls)
+            journal.phase = .completing
+            try journal.save(layout.captureJournal, calls, access: access)
             CrashPoint.hit("finish.placed")
         } else {
             // Killed after the rename into place, before the journal recorded it: the recording
@@ -151,7 +179,7 @@ extension Pool {
         }
         // Killed after `reserve.new` became `reserve`: the rebuild is done, do not redo it.
         if FileSystem.exists(layout.newReserve) || !FileSystem.exists(layout.reserve) {
-            let replenishing = try PoolLock(path: layout.lock)
+            let replenishing = try PoolLock(path: layout.lock, access: access)
             _ = try replenishing.tryHold(.replenishing)
             defer { replenishing.release(.replenishing) }
             try rebuildReserve(to: placement.reserveTarget)
@@ -171,7 +199,8 @@ extension Pool {
         var journal = try CaptureJournal.load(layout.captureJournal)
         journal.reserveTarget = journal.capacityAtStart
         journal.placedAt = nil
-        try journal.save(layout.captureJournal, calls)
+        journal.phase = .completing
+        try journal.save(layout.captureJournal, calls, access: access)
         CrashPoint.hit("cancel.journaled")
         _ = try completeCapture(journal: journal, length: 0)
     }
@@ -190,7 +219,7 @@ extension Pool {
             try FileSystem.removeDirectory(layout.captureDirectory)
             return nil
         }
-        if journal.engine == "starting" && FileSystem.exists(layout.reserve) && !FileSystem.exists(layout.captureData) {
+        if journal.phase == .starting && FileSystem.exists(layout.reserve) && !FileSystem.exists(layout.captureData) {
             // Killed between the journal and taking the reserve.
             for file in [layout.captureJournal, layout.captureProgress, layout.captureCommit] { try FileSystem.remove(file) }
             try FileSystem.removeDirectory(layout.captureDirectory)
@@ -265,9 +294,14 @@ extension Pool {
         let data = try FileDescriptor.open(layout.captureData, O_RDWR)
         try data.truncate(length, calls)
         try data.sync(calls)
-        let mask = umask(0)
-        umask(mask)
-        if fchmod(data.rawValue, 0o666 & ~mask) != 0 { throw ProVideoError.system("fchmod", errno: errno, path: data.path) }
+        // The recording belongs to the recording process's user, as a file it wrote would. Only
+        // root may give a file away: a reserve another user created stays theirs (see
+        // Docs/POOL-LAYOUT.md, "Access").
+        let facts = try data.facts()
+        if ProcessIdentity.isRoot && (facts.uid != ProcessIdentity.user || facts.gid != ProcessIdentity.group) {
+            try data.setOwner(ProcessIdentity.user, ProcessIdentity.group)
+        }
+        try data.setMode(0o666 & ~ProcessIdentity.umask)
     }
 
     private static func moveError(_ rc: Int32, _ destination: String) -> ProVideoError {
@@ -290,7 +324,7 @@ extension Pool {
 
     /// Keeps the recording in `recordings/` with a note of where it was meant to go.
     private func keepInPool(_ journal: CaptureJournal, length: Int64, problem: ProVideoError) throws -> Placement {
-        try FileSystem.makeDirectory(layout.recordings)
+        try FileSystem.makeDirectory(layout.recordings, access: access)
         // Room for the note beside it, "<kept>.json", and that note's ".tmp" while it is written.
         let room = DerivedName.maximumBytes - "\(journal.id)-".utf8.count - ".json.tmp".utf8.count
         let kept = layout.recordings + "/\(journal.id)-"
@@ -298,7 +332,7 @@ extension Pool {
         try sealRecording(length: length)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil)
-        try note.save(kept + ".json", calls)
+        try note.save(kept + ".json", calls, access: access)
         try FileSystem.rename(layout.captureData, kept)
         try FileSystem.syncDirectory(layout.recordings, calls)
         var reported = problem
@@ -345,7 +379,7 @@ public struct HeldRecording: Codable, Sendable {
     /// Set while `provideo move` moves it there, so a killed move is finished by `repair()`.
     public var movingTo: String?
 
-    func save(_ file: String, _ calls: SystemCalls) throws {
-        try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)), calls)
+    func save(_ file: String, _ calls: SystemCalls, access: PoolAccess) throws {
+        try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)), calls, access: access)
     }
 }

@@ -10,17 +10,51 @@ enum FileSystem {
         return facts
     }
 
+    /// statvfs(3) `f_favail`: inodes an unprivileged process can still create on the
+    /// filesystem holding `path` (XFS and btrfs allocate inodes on demand and report plenty).
+    static func freeInodes(_ path: String) throws -> Int64 {
+        var facts = statvfs()
+        if statvfs(path, &facts) != 0 { throw ProVideoError.system("statvfs", errno: Glibc.errno, path: path) }
+        // btrfs reports no inode counts at all (f_files 0): it has no fixed table to run out of.
+        return facts.f_files == 0 ? Int64.max : Int64(facts.f_favail)
+    }
+
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+
+    /// lstat(2): whether anything, a dangling symbolic link included, is at `path`.
+    static func existsWithoutFollowing(_ path: String) -> Bool {
+        var st = stat()
+        return lstat(path, &st) == 0
+    }
+
+    /// access(2) with `W_OK`.
+    static func isWritable(_ path: String) -> Bool { Glibc.access(path, W_OK) == 0 }
+
+    /// realpath(3): `path` with every symbolic link, `.` and `..` resolved; nil when it does
+    /// not exist.
+    static func realPath(_ path: String) -> String? {
+        guard let real = realpath(path, nil) else { return nil }
+        defer { free(real) }
+        return String(cString: real)
+    }
 
     static func isDirectory(_ path: String) -> Bool {
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
-    static func makeDirectory(_ path: String) throws {
-        if mkdir(path, 0o755) != 0 && Glibc.errno != EEXIST {
+    /// mkdir(2); an existing directory is fine. A directory of the pool (`access` given) gets
+    /// the pool's group and mode (`PoolAccess`).
+    static func makeDirectory(_ path: String, access: PoolAccess?) throws {
+        if mkdir(path, 0o700) != 0 && Glibc.errno != EEXIST {
             throw ProVideoError.system("mkdir", errno: Glibc.errno, path: path)
         }
+        if let access { try access.apply(to: try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY), directory: true) }
+    }
+
+    /// access(2) for read, write and search: 0, or the errno that refuses it.
+    static func accessError(_ path: String) -> Int32 {
+        Glibc.access(path, R_OK | W_OK | X_OK) == 0 ? 0 : Glibc.errno
     }
 
     static func remove(_ path: String) throws {
@@ -101,15 +135,20 @@ enum FileSystem {
 
     /// Replaces `path` with `bytes` crash-consistently: write a temporary file, flush it,
     /// rename it over `path`, flush the directory. A reader sees the old or the new content.
-    static func replaceDurably(_ path: String, with bytes: [UInt8], _ calls: SystemCalls) throws {
+    /// A file that fails to be written is removed, so a full filesystem leaves no `.tmp` behind.
+    static func replaceDurably(_ path: String, with bytes: [UInt8], _ calls: SystemCalls, access: PoolAccess) throws {
         let temporary = path + ".tmp"
         do {
-            let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC)
+            let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: PoolAccess.fileMode)
+            try access.apply(to: fd)
             try bytes.withUnsafeBytes { try fd.writeAll($0, at: 0, calls) }
             let rc = calls.fsync(fd.rawValue)
             if rc < 0 { throw ProVideoError.system("fsync", errno: -rc, path: temporary) }
+            try rename(temporary, path)
+        } catch {
+            try? remove(temporary)
+            throw error
         }
-        try rename(temporary, path)
         try syncDirectory(parent(of: path), calls)
     }
 }

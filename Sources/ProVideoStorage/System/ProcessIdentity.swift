@@ -30,8 +30,8 @@ enum ProcessIdentity {
 
     /// getgrgid_r(3): the group's name, or the number when it has none.
     static func groupName(_ gid: gid_t) -> String {
-        var entry = group()
-        var result: UnsafeMutablePointer<group>?
+        var entry = Glibc.group()
+        var result: UnsafeMutablePointer<Glibc.group>?
         var buffer = [CChar](repeating: 0, count: 65536)
         guard getgrgid_r(gid, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return "\(gid)" }
         return String(cString: entry.gr_name)
@@ -39,8 +39,8 @@ enum ProcessIdentity {
 
     /// getgrnam_r(3): the group named `name` (or given as a number), nil when there is none.
     static func groupID(named name: String) -> gid_t? {
-        var entry = group()
-        var result: UnsafeMutablePointer<group>?
+        var entry = Glibc.group()
+        var result: UnsafeMutablePointer<Glibc.group>?
         var buffer = [CChar](repeating: 0, count: 65536)
         if getgrnam_r(name, &entry, &buffer, buffer.count, &result) == 0, result != nil { return entry.gr_gid }
         return gid_t(name)

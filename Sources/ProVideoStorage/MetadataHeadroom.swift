@@ -1,0 +1,33 @@
+/// The space a pool keeps free on its filesystem for its own files, in bytes: a reserve may
+/// grow (create, resize, replenish, the rebuild after a capture) only as far as the
+/// filesystem's free space less this headroom, so that a capture, a move and a salvage can
+/// always write their small files. Counted file by file, each rounded up to whole blocks, at
+/// the moment the most of them exist at once:
+///
+///     pool.json + pool.json.tmp                      2 files
+///     recovered.json + its .tmp                      2 × `recoveredLogBytes`
+///     capture/, capture.json + its .tmp, commit      4 files
+///     progress                                       one direct-I/O block
+///     recordings/, a held recording's note + .tmp    3 files
+///     the pool directory growing by one block        1 file
+///
+/// plus the blocks the filesystem needs to map the reserve's extents: ext4 keeps at most 340
+/// extents of at most 128 MiB in one 4 KiB index block (ext4 disk layout, "Extent Tree"),
+/// XFS about as many records in one block of its extent B+tree, so one block per 42.5 GiB.
+enum MetadataHeadroom {
+    /// Room for the salvage log: about 150 bytes per salvaged recording, so about 100 of them.
+    static let recoveredLogBytes: Int64 = 16 << 10
+    static let smallFiles: Int64 = 2 + 4 + 3 + 1
+    static let bytesMappedPerIndexBlock: Int64 = 340 * (128 << 20)
+
+    /// - Parameters:
+    ///   - blockSize: the filesystem block size in bytes.
+    ///   - directIOBlock: the pool's direct-I/O alignment in bytes (the `progress` file's size).
+    ///   - capacity: the reserve's size in bytes.
+    static func bytes(blockSize: Int64, directIOBlock: Int64, capacity: Int64) -> Int64 {
+        let block = max(blockSize, 512)
+        func blocks(_ bytes: Int64) -> Int64 { (bytes + block - 1) / block * block }
+        let indexBlocks = capacity / bytesMappedPerIndexBlock + 1
+        return smallFiles * block + 2 * blocks(recoveredLogBytes) + blocks(directIOBlock) + indexBlocks * block
+    }
+}
