@@ -295,13 +295,15 @@ extension Pool {
         try data.truncate(length, calls)
         try data.sync(calls)
         // The recording belongs to the recording process's user, as a file it wrote would. Only
-        // root may give a file away: a reserve another user created stays theirs (see
-        // Docs/POOL-LAYOUT.md, "Access").
+        // root may give a file away: a reserve another user of the pool's group created stays
+        // theirs, group read/write (see Docs/POOL-LAYOUT.md, "Access").
         let facts = try data.facts()
         if ProcessIdentity.isRoot && (facts.uid != ProcessIdentity.user || facts.gid != ProcessIdentity.group) {
             try data.setOwner(ProcessIdentity.user, ProcessIdentity.group)
         }
-        try data.setMode(0o666 & ~ProcessIdentity.umask)
+        if ProcessIdentity.isRoot || facts.uid == ProcessIdentity.user {
+            try data.setMode(0o666 & ~ProcessIdentity.umask)
+        }
     }
 
     private static func moveError(_ rc: Int32, _ destination: String) -> ProVideoError {

@@ -1,0 +1,189 @@
+import Foundation
+import Glibc
+import ProVideoStorage
+import TestSupport
+import Testing
+
+/// No exhaustion wedges a pool (issue 10): space, then inodes, are used up on the pool's
+/// filesystem (ext4 `-m 0`, so root has no reserved blocks to fall back on) or on a
+/// destination's, before every step of a pool's life. Each step either works or fails with
+/// exit 1 and a message; afterwards `status`, `list` and `check` work and the pool is
+/// consistent; and once the resource is freed, the same step succeeds.
+@Suite(.serialized, .enabled(if: TestSupport.isRoot))
+struct ExhaustionTests {
+    enum Resource: String, CaseIterable { case space, inodes }
+
+    /// Uses up `resource` on the filesystem at `mount` with files under `mount/filler`.
+    static func exhaust(_ resource: Resource, _ mount: String) throws {
+        switch resource {
+        case .space:
+            try FS.fill(mount)
+        case .inodes:
+            let directory = mount + "/filler"
+            try? FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            var index = 0
+            while true {
+                let fd = open("\(directory)/i\(index)", O_CREAT | O_WRONLY | O_CLOEXEC, 0o600)
+                if fd < 0 {
+                    try #require(errno == ENOSPC, "creating inode fillers failed with errno \(errno)")
+                    return
+                }
+                close(fd)
+                index += 1
+            }
+        }
+    }
+
+    static func release(_ mount: String) {
+        TestSupport.removeTree(mount + "/filler")
+    }
+
+    /// `status`, `list` and `check` exit 0 and `check` finds nothing wrong.
+    static func expectUsable(_ pool: String, _ context: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+        for command in ["status", "list", "check"] {
+            let result = try FS.provideo(pool, command)
+            #expect(result.status == 0, "\(context): \(command) exit \(result.status): \(result.stderr)",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A step's result under exhaustion: 0, or 1 with a message (never a crash or a usage error).
+    static func expectWorkedOrFailedCleanly(_ result: TestSupport.ProcessResult, _ context: String,
+                                            sourceLocation: SourceLocation = #_sourceLocation) {
+        #expect(result.status == 0 || (result.status == 1 && result.stderr.hasPrefix("error: ")),
+                "\(context): exit \(result.status): \(result.stderr)", sourceLocation: sourceLocation)
+    }
+
+    static func record(_ pool: String, _ destination: String, _ bytes: [UInt8]) throws -> TestSupport.ProcessResult {
+        try FS.provideo(pool, "record", destination, "--bitrate", "80M", stdin: Data(bytes))
+    }
+
+    @Test(arguments: Resource.allCases)
+    func everyStepWorksOrFailsCleanly(resource: Resource) throws {
+        try LoopFilesystem.with("ext4", megabytes: 96, mkfsOptions: "-m 0 -N 96") { fs in
+            try LoopFilesystem.with("ext4", megabytes: 48, mkfsOptions: "-m 0 -N 64") { other in
+                let pool = fs.mountPoint + "/pool"
+                let out = fs.mountPoint + "/out"
+                let away = other.mountPoint + "/out"
+                try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
+                try FileManager.default.createDirectory(atPath: away, withIntermediateDirectories: true)
+                defer { FS.destroyQuietly(pool) }
+                try steps(resource, fs.mountPoint, other.mountPoint, pool: pool, out: out, away: away)
+            }
+        }
+    }
+
+    private func steps(_ resource: Resource, _ mount: String, _ otherMount: String,
+                       pool: String, out: String, away: String) throws {
+        let take = TestSupport.pattern(1 << 20, seed: 7)
+        defer { Self.release(mount); Self.release(otherMount) }
+
+        // create
+        try Self.exhaust(resource, mount)
+        let refused = try FS.provideo(pool, "create", "--capacity", "8M")
+        #expect(refused.status == 1 && refused.stderr.hasPrefix("error: "), "create: \(refused.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: pool), "a failed create left \(CrashKit.contents(pool))")
+        Self.release(mount)
+        try FS.createPool(pool, capacity: "8M")
+        try Self.expectUsable(pool, "after create")
+
+        // record, finished by a rename on the pool's filesystem
+        try Self.exhaust(resource, mount)
+        var result = try Self.record(pool, out + "/a.mov", take)
+        Self.expectWorkedOrFailedCleanly(result, "record (rename)")
+        if result.status == 0 {
+            let aLands = TestSupport.fileHolds(out + "/a.mov", take)
+            #expect(aLands, "a.mov differs from its input")
+        } else {
+            #expect(!FileManager.default.fileExists(atPath: out + "/a.mov"))
+            #expect(try TestSupport.poolStatus(pool).remainingCapacity == 8 << 20, "the reserve must stay whole")
+            #expect(!FileManager.default.fileExists(atPath: pool + "/capture"), "a refused capture left capture/")
+        }
+        try Self.expectUsable(pool, "after record (rename)")
+        Self.release(mount)
+        result = try Self.record(pool, out + "/b.mov", take)
+        #expect(result.status == 0, "record after release: \(result.stderr)")
+        let bLands = TestSupport.fileHolds(out + "/b.mov", take)
+        #expect(bLands, "b.mov differs from its input")
+
+        // resize: a grow fails cleanly, a shrink always works on a full filesystem
+        try Self.exhaust(resource, mount)
+        result = try FS.provideo(pool, "resize", "16M")
+        #expect(result.status == 1 && result.stderr.hasPrefix("error: "), "grow: \(result.stderr)")
+        try Self.expectUsable(pool, "after a refused grow")
+        result = try FS.provideo(pool, "resize", "4M")
+        if resource == .space {
+            #expect(result.status == 0, "a shrink must work on a full filesystem: \(result.stderr)")
+        } else {
+            Self.expectWorkedOrFailedCleanly(result, "shrink")
+        }
+        #expect(!FileManager.default.fileExists(atPath: pool + "/pool.json.tmp"))
+        try Self.expectUsable(pool, "after shrink")
+        Self.release(mount)
+        result = try FS.provideo(pool, "resize", "8M")
+        #expect(result.status == 0, "resize after release: \(result.stderr)")
+        #expect(try TestSupport.poolStatus(pool).initialCapacity == 8 << 20)
+
+        // replenish after a take used part of the reserve
+        result = try Self.record(pool, out + "/c.mov", take)
+        #expect(result.status == 0, "record: \(result.stderr)")
+        try Self.exhaust(resource, mount)
+        Self.expectWorkedOrFailedCleanly(try FS.provideo(pool, "replenish"), "replenish")
+        try Self.expectUsable(pool, "after replenish")
+        Self.release(mount)
+        result = try FS.provideo(pool, "replenish")
+        #expect(result.status == 0, "replenish after release: \(result.stderr)")
+        #expect(try TestSupport.poolStatus(pool).remainingCapacity == 8 << 20)
+
+        // record finished by a copy to a destination whose filesystem is exhausted: held
+        try Self.exhaust(resource, otherMount)
+        result = try Self.record(pool, away + "/d.mov", take)
+        #expect(result.status == 1, "a copy to an exhausted filesystem: \(result.stderr)")
+        let held = try TestSupport.poolListing(pool).recordings
+        try #require(held.count == 1, "the recording must be held: \(result.stderr)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: away).isEmpty, "a partial copy was left")
+        try Self.expectUsable(pool, "after a held recording")
+
+        // move, with both filesystems exhausted, then the pool's alone, then neither
+        try Self.exhaust(resource, mount)
+        Self.expectWorkedOrFailedCleanly(try FS.provideo(pool, "move", held[0].path), "move (both exhausted)")
+        try Self.expectUsable(pool, "after move (both exhausted)")
+        Self.release(otherMount)
+        Self.expectWorkedOrFailedCleanly(try FS.provideo(pool, "move", held[0].path), "move (pool exhausted)")
+        try Self.expectUsable(pool, "after move (pool exhausted)")
+        Self.release(mount)
+        if try TestSupport.poolListing(pool).recordings.count == 1 {
+            result = try FS.provideo(pool, "move", held[0].path)
+            #expect(result.status == 0, "move after release: \(result.stderr)")
+        }
+        let dLands = TestSupport.fileHolds(away + "/d.mov", take)
+        #expect(dLands, "d.mov differs from its input")
+        #expect(try TestSupport.poolListing(pool).recordings.isEmpty)
+
+        // salvage of a killed recorder while the pool's filesystem is exhausted
+        let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", out + "/e.mov", "--durability", "0.2"],
+                                             stdinPipe: true)
+        let input = (recorder.standardInput as! Pipe).fileHandleForWriting
+        try input.write(contentsOf: Data(take))
+        let deadline = Date().addingTimeInterval(20)
+        while CrashKit.committed(pool) < Int64(take.count) && Date() < deadline { usleep(50_000) }
+        let committed = CrashKit.committed(pool)
+        kill(recorder.processIdentifier, SIGKILL)
+        recorder.waitUntilExit()
+        try #require(committed == Int64(take.count), "the recorder never committed its input")
+        try Self.exhaust(resource, mount)
+        for command in ["status", "list"] {
+            result = try FS.provideo(pool, command)
+            #expect(result.status == 0, "\(command) with a dead capture on an exhausted filesystem: \(result.stderr)")
+        }
+        result = try FS.provideo(pool, "recover")
+        Self.expectWorkedOrFailedCleanly(result, "recover (exhausted)")
+        Self.release(mount)
+        result = try FS.provideo(pool, "recover")
+        #expect(result.status == 0, "recover after release: \(result.stderr)")
+        let eLands = TestSupport.fileHolds(out + "/e.mov", take)
+        #expect(eLands, "e.mov differs from its input")
+        try Self.expectUsable(pool, "after salvage")
+        #expect(try FS.provideo(pool, "check").stdout.contains("accounting matches"))
+    }
+}
