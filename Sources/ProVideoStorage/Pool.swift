@@ -124,7 +124,7 @@ public final class Pool {
             if storage.isBtrfs {
                 // Files created in the directory inherit NOCOW, so the reserve is NOCOW from birth.
                 let directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
-                let rc = pv_set_nocow(directory.rawValue)
+                let rc = directory.setNoCOW()
                 if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_SETFLAGS, FS_NOCOW_FL)", errno: -rc, path: path) }
             }
         } catch {

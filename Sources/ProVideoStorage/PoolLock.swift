@@ -1,4 +1,3 @@
-import CProVideo
 import Glibc
 
 /// The pool's lock file. Byte 0 serializes short state changes between processes; bytes 1…3
@@ -21,9 +20,8 @@ final class PoolLock {
 
     /// Runs `body` while holding the mutation lock, waiting for it if another process has it.
     func withMutation<T>(_ body: () throws -> T) throws -> T {
-        let rc = pv_ofd_lock(file.rawValue, Self.mutationByte, 1, 1)
-        if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_SETLKW)", errno: -rc, path: file.path) }
-        defer { _ = pv_ofd_unlock(file.rawValue, Self.mutationByte, 1) }
+        _ = try file.lock(Self.mutationByte, 1, wait: true)
+        defer { file.unlock(Self.mutationByte, 1) }
         return try body()
     }
 
@@ -31,22 +29,17 @@ final class PoolLock {
     func heldByOthers() throws -> BusyReasons {
         var reasons: BusyReasons = []
         for (reason, _) in BusyReasons.all {
-            let rc = pv_ofd_is_locked(file.rawValue, Self.byte(reason), 1)
-            if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_GETLK)", errno: -rc, path: file.path) }
-            if rc == 1 { reasons.insert(reason) }
+            if try file.isLockedByOthers(Self.byte(reason), 1) { reasons.insert(reason) }
         }
         return reasons
     }
 
     /// Takes `reason`'s byte on this open file description; false if another holds it.
     func tryHold(_ reason: BusyReasons) throws -> Bool {
-        let rc = pv_ofd_lock(file.rawValue, Self.byte(reason), 1, 0)
-        if rc == -EAGAIN { return false }
-        if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_SETLK)", errno: -rc, path: file.path) }
-        return true
+        try file.lock(Self.byte(reason), 1, wait: false)
     }
 
     func release(_ reason: BusyReasons) {
-        _ = pv_ofd_unlock(file.rawValue, Self.byte(reason), 1)
+        file.unlock(Self.byte(reason), 1)
     }
 }

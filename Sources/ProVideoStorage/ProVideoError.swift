@@ -66,7 +66,7 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
         default: .ioError
         }
         let target = path.map { " on \($0)" } ?? ""
-        var error = ProVideoError(resolved, "\(call)\(target) failed: \(String(cString: strerror(errno)))",
+        var error = ProVideoError(resolved, "\(call)\(target) failed: \(Errno.description(errno))",
                                   errno: errno, path: path)
         error.systemCall = call
         error.location = "\(file):\(line)"

@@ -1,4 +1,3 @@
-import CProVideo
 import Glibc
 
 /// Copies a recording to a destination on another filesystem (rename(2) fails there with
@@ -47,7 +46,7 @@ enum RecordingCopy {
             try FileSystem.syncDirectory(directory, calls)
             return destination
         } catch {
-            unlink(temporary)
+            try? FileSystem.remove(temporary)
             throw error
         }
     }
@@ -85,25 +84,18 @@ enum RecordingCopy {
 
     /// SHA-256 of bytes [0, length) of `file`.
     static func digest(_ file: FileDescriptor, length: Int64, calls: SystemCalls) throws -> [UInt8] {
-        guard let context = pv_sha256_new() else { throw ProVideoError(.ioError, "cannot allocate a SHA-256 context") }
+        let hash = try SHA256()
         var buffer = [UInt8](repeating: 0, count: chunk)
-        var result = [UInt8](repeating: 0, count: 32)
         var offset: Int64 = 0
-        do {
-            while offset < length {
-                let want = Int(min(Int64(chunk), length - offset))
-                let n = try buffer.withUnsafeMutableBytes {
-                    try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
-                }
-                if n == 0 { break }
-                buffer.withUnsafeBytes { pv_sha256_update(context, $0.baseAddress, n) }
-                offset += Int64(n)
+        while offset < length {
+            let want = Int(min(Int64(chunk), length - offset))
+            let n = try buffer.withUnsafeMutableBytes {
+                try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
             }
-        } catch {
-            pv_sha256_finish(context, &result)  // it frees the context: no leak when a read fails
-            throw error
+            if n == 0 { break }
+            buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            offset += Int64(n)
         }
-        pv_sha256_finish(context, &result)
-        return result
+        return hash.finish()
     }
 }

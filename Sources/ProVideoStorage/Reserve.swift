@@ -33,7 +33,7 @@ struct Reserve {
         if create { try access.apply(to: fd) }
         // FS_NOCOW_FL only takes effect on an empty file; the pool directory carries it too, so
         // files created in it inherit it. Filesystems without the flag answer ENOTTY.
-        if nocow { _ = pv_set_nocow(fd.rawValue) }
+        if nocow { fd.setNoCOW() }
         return fd
     }
 
@@ -92,10 +92,7 @@ struct Reserve {
     func extents() throws -> (mapped: Int64, end: Int64) {
         guard FileSystem.exists(path) else { return (0, 0) }
         let fd = try FileDescriptor.open(path, O_RDONLY)
-        var mapped: UInt64 = 0, end: UInt64 = 0
-        let rc = pv_extents(fd.rawValue, UInt64(try size()), &mapped, &end)
-        if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_FIEMAP)", errno: -rc, path: path) }
-        return (Int64(mapped), Int64(end))
+        return try fd.extents(below: try size())
     }
 
     /// Puts the file back to `size` bytes and frees every block past it, including blocks a

@@ -72,14 +72,11 @@ public struct StorageFacts: Codable, Sendable, Equatable {
     /// alignment is read from a scratch file created (and removed) in it when it is writable.
     public static func read(_ path: String) throws -> StorageFacts {
         let facts = try FileSystem.facts(path)
-        var magic: Int64 = 0, available: UInt64 = 0, total: UInt64 = 0
-        let rc = pv_statfs(path, &magic, &available, &total)
-        if rc < 0 { throw ProVideoError.system("statfs", errno: -rc, path: path) }
+        let magic = try FileSystem.space(path).type
         let mount = MountInfo.find(mountID: facts.mount_id) ?? MountInfo.find(major: facts.dev_major, minor: facts.dev_minor)
         var device = DeviceTopology.unknown
         if let source = mount?.source, source.hasPrefix("/dev/") {
-            var topology = pv_topology()
-            if pv_device_topology(source, &topology) == 0 {
+            if let topology = FileSystem.deviceTopology(source) {
                 device = DeviceTopology(path: source,
                                         logicalSectorSize: Int(topology.logical_sector_size),
                                         physicalSectorSize: Int(topology.physical_sector_size),
@@ -106,22 +103,15 @@ public struct StorageFacts: Codable, Sendable, Equatable {
 
     /// statx of a fresh empty regular file in `directory`, or nil when none can be created.
     private static func regularFileFacts(in directory: String) -> pv_file_facts? {
-        let path = directory + "/.provideo-statx-\(getpid())"
-        let fd = Glibc.open(path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0o600)
-        guard fd >= 0 else { return nil }
-        defer {
-            Glibc.close(fd)
-            unlink(path)
-        }
-        return try? FileSystem.facts(path)
+        let path = directory + "/.provideo-statx-\(ProcessIdentity.pid)"
+        guard let fd = try? FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) else { return nil }
+        defer { try? FileSystem.remove(path) }
+        return try? fd.facts()
     }
 
     /// Free bytes on the filesystem holding `path` for unprivileged users (statfs `f_bavail`).
     public static func availableBytes(_ path: String) throws -> Int64 {
-        var magic: Int64 = 0, available: UInt64 = 0, total: UInt64 = 0
-        let rc = pv_statfs(path, &magic, &available, &total)
-        if rc < 0 { throw ProVideoError.system("statfs", errno: -rc, path: path) }
-        return Int64(available)
+        try FileSystem.space(path).available
     }
 }
 

@@ -78,6 +78,21 @@ struct ExhaustionTests {
         let take = TestSupport.pattern(1 << 20, seed: 7)
         defer { Self.release(mount); Self.release(otherMount) }
 
+        // create on a nearly full filesystem: all of the free space less 2 KiB (field report:
+        // it failed writing pool.json and left the whole reserve behind)
+        let nearlyAll = try TestSupport.freeSpace(mount).available - 2048
+        var nearFull = try FS.provideo(pool, "create", "--capacity", String(nearlyAll))
+        Self.expectWorkedOrFailedCleanly(nearFull, "create near full")
+        if nearFull.status == 0 {
+            nearFull = try Self.record(pool, out + "/near.mov", take)
+            #expect(nearFull.status == 0, "record into a pool that filled its filesystem: \(nearFull.stderr)")
+            #expect(try FS.provideo(pool, "destroy").status == 0)
+        } else {
+            #expect(nearFull.stderr.contains("missing"), "the refusal says what is missing: \(nearFull.stderr)")
+        }
+        #expect(!FileManager.default.fileExists(atPath: pool), "create near full left \(CrashKit.contents(pool))")
+        #expect(try TestSupport.freeSpace(mount).available >= nearlyAll, "create near full kept space")
+
         // create
         try Self.exhaust(resource, mount)
         let refused = try FS.provideo(pool, "create", "--capacity", "8M")

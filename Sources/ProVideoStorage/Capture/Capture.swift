@@ -97,11 +97,7 @@ public final class Capture {
         published = (0, Self.now())
     }
 
-    static func now() -> UInt64 {
-        var ts = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &ts)
-        return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-    }
+    static func now() -> UInt64 { MonotonicTime.now() }
 
     /// Bytes the recording can still grow by.
     public var remainingCapacity: Int64 { capacity - length }

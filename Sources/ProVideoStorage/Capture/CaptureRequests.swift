@@ -42,7 +42,7 @@ extension Capture {
                     outstanding -= 1
                 }
             } catch {
-                usleep(1_000)  // The engine failed to reap; its requests still complete.
+                MonotonicTime.sleep(microseconds: 1_000)  // The engine failed to reap; its requests still complete.
             }
         }
         return engine.shutdown(waitNanoseconds: Int64(deadline - min(Self.now(), deadline)))

@@ -17,8 +17,8 @@ enum DirectIOProbe {
                 + "direct I/O cannot bypass it and a power cut loses the recording. "
                 + "Put the pool on a disk filesystem (ext4, XFS, btrfs)."
         }
-        let path = directory + "/.provideo-probe-\(getpid())"
-        defer { unlink(path) }
+        let path = directory + "/.provideo-probe-\(ProcessIdentity.pid)"
+        defer { try? FileSystem.remove(path) }
         let fd: FileDescriptor
         do {
             fd = try FileDescriptor.open(path, O_RDWR | O_CREAT | O_EXCL, mode: 0o600, direct: true)
@@ -27,17 +27,16 @@ enum DirectIOProbe {
                 ? "the \(facts.filesystem) filesystem at \(directory) refuses O_DIRECT opens"
                 : "cannot create a file in \(directory): \(error.message)"
         } catch { return "\(error)" }
-        if facts.isBtrfs { _ = pv_set_nocow(fd.rawValue) }
+        if facts.isBtrfs { fd.setNoCOW() }
         let length = Int64(probeLength)
-        let rc = pv_fallocate(fd.rawValue, 0, 0, length)
+        let rc = SystemCalls.live.fallocate(fd.rawValue, false, 0, length)
         if rc < 0 {
-            return "fallocate does not work on \(facts.filesystem) at \(directory): "
-                + String(cString: strerror(-rc))
+            return "fallocate does not work on \(facts.filesystem) at \(directory): " + Errno.description(-rc)
         }
         guard let buffer = AlignedBuffer(length: probeLength, alignment: facts.directIOAlignment.io) else {
             return "cannot allocate the probe buffer"
         }
-        let pattern = UInt8(truncatingIfNeeded: getpid() | 1)
+        let pattern = UInt8(truncatingIfNeeded: ProcessIdentity.pid | 1)
         buffer.bytes.initializeMemory(as: UInt8.self, repeating: pattern)
         do {
             try fd.writeAll(UnsafeRawBufferPointer(buffer.bytes), at: 0, .live)
@@ -45,10 +44,11 @@ enum DirectIOProbe {
         } catch let error as ProVideoError {
             return "an aligned direct write failed on \(facts.filesystem) at \(directory): \(error.message)"
         } catch { return "\(error)" }
-        let cached = pv_cached_bytes(fd.rawValue, 0, length)
-        if cached < 0 {
-            return "cannot tell whether direct I/O bypasses the page cache at \(directory): "
-                + String(cString: strerror(Int32(-cached)))
+        let cached: Int64
+        do {
+            cached = try fd.cachedBytes(offset: 0, length: length)
+        } catch {
+            return "cannot tell whether direct I/O bypasses the page cache at \(directory): \(error)"
         }
         if cached > 0 {
             return "direct writes on \(facts.filesystem) at \(directory) went through the page cache "

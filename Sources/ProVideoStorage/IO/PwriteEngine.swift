@@ -53,7 +53,7 @@ final class PwriteEngine: WriteEngine {
         let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(waitNanoseconds, 0))
         while thread?.isFinished == false {
             guard DispatchTime.now().uptimeNanoseconds < deadline else { return false }
-            usleep(100)
+            MonotonicTime.sleep(microseconds: 100)
         }
         return true
     }

@@ -1,11 +1,8 @@
-import CProVideo
-import Glibc
-
 /// The io_uring engine (liburing): writes as `IORING_OP_WRITE_FIXED` on registered buffers
 /// (`IORING_OP_WRITE` when registration fails, e.g. `ENOMEM` under a small memlock limit),
 /// flushes as `IORING_OP_FSYNC` with `IORING_FSYNC_DATASYNC`.
 final class URingEngine: WriteEngine {
-    private let ring: OpaquePointer
+    private let ring: IOURing
     private let calls: SystemCalls
     private let registered: Bool
     /// Bytes each in-flight write asked for, by tag, for `SystemCalls.writeCompletion`.
@@ -15,34 +12,24 @@ final class URingEngine: WriteEngine {
     package let name: String
 
     init(entries: Int, buffers: [UnsafeMutableRawBufferPointer], calls: SystemCalls) throws {
-        var error: Int32 = 0
-        guard let ring = pv_ring_create(UInt32(entries), &error) else {
-            throw ProVideoError.system("io_uring_queue_init", errno: -error)
-        }
-        self.ring = ring
+        ring = try IOURing(entries: entries)
         self.calls = calls
-        var bases = buffers.map { UnsafeMutableRawPointer($0.baseAddress) }
-        let lengths = buffers.map(\.count)
-        registered = pv_ring_register_buffers(ring, &bases, lengths, UInt32(buffers.count)) == 0
-        let started = pv_ring_start_worker(ring)
-        if started < 0 {
-            pv_ring_destroy(ring)
-            throw ProVideoError.system("io_uring_enter", errno: -started)
-        }
+        registered = ring.registerBuffers(buffers) == 0
+        let started = ring.startWorker()
+        if started < 0 { throw ProVideoError.system("io_uring_enter", errno: -started) }
         name = registered ? "io_uring" : "io_uring (unregistered buffers)"
         requested = [:]
         requested.reserveCapacity(entries * 2)
     }
 
-    deinit { pv_ring_destroy(ring) }
-
     package func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws {
         requested[tag] = Int32(length)
-        try queue { pv_ring_prep_write(ring, fd, address, UInt32(length), offset, registered ? Int32(slot) : -1, tag) }
+        try queue { ring.prepareWrite(fd: fd, address: address, length: length, offset: offset,
+                                             slot: registered ? Int32(slot) : -1, tag: tag) }
     }
 
     package func queueDataSync(fd: Int32, tag: UInt64) throws {
-        try queue { pv_ring_prep_fdatasync(ring, fd, tag) }
+        try queue { ring.prepareDataSync(fd: fd, tag: tag) }
     }
 
     /// Queues one SQE, submitting first when the submission queue is full.
@@ -54,16 +41,14 @@ final class URingEngine: WriteEngine {
     }
 
     package func submit() throws {
-        let rc = pv_ring_submit(ring)
+        let rc = ring.submit()
         if rc < 0 { throw ProVideoError.system("io_uring_submit", errno: -rc) }
     }
 
     package func nextCompletion(waitNanoseconds: Int64) throws -> EngineCompletion? {
         var tag: UInt64 = 0
         var result: Int32 = 0
-        let rc = waitNanoseconds <= 0
-            ? pv_ring_peek(ring, &tag, &result)
-            : pv_ring_wait(ring, waitNanoseconds, &tag, &result)
+        let rc = ring.nextCompletion(waitNanoseconds: waitNanoseconds, tag: &tag, result: &result)
         if rc < 0 { throw ProVideoError.system("io_uring_wait_cqe", errno: -rc) }
         guard rc == 1 else { return nil }
         if let length = requested.removeValue(forKey: tag) { result = calls.writeCompletion(length, result) }
@@ -71,7 +56,7 @@ final class URingEngine: WriteEngine {
     }
 
     package func cancelAll(tag: UInt64) throws {
-        try queue { pv_ring_prep_cancel_all(ring, tag) }
+        try queue { ring.prepareCancelAll(tag: tag) }
         try submit()
     }
 

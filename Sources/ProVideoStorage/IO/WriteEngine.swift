@@ -65,11 +65,11 @@ enum WriteEngineFactory {
 
     /// The engine a capture started now would use, for `provideo status`.
     static func availableEngineName() -> String {
-        var error: Int32 = 0
-        guard let ring = pv_ring_create(4, &error) else {
-            return "pwrite (io_uring unavailable: \(String(cString: strerror(-error))))"
+        do {
+            _ = try IOURing(entries: 4)
+            return "io_uring"
+        } catch {
+            return "pwrite (io_uring unavailable: \((error as? ProVideoError)?.errno.map(Errno.description) ?? "\(error)"))"
         }
-        pv_ring_destroy(ring)
-        return "io_uring"
     }
 }

@@ -43,6 +43,47 @@ final class FileDescriptor {
         if fchown(rawValue, owner, group) != 0 { throw ProVideoError.system("fchown", errno: Glibc.errno, path: path) }
     }
 
+    /// Sets `FS_NOCOW_FL` (`chattr +C`) with the FS_IOC_SETFLAGS ioctl(2); it takes effect on
+    /// an empty file only. Returns 0, or -ENOTTY / -EOPNOTSUPP where the filesystem has no
+    /// such flag.
+    @discardableResult
+    func setNoCOW() -> Int32 { pv_set_nocow(rawValue) }
+
+    /// The file's data extents (the FS_IOC_FIEMAP ioctl(2)): bytes mapped below `below`, and the
+    /// end of the last extent (blocks past end of file included).
+    func extents(below: Int64) throws -> (mapped: Int64, end: Int64) {
+        var mapped: UInt64 = 0, end: UInt64 = 0
+        let rc = pv_extents(rawValue, UInt64(below), &mapped, &end)
+        if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_FIEMAP)", errno: -rc, path: path) }
+        return (Int64(mapped), Int64(end))
+    }
+
+    /// How many of `length` bytes at `offset` sit in the page cache (mmap(2) + mincore(2)).
+    func cachedBytes(offset: Int64, length: Int64) throws -> Int64 {
+        let n = pv_cached_bytes(rawValue, offset, length)
+        if n < 0 { throw ProVideoError.system("mincore", errno: Int32(-n), path: path) }
+        return n
+    }
+
+    /// fcntl(2) `F_OFD_SETLKW` (`wait`) or `F_OFD_SETLK` on byte range [start, start+length):
+    /// true when taken, false when another open file description holds it (no wait).
+    func lock(_ start: Int64, _ length: Int64, wait: Bool) throws -> Bool {
+        let rc = pv_ofd_lock(rawValue, start, length, wait ? 1 : 0)
+        if rc == -EAGAIN && !wait { return false }
+        if rc < 0 { throw ProVideoError.system(wait ? "fcntl(F_OFD_SETLKW)" : "fcntl(F_OFD_SETLK)", errno: -rc, path: path) }
+        return true
+    }
+
+    /// fcntl(2) `F_OFD_SETLK` with `F_UNLCK`.
+    func unlock(_ start: Int64, _ length: Int64) { _ = pv_ofd_unlock(rawValue, start, length) }
+
+    /// fcntl(2) `F_OFD_GETLK`: whether another open file description holds the range.
+    func isLockedByOthers(_ start: Int64, _ length: Int64) throws -> Bool {
+        let rc = pv_ofd_is_locked(rawValue, start, length)
+        if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_GETLK)", errno: -rc, path: path) }
+        return rc == 1
+    }
+
     func sync(_ calls: SystemCalls) throws {
         let rc = calls.fdatasync(rawValue)
         if rc < 0 { throw ProVideoError.system("fdatasync", errno: -rc, path: path) }

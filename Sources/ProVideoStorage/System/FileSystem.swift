@@ -19,6 +19,22 @@ enum FileSystem {
         return facts.f_files == 0 ? Int64.max : Int64(facts.f_favail)
     }
 
+    /// statfs(2): the filesystem's type (`f_type`, a magic number of linux/magic.h), bytes
+    /// free for unprivileged users (`f_bavail` × `f_bsize`) and its size in bytes.
+    static func space(_ path: String) throws -> (type: Int64, available: Int64, total: Int64) {
+        var magic: Int64 = 0, available: UInt64 = 0, total: UInt64 = 0
+        let rc = pv_statfs(path, &magic, &available, &total)
+        if rc < 0 { throw ProVideoError.system("statfs", errno: -rc, path: path) }
+        return (magic, Int64(available), Int64(total))
+    }
+
+    /// The block device's queue limits as libblkid reads them (blkid_probe_get_topology(3));
+    /// nil when the device cannot be opened (EPERM in a container, say).
+    static func deviceTopology(_ device: String) -> pv_topology? {
+        var topology = pv_topology()
+        return pv_device_topology(device, &topology) == 0 ? topology : nil
+    }
+
     static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
 
     /// lstat(2): whether anything, a dangling symbolic link included, is at `path`.

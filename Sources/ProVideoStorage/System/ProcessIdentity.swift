@@ -11,6 +11,12 @@ enum ProcessIdentity {
     /// getpid(2).
     static var pid: Int32 { getpid() }
 
+    /// kill(2) with SIGKILL on this process, as a power cut or `kill -9` would end it.
+    static func killImmediately() -> Never {
+        kill(getpid(), SIGKILL)
+        fatalError("SIGKILL did not end the process")
+    }
+
     /// The file-mode creation mask. umask(2) can only be read by setting it, so it is set back
     /// at once (no other thread of the library creates files meanwhile).
     static var umask: mode_t {

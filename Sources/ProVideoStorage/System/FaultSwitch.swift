@@ -2,6 +2,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import CProVideo
 
 /// Durability bugs switched on by `PROVIDEO_FAULT=<name>`, so the power-loss harness
 /// (Tools/powerloss) can prove it catches them: each fault removes one step that
@@ -25,8 +26,8 @@ enum FaultSwitch {
                 return rc
             }
             faulty.fsync = { fd in
-                var st = stat()
-                if fstat(fd, &st) == 0, st.st_mode & S_IFMT == S_IFDIR,
+                var facts = pv_file_facts()
+                if pv_fstatx(fd, &facts) == 0, facts.mode & UInt32(S_IFMT) == UInt32(S_IFDIR),
                    renamed.exchange(false, ordering: .sequentiallyConsistent) {
                     return 0
                 }

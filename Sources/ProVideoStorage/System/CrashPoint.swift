@@ -15,7 +15,7 @@ enum CrashPoint {
     static func hit(_ name: StaticString) {
         #if DEBUG
         guard let target, target == "\(name)" else { return }
-        kill(getpid(), SIGKILL)
+        ProcessIdentity.killImmediately()
         #endif
     }
 }

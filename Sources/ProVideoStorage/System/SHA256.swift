@@ -1,0 +1,29 @@
+import CProVideo
+
+/// SHA-256 (libcrypto's EVP interface, through the C shim) of a byte stream.
+final class SHA256 {
+    private var context: OpaquePointer?
+
+    /// - Throws: `.ioError` when libcrypto cannot allocate a context.
+    init() throws {
+        guard let context = pv_sha256_new() else { throw ProVideoError(.ioError, "cannot allocate a SHA-256 context") }
+        self.context = context
+    }
+
+    /// Frees the context when `finish()` was never reached (a read failed): no leak on any path.
+    deinit {
+        if context != nil { _ = finish() }
+    }
+
+    func update(_ bytes: UnsafeRawBufferPointer) {
+        pv_sha256_update(context, bytes.baseAddress, bytes.count)
+    }
+
+    /// The 32-byte digest; frees the context.
+    func finish() -> [UInt8] {
+        var digest = [UInt8](repeating: 0, count: 32)
+        pv_sha256_finish(context, &digest)
+        context = nil
+        return digest
+    }
+}

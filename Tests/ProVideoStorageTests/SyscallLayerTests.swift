@@ -1,0 +1,49 @@
+import Foundation
+import Testing
+
+/// Every call into the system goes through one layer, `Sources/ProVideoStorage/System/`
+/// (issue 10): a thin wrapper per call that turns errno into a `ProVideoError`. Outside it, no
+/// file calls a C shim function (`pv_…`), `Glibc.…`, or one of the system calls the library
+/// makes.
+@Suite struct SyscallLayerTests {
+    static let library = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources/ProVideoStorage")
+
+    static let systemCalls = ["open", "close", "unlink", "rename", "renameat2", "mkdir", "rmdir", "fsync", "fdatasync",
+                              "pwrite", "pread", "fallocate", "ftruncate", "fchmod", "fchown", "chmod", "chown", "stat",
+                              "lstat", "fstat", "statx", "statvfs", "statfs", "access", "realpath", "getpid", "geteuid",
+                              "kill", "umask", "mmap", "munmap", "madvise", "getcwd", "sysconf", "clock_gettime",
+                              "usleep", "nanosleep", "strerror", "ioctl", "fcntl", "getgrnam_r", "getpwuid_r"]
+
+    /// "file:line: code" of every direct call in the library's files that `scanned` selects.
+    static func directCalls(in scanned: (String) -> Bool) throws -> [String] {
+        let pattern = try NSRegularExpression(pattern:
+            // A declaration, or a labelled first argument (`open(at:)`), is one of our own methods.
+            #"(?<![\w.])(?<!func )(pv_\w+|Glibc\.\w+|"# + systemCalls.joined(separator: "|") + #")\((?!\w+:)"#)
+        var found: [String] = []
+        let files = FileManager.default.enumerator(atPath: library.path)!.compactMap { $0 as? String }
+        for file in files where file.hasSuffix(".swift") && scanned(file) {
+            let text = try String(contentsOfFile: library.path + "/" + file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                // Code only: string literals and comments name calls without making them.
+                let code = line.replacingOccurrences(of: #""[^"]*""#, with: "\"\"", options: .regularExpression)
+                    .components(separatedBy: "//").first ?? ""
+                let range = NSRange(code.startIndex..., in: code)
+                if pattern.firstMatch(in: code, range: range) != nil { found.append("\(file):\(number + 1): \(line)") }
+            }
+        }
+        return found
+    }
+
+    @Test func noSystemCallOutsideTheLayer() throws {
+        let calls = try Self.directCalls { !$0.hasPrefix("System/") }
+        #expect(calls.isEmpty, "direct system calls outside System/:\n\(calls.joined(separator: "\n"))")
+    }
+
+    /// The scan finds what it looks for: the layer itself is full of such calls.
+    @Test func theScanSeesCallsInTheLayer() throws {
+        let calls = try Self.directCalls { $0.hasPrefix("System/") }
+        #expect(calls.contains { $0.hasPrefix("System/FileDescriptor.swift:") && $0.contains("fchmod(") })
+        #expect(calls.contains { $0.hasPrefix("System/IOURing.swift:") && $0.contains("pv_ring_submit(") })
+    }
+}
