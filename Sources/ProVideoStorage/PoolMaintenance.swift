@@ -42,20 +42,9 @@ extension Pool {
         return try lock.withMutation {
             note.movingTo = target
             try note.save(notePath, calls, access: access)
-            let rc = calls.renameNoReplace(held, target)
-            if rc == -EXDEV {
-                let source = try FileDescriptor.open(held, O_RDONLY)
-                _ = try RecordingCopy.copy(source, length: Int64(try FileSystem.facts(held).size), to: target,
-                                           tag: FileSystem.lastComponent(of: held), calls: calls)
-                try FileSystem.remove(held)
-            } else if rc == -EEXIST {
-                throw ProVideoError(.destinationExists, "\(target) already exists; it is never overwritten: "
-                                    + "choose another destination", errno: EEXIST, path: target)
-            } else if rc < 0 {
-                throw ProVideoError.system("renameat2", errno: -rc, path: target)
-            } else {
-                try FileSystem.syncDirectory(FileSystem.parent(of: target), calls)
-            }
+            let outcome = try RecordingMove(calls: calls).move(held, length: Int64(try FileSystem.facts(held).size),
+                                                                to: target, tag: FileSystem.lastComponent(of: held))
+            if outcome == .copied { try FileSystem.remove(held) }
             try FileSystem.remove(notePath)
             try FileSystem.syncDirectory(layout.recordings, calls)
             return target

@@ -254,38 +254,33 @@ extension Pool {
             return try keepInPool(journal, length: length, problem: ProVideoError(
                 .invalidDestination, "the destination's directory \(directory) no longer exists", path: destination))
         }
+        // On the pool's filesystem the file itself becomes the recording: cut and sealed first.
+        // Elsewhere it is copied and goes back to the reserve whole.
         let sameFilesystem = try FileSystem.facts(directory).dev_major == FileSystem.facts(path).dev_major
             && FileSystem.facts(directory).dev_minor == FileSystem.facts(path).dev_minor
+        if sameFilesystem { try sealRecording(length: length) }
+        let mover = RecordingMove(calls: calls)
         var target = destination
-        if sameFilesystem {
-            try sealRecording(length: length)
-            var rc = calls.renameNoReplace(layout.captureData, target)
-            if rc == -EEXIST && whenTaken == .recoveredSibling {
-                target = Self.recoveredName(destination, id: journal.id)
-                rc = calls.renameNoReplace(layout.captureData, target)
-            }
-            if rc == 0 {
-                try FileSystem.syncDirectory(directory, calls)
-                try FileSystem.syncDirectory(layout.captureDirectory, calls)
-                return Placement(path: target, reserveTarget: moved, problem: nil)
-            }
-            if rc != -EXDEV {
-                return try keepInPool(journal, length: length, problem: Self.moveError(rc, destination))
-            }
-            // A bind mount or another mount of the same device: fall through to the copy.
-        }
         do {
-            let source = try FileDescriptor.open(layout.captureData, O_RDONLY)
-            target = try RecordingCopy.copy(source, length: length, to: destination, tag: journal.id, calls: calls)
-        } catch let error as ProVideoError where error.code == .destinationExists && whenTaken == .recoveredSibling {
-            let source = try FileDescriptor.open(layout.captureData, O_RDONLY)
-            target = try RecordingCopy.copy(source, length: length, to: Self.recoveredName(destination, id: journal.id),
-                                            tag: journal.id, calls: calls)
+            do {
+                let outcome = try mover.move(layout.captureData, length: length, to: target, tag: journal.id,
+                                              renaming: sameFilesystem)
+                return Placement(path: target, reserveTarget: outcome == .renamed ? moved : journal.capacityAtStart,
+                                 problem: nil)
+            } catch let error as ProVideoError where error.code == .destinationExists && whenTaken == .recoveredSibling {
+                target = Self.recoveredName(destination, id: journal.id)
+                let outcome = try mover.move(layout.captureData, length: length, to: target, tag: journal.id,
+                                              renaming: sameFilesystem)
+                return Placement(path: target, reserveTarget: outcome == .renamed ? moved : journal.capacityAtStart,
+                                 problem: nil)
+            }
         } catch let error as ProVideoError {
-            return try keepInPool(journal, length: length, problem: error)
+            var problem = error
+            if error.code == .destinationExists {
+                problem.message = "\(destination) appeared while recording; it was not overwritten"
+            }
+            return try keepInPool(journal, length: length, problem: problem)
         }
-        // The copy is verified and flushed: the pool's file goes back to the reserve whole.
-        return Placement(path: target, reserveTarget: journal.capacityAtStart, problem: nil)
     }
 
     /// Makes `capture/data` the recording as it will be moved: cut to `length`, flushed, and
@@ -304,13 +299,6 @@ extension Pool {
         if ProcessIdentity.isRoot || facts.uid == ProcessIdentity.user {
             try data.setMode(0o666 & ~ProcessIdentity.umask)
         }
-    }
-
-    private static func moveError(_ rc: Int32, _ destination: String) -> ProVideoError {
-        rc == -EEXIST
-            ? ProVideoError(.destinationExists, "\(destination) appeared while recording; it was not overwritten",
-                            errno: EEXIST, path: destination)
-            : ProVideoError.system("renameat2", errno: -rc, path: destination)
     }
 
     /// "take.mov" → "take.recovered-<id>.mov", next to the destination; the part before the
