@@ -419,7 +419,9 @@ public final class Pool {
     /// Repairs what a killed process left: salvages a capture whose owner is gone, discards a
     /// half-built reserve, frees blocks a killed grow left past the reserve's end.
     func repair() throws {
-        try lock.withMutation {
+        // Opening does not wait for a process that is changing the pool (a long move, a
+        // zero-filling create): the next open repairs instead.
+        _ = try lock.withMutationIfFree {
             guard try lock.heldByOthers().isEmpty else { return }
             if FileSystem.exists(layout.captureDirectory), let recording = try salvageDeadCapture() {
                 salvaged.append(recording)

@@ -18,9 +18,31 @@ final class PoolLock {
         Int64(reason.rawValue.trailingZeroBitCount) + 1
     }
 
-    /// Runs `body` while holding the mutation lock, waiting for it if another process has it.
+    /// How long `withMutation` waits for another process's mutation lock, in nanoseconds:
+    /// nothing waits without a deadline. Tests shorten it.
+    var mutationWaitLimit: UInt64 = 30_000_000_000
+
+    /// Runs `body` while holding the mutation lock, waiting up to `mutationWaitLimit` if
+    /// another process has it (polling every 5 ms: `F_OFD_SETLKW` has no timeout).
+    /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withMutation<T>(_ body: () throws -> T) throws -> T {
-        _ = try file.lock(Self.mutationByte, 1, wait: true)
+        let deadline = MonotonicTime.now() + mutationWaitLimit
+        while try !file.lock(Self.mutationByte, 1, wait: false) {
+            guard MonotonicTime.now() < deadline else {
+                throw ProVideoError(.busy, "another process has held the pool's lock (\(file.path)) for "
+                                    + "\(mutationWaitLimit / 1_000_000_000) s: a create writing zeros, a move copying a "
+                                    + "recording, or a process stopped inside one; try again when it is done", path: file.path)
+            }
+            MonotonicTime.sleep(microseconds: 5_000)
+        }
+        defer { file.unlock(Self.mutationByte, 1) }
+        return try body()
+    }
+
+    /// Runs `body` holding the mutation lock if no other process holds it; nil without
+    /// running it otherwise.
+    func withMutationIfFree<T>(_ body: () throws -> T) throws -> T? {
+        guard try file.lock(Self.mutationByte, 1, wait: false) else { return nil }
         defer { file.unlock(Self.mutationByte, 1) }
         return try body()
     }

@@ -1,0 +1,30 @@
+import Foundation
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// The pool's mutation lock is waited for with a deadline, and opening a pool never waits for
+/// it (a `status` during a long move or a zero-filling create answers at once).
+@Suite struct PoolLockTests {
+    @Test func aHeldMutationLockIsWaitedForUntilItsDeadline() throws {
+        try TestSupport.withScratch("mutation-deadline") { scratch in
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 8 << 20)
+            defer { try? pool.destroy() }
+            let holder = try PoolLock(path: pool.layout.lock, access: pool.access)
+            let waiter = try PoolLock(path: pool.layout.lock, access: pool.access)
+            waiter.mutationWaitLimit = 200_000_000
+            try holder.withMutation {
+                let start = MonotonicTime.now()
+                let error = #expect(throws: ProVideoError.self) { try waiter.withMutation { } }
+                let waited = MonotonicTime.now() - start
+                #expect(error?.code == .busy)
+                #expect(error?.message.contains("held the pool's lock") == true)
+                #expect(waited >= 200_000_000, "gave up after \(waited) ns, before its deadline")
+                #expect(waited < 10_000_000_000, "waited \(waited) ns: the deadline was not kept")
+                let opened = try Pool.open(at: scratch + "/pool")
+                #expect(opened.initialCapacity == 8 << 20)
+            }
+            #expect(try waiter.withMutation { 7 } == 7)
+        }
+    }
+}
