@@ -1,3 +1,5 @@
+import Glibc
+
 /// The space a pool keeps free on its filesystem for its own files, in bytes: a reserve may
 /// grow (create, resize, replenish, the rebuild after a capture) only as far as the
 /// filesystem's free space less this headroom, so that a capture, a move and a salvage can
@@ -29,5 +31,48 @@ enum MetadataHeadroom {
         func blocks(_ bytes: Int64) -> Int64 { (bytes + block - 1) / block * block }
         let indexBlocks = capacity / bytesMappedPerIndexBlock + 1
         return smallFiles * block + 2 * blocks(recoveredLogBytes) + blocks(directIOBlock) + indexBlocks * block
+    }
+}
+
+/// The headroom held in a preallocated file, `spare` in the pool directory, so that no other
+/// writer on the filesystem can take it: when a pool file cannot be written for lack of space
+/// (a journal, a note, `pool.json`), the spare gives its blocks back and the write is retried
+/// once. `Pool.repair()` fills it again when the filesystem has room.
+struct MetadataSpare: Sendable, Equatable {
+    let path: String
+
+    /// Bytes the spare holds (0 when it is missing).
+    func size() -> Int64 {
+        (try? FileSystem.facts(path)).map { Int64($0.size) } ?? 0
+    }
+
+    /// Gives the spare's blocks back to the filesystem. Returns false when it held none.
+    func release(_ calls: SystemCalls) -> Bool {
+        guard size() > 0, let fd = try? FileDescriptor.open(path, O_RDWR) else { return false }
+        // The fsync commits the freeing: XFS does not hand out blocks freed by a transaction
+        // still in memory ("busy extents").
+        return calls.ftruncate(fd.rawValue, 0) == 0 && calls.fsync(fd.rawValue) == 0
+    }
+
+    /// Grows the spare to `bytes` with fallocate(2), best effort (a full filesystem leaves it
+    /// as it was).
+    func refill(to bytes: Int64, _ calls: SystemCalls, access: PoolAccess) {
+        let current = size()
+        guard bytes > current, let fd = try? FileDescriptor.open(path, O_RDWR | O_CREAT, mode: PoolAccess.fileMode) else {
+            return
+        }
+        try? access.apply(to: fd)
+        if calls.fallocate(fd.rawValue, false, current, bytes - current) != 0 { _ = calls.ftruncate(fd.rawValue, current) }
+    }
+
+    /// Runs `write`; when it fails for lack of space and the spare held blocks, releases them
+    /// and runs it once more.
+    func retryingOnFullFilesystem<T>(_ calls: SystemCalls, _ write: () throws -> T) throws -> T {
+        do {
+            return try write()
+        } catch let error as ProVideoError where error.code == .notEnoughSpace {
+            guard release(calls) else { throw error }
+            return try write()
+        }
     }
 }

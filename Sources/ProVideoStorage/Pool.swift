@@ -19,6 +19,9 @@ public final class Pool {
     var configuration: PoolConfiguration
     /// Recordings that opening the pool salvaged from captures whose recorder had died.
     public private(set) var salvaged: [SalvagedRecording] = []
+    /// Captures of dead recorders that this process discarded because nothing of them was
+    /// committed (no file was made at their destination).
+    public internal(set) var discarded: [DiscardedCapture] = []
     /// Why opening the pool could not finish repairing what a killed process left, when the
     /// filesystem had no space or inode for it: reading the pool (status, list, check) still
     /// works, and the next operation that changes the pool repairs it first (and fails the
@@ -92,6 +95,9 @@ public final class Pool {
             throw ProVideoError(.invalidArgument, "\(path) exists and is not a directory", path: path)
         }
         let layout = PoolLayout(directory: path)
+        if FileSystem.exists(path), case let refused = FileSystem.accessError(path), refused == EACCES || refused == EPERM {
+            throw try PoolAccess.of(directory: path).accessDenied(path, errno: refused)
+        }
         if FileSystem.exists(layout.configuration) {
             throw ProVideoError(.poolExists, "a pool already exists at \(path); use `provideo resize` to change "
                                 + "its capacity or `provideo destroy` first", path: path)
@@ -140,7 +146,7 @@ public final class Pool {
             // Nothing of a pool that was never created stays behind (unless another process
             // created it meanwhile: its files are not ours).
             guard (error as? ProVideoError)?.code != .poolExists else { throw error }
-            for file in [layout.newReserve, layout.reserve, layout.configuration + ".tmp", layout.lock] {
+            for file in [layout.newReserve, layout.reserve, layout.configuration + ".tmp", layout.spare, layout.lock] {
                 try? FileSystem.remove(file)
             }
             if createdDirectory { try? FileSystem.removeDirectory(path) }
@@ -165,6 +171,7 @@ public final class Pool {
             CrashPoint.hit("create.allocated")
             if zeroFill { try reserve.zeroFill(from: 0, to: size, alignment: storage.directIOAlignment.io, progress: progress) }
             try FileSystem.rename(layout.newReserve, layout.reserve)
+            access.spare?.refill(to: reserve.headroom(reaching: size), calls, access: access)
             configuration.initialCapacity = size
             try configuration.save(layout.configuration, calls, access: access)
         }
@@ -208,8 +215,13 @@ public final class Pool {
 
     /// Removes the pool and its reserve.
     /// - Throws: `.busy` naming the reasons; `.invalidArgument` while the pool still holds
-    ///   recordings (they are never deleted by destroy).
+    ///   recordings (they are never deleted by destroy); `.permissionDenied` for anyone but the
+    ///   pool's owner and root.
     public func destroy() throws {
+        guard ProcessIdentity.isRoot || ProcessIdentity.user == access.owner else {
+            throw ProVideoError(.permissionDenied, "only the pool's owner (\(ProcessIdentity.userName(access.owner))) or "
+                                + "root may destroy the pool at \(path); its group may use it but not remove it", path: path)
+        }
         try lock.withMutation {
             let busy = try lock.heldByOthers()
             guard busy.isEmpty else { throw busyError(busy, action: "destroy the pool") }
@@ -222,7 +234,7 @@ public final class Pool {
             if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
             // The reserve goes first: killed here, the pool is still valid, with no capacity,
             // and destroy can simply run again.
-            for file in [layout.reserve, layout.newReserve, layout.recoveredLog] { try FileSystem.remove(file) }
+            for file in [layout.reserve, layout.newReserve, layout.recoveredLog, layout.spare] { try FileSystem.remove(file) }
             try FileSystem.syncDirectory(path, calls)
             CrashPoint.hit("destroy.reserveRemoved")
             try FileSystem.remove(layout.configuration)
@@ -243,7 +255,9 @@ public final class Pool {
     public static func removeRemains(at path: String) throws -> Bool {
         let layout = PoolLayout(directory: resolvePath(path))
         guard !FileSystem.exists(layout.configuration), FileSystem.exists(layout.lock) else { return false }
-        for file in [layout.lock, layout.configuration + ".tmp", layout.reserve, layout.newReserve] { try FileSystem.remove(file) }
+        for file in [layout.lock, layout.configuration + ".tmp", layout.reserve, layout.newReserve, layout.spare] {
+            try FileSystem.remove(file)
+        }
         try? FileSystem.removeDirectory(layout.recordings)
         try? FileSystem.removeDirectory(layout.directory)
         return true
@@ -438,8 +452,17 @@ public final class Pool {
             if try reserveFile.size() > configuration.initialCapacity {
                 try reserveFile.open(nocow: false).truncate(configuration.initialCapacity, calls)
             }
+            access.spare?.refill(to: reserveFile.headroom(reaching: configuration.initialCapacity), calls, access: access)
         }
     }
+}
+
+/// A dead recorder's capture that had committed nothing: it was discarded, no file was made.
+public struct DiscardedCapture: Codable, Sendable, Equatable {
+    /// Where the recording was to go.
+    public var destination: String
+    /// Bytes the recorder had written, none of them durable, in bytes.
+    public var bytesWritten: Int64
 }
 
 /// The outcome of `Pool.replenishCapacity()`, in bytes.

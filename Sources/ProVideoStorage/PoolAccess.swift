@@ -6,10 +6,13 @@ import Glibc
 /// 2770, set explicitly so that no process's umask narrows them; a file a root process creates
 /// (a rebuilt reserve, a journal) is given the pool's owner and group. Nobody outside the
 /// owner and the group can open a pool file, read a held recording or the reserve's stale
-/// blocks.
+/// blocks. It also names the spare that holds the room the pool's own files may draw on
+/// (`MetadataSpare`), so that every pool file is made the same way.
 struct PoolAccess: Sendable, Equatable {
     let owner: uid_t
     let group: gid_t
+    /// The pool's spare (nil while a pool is being created).
+    var spare: MetadataSpare? = nil
 
     static let fileMode: mode_t = 0o660
     static let directoryMode: mode_t = 0o2770
@@ -17,7 +20,7 @@ struct PoolAccess: Sendable, Equatable {
     /// The pool directory's owner and group.
     static func of(directory: String) throws -> PoolAccess {
         let facts = try FileSystem.facts(directory)
-        return PoolAccess(owner: facts.uid, group: facts.gid)
+        return PoolAccess(owner: facts.uid, group: facts.gid, spare: MetadataSpare(path: directory + "/spare"))
     }
 
     /// Gives a pool file or directory that this process created or may change the pool's mode

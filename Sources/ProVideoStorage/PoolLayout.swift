@@ -6,6 +6,7 @@
 ///     capture/        the capture in progress, if any (see `CaptureJournal`)
 ///     recordings/     finished recordings the pool still holds (destination taken or unreachable)
 ///     recovered.json  the recordings salvaged from dead recorders, and where they went
+///     spare           preallocated room for the pool's own small files (`MetadataSpare`)
 struct PoolLayout: Sendable {
     let directory: String
 
@@ -21,4 +22,6 @@ struct PoolLayout: Sendable {
     var captureCommit: String { captureDirectory + "/commit" }
     var recordings: String { directory + "/recordings" }
     var recoveredLog: String { directory + "/recovered.json" }
+    /// Preallocated room for the pool's own files (`MetadataSpare`).
+    var spare: String { directory + "/spare" }
 }

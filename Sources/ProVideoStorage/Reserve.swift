@@ -71,10 +71,16 @@ struct Reserve {
     }
 
     /// The filesystem's free bytes (statfs `f_bavail`) less the headroom the pool keeps for its
-    /// own files with a reserve of `size` bytes.
+    /// own files with a reserve of `size` bytes (the part its spare does not already hold).
     func usableBytes(reaching size: Int64) throws -> Int64 {
         let available = try StorageFacts.availableBytes(FileSystem.parent(of: path))
-        return max(available - MetadataHeadroom.bytes(blockSize: blockSize, directIOBlock: unit, capacity: size), 0)
+        let held = access.spare?.size() ?? 0
+        return max(available - max(headroom(reaching: size) - held, 0), 0)
+    }
+
+    /// `MetadataHeadroom` for a reserve of `size` bytes.
+    func headroom(reaching size: Int64) -> Int64 {
+        MetadataHeadroom.bytes(blockSize: blockSize, directIOBlock: unit, capacity: size)
     }
 
     private static func notEnoughSpace(needed: Int64, available: Int64, errno: Int32, path: String) -> ProVideoError {

@@ -106,6 +106,8 @@ struct AccessTests {
             #expect(result.status == 1 && result.stderr.contains("not a member of group \(Self.group)"), "\(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: scratch + "/other"))
 
+            result = try run(Self.recorder, "destroy")
+            #expect(result.status == 1 && result.stderr.contains("only the pool's owner"), "member destroy: \(result.stderr)")
             result = try run(Self.admin, "destroy")
             #expect(result.status == 0, "admin destroy: \(result.stderr)")
             #expect(!FileManager.default.fileExists(atPath: pool))

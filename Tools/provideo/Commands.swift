@@ -115,6 +115,11 @@ enum Commands {
             CommandLineProgram.printError("note: recovered a capture left by a recorder that died: "
                                           + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path)")
         }
+        for capture in pool.discarded {
+            CommandLineProgram.printError("note: discarded a capture left by a recorder that died before anything was "
+                                          + "committed: \(capture.destination) (\(capture.bytesWritten) bytes written, none "
+                                          + "durable); no file was made")
+        }
         if let failure = pool.repairFailure {
             CommandLineProgram.printError("warning: a capture left by a recorder that died is not recovered yet: "
                                           + "\(failure.message); free space or inodes on the pool's filesystem, then run "
@@ -130,7 +135,11 @@ enum Commands {
         for recording in pool.salvaged {
             print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path)")
         }
-        if pool.salvaged.isEmpty {
+        for capture in pool.discarded {
+            print("discarded the capture for \(capture.destination): its recorder died before anything was committed "
+                  + "(\(capture.bytesWritten) bytes written, none durable); no file was made")
+        }
+        if pool.salvaged.isEmpty && pool.discarded.isEmpty {
             let earlier = try pool.listing().recovered.count
             print("nothing to recover: no capture was left by a dead recorder"
                   + (earlier > 0 ? " (\(earlier) recovered earlier; `provideo list` shows where they went)" : ""))

@@ -66,29 +66,37 @@ extension Pool {
 
     /// Creates every file a capture needs before it takes the reserve, so that a filesystem
     /// out of inodes or space refuses the capture here, with the reserve whole and nothing
-    /// left behind: `capture/`, `progress`, `commit` and the journal (4 inodes), with room
-    /// counted for the one more each later step needs at a time (a journal rewrite, then
-    /// `reserve.new` at finish).
+    /// left behind: `capture/`, `progress` and `commit` with their blocks allocated (their first
+    /// writes then need none), and the journal: 4 inodes, with one more left for the later
+    /// steps, which need one at a time (a journal rewrite, then `reserve.new` at finish). The
+    /// rewrites' blocks come from the pool's spare when the filesystem is full.
     private func createCaptureFiles(_ journal: CaptureJournal) throws {
-        let stepsAfterStart = 1
+        let stepsAfterStart: Int64 = 1
         do {
             try FileSystem.makeDirectory(layout.captureDirectory, access: access)
-            for file in [layout.captureProgress, layout.captureCommit] {
-                try access.apply(to: try FileDescriptor.open(file, O_RDWR | O_CREAT, mode: PoolAccess.fileMode))
+            let commitBytes = Int64(CaptureJournal.commitSlots.last! + 512)
+            for (file, bytes) in [(layout.captureProgress, Int64(directIOAlignment.io)), (layout.captureCommit, commitBytes)] {
+                let fd = try FileDescriptor.open(file, O_RDWR | O_CREAT, mode: PoolAccess.fileMode)
+                try access.apply(to: fd)
+                let rc = calls.fallocate(fd.rawValue, false, 0, bytes)
+                if rc < 0 { throw ProVideoError.system("fallocate", errno: -rc, path: file) }
             }
             try journal.save(layout.captureJournal, calls, access: access)
-            let free = try FileSystem.freeInodes(path)
-            guard free >= stepsAfterStart else {
-                throw ProVideoError(.notEnoughSpace, "the filesystem of \(path) has no free inode left for the pool's "
-                                    + "own files (a capture needs 5); delete some files there and try again",
-                                    errno: ENOSPC, path: path)
-            }
+            guard try FileSystem.freeInodes(path) >= stepsAfterStart else { throw ProVideoError(.notEnoughSpace, "", errno: ENOSPC) }
         } catch {
             for file in [layout.captureJournal, layout.captureJournal + ".tmp", layout.captureProgress, layout.captureCommit] {
                 try? FileSystem.remove(file)
             }
             try? FileSystem.removeDirectory(layout.captureDirectory)
-            throw error
+            guard let failure = error as? ProVideoError, failure.code == .notEnoughSpace else { throw error }
+            let outOfInodes = (try? FileSystem.freeInodes(path)).map { $0 < stepsAfterStart + 4 } ?? false
+            var refusal = failure
+            refusal.message = outOfInodes
+                ? "the filesystem of \(path) has too few free inodes for a capture's own files (it needs 5; "
+                    + "`df -i` shows them); delete some files there and try again: nothing was recorded"
+                : "the filesystem of \(path) has no room for a capture's own files (\(failure.message)); free some "
+                    + "space there and try again: nothing was recorded"
+            throw refusal
         }
     }
 
@@ -227,8 +235,10 @@ extension Pool {
         }
         let committed = CaptureJournal.readCommitted(layout.captureCommit)
         if journal.reserveTarget == nil && committed == 0 {
-            // Nothing reached the disk durably: leave no empty file at the destination.
+            // Nothing reached the disk durably: leave no empty file at the destination, and say so.
+            let written = CaptureJournal.readCounter(layout.captureProgress)
             try discardCapture()
+            discarded.append(DiscardedCapture(destination: journal.destination, bytesWritten: written))
             return nil
         }
         do {

@@ -152,7 +152,13 @@ enum FileSystem {
     /// Replaces `path` with `bytes` crash-consistently: write a temporary file, flush it,
     /// rename it over `path`, flush the directory. A reader sees the old or the new content.
     /// A file that fails to be written is removed, so a full filesystem leaves no `.tmp` behind.
+    /// A full filesystem releases the pool's spare (`MetadataSpare`) and tries once more.
     static func replaceDurably(_ path: String, with bytes: [UInt8], _ calls: SystemCalls, access: PoolAccess) throws {
+        guard let spare = access.spare else { return try replaceDurablyOnce(path, with: bytes, calls, access: access) }
+        try spare.retryingOnFullFilesystem(calls) { try replaceDurablyOnce(path, with: bytes, calls, access: access) }
+    }
+
+    private static func replaceDurablyOnce(_ path: String, with bytes: [UInt8], _ calls: SystemCalls, access: PoolAccess) throws {
         let temporary = path + ".tmp"
         do {
             let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: PoolAccess.fileMode)
