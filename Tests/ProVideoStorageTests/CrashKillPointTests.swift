@@ -65,7 +65,7 @@ extension CrashTests {
             #expect(again.status == 0, "create after a killed create: \(again)")
             let sane = try CrashKit.expectSane(pool, "create.allocated")
             #expect(sane.initialCapacity == 16 * Self.mib && sane.remainingCapacity == 16 * Self.mib)
-            #expect(CrashKit.contents(pool) == ["pool.json", "pool.lock", "reserve"])
+            #expect(CrashKit.contents(pool) == ["pool.json", "pool.lock", "reserve", "spare"])
             let reserve = try #require(CrashKit.stat(pool + "/reserve"))
             #expect(reserve.allocated >= 16 * Self.mib && reserve.allocated <= 16 * Self.mib + 256 << 10,
                     "the remnant of the killed create was not freed: reserve allocates \(reserve.allocated)")

@@ -54,9 +54,19 @@ enum Recorder {
                 dropped.bytes += Int64(n)
                 dropped.reads += 1
             } catch let error as ProVideoError where error.code == .storageFull {
+                // The part of this read that still fits is recorded: the reserve is used to its end.
+                let fits = Int(min(Int64(n), capture.remainingCapacity))
+                if fits > 0 {
+                    try buffer.withUnsafeBytes { try capture.append(UnsafeRawBufferPointer(rebasing: $0[0..<fits])) }
+                }
                 storageFull = true
                 break
             }
+        }
+        if capture.length == 0 && storageFull {
+            try capture.cancel()
+            throw ProVideoError(.storageFull, "storage full: the pool has no remaining capacity, nothing was recorded and "
+                                + "no file was created; run `provideo replenish` or `provideo resize`")
         }
         if capture.length == 0 && dropped.reads == 0 {
             try capture.cancel()
