@@ -266,9 +266,12 @@ int main(int argc, char **argv) {
     CHECK(stats.append_latency_max_ns > 0, "latency");
 
     /* The live remaining capacity, as another process sees it (progress is published every 250 ms). */
-    usleep(300000);
-    OK(provideo_capture_poll(capture, &err));
-    OK(provideo_pool_get_status(pool, &st, &err));
+    for (int i = 0; i < 100; i++) {
+        OK(provideo_capture_poll(capture, &err));
+        OK(provideo_pool_get_status(pool, &st, &err));
+        if (st.remaining_capacity < capacity) break;
+        usleep(50000);
+    }
     CHECK(st.remaining_capacity < capacity, "remaining while capturing %" PRId64, st.remaining_capacity);
 
     provideo_recording recording;
