@@ -22,10 +22,53 @@ import ProVideoStorage
     }
 }
 
-/// Runs `body` on the capture behind `capture`, holding its lock.
-private func withCapture(_ capture: OpaquePointer?, _ body: (CaptureHandle) throws -> Void) throws {
+/// Runs `body` on the capture behind `capture`, holding its lock. Refused while an in-place
+/// append is pending, unless `duringInPlace` (the calls that cannot touch its buffer).
+private func withCapture(_ capture: OpaquePointer?, duringInPlace: Bool = false,
+                         _ body: (CaptureHandle) throws -> Void) throws {
     let handle = try Registry.capture(capture)
-    try handle.lock.withLock { try body(handle) }
+    try handle.lock.withLock {
+        if handle.reserved != nil && !duringInPlace {
+            throw APIError(PROVIDEO_E_INVALID_ARGUMENT, "an in-place append is pending: "
+                           + "call provideo_capture_append_commit first (0 bytes abandons it)")
+        }
+        try body(handle)
+    }
+}
+
+@c public func provideo_capture_append_begin(_ capture: OpaquePointer?, _ wanted: Int,
+                                             _ piece: UnsafeMutablePointer<UnsafeMutableRawPointer?>?,
+                                             _ pieceSize: UnsafeMutablePointer<Int>?,
+                                             _ err: UnsafeMutablePointer<provideo_error>?) -> Int32 {
+    apiCall(err) {
+        try withCapture(capture, duringInPlace: true) { handle in
+            let piece = try required(piece, "piece"), pieceSize = try required(pieceSize, "size")
+            piece.pointee = nil
+            pieceSize.pointee = 0
+            handle.reserved = nil
+            let room = try handle.capture.reserveInPlace(upTo: try size(wanted, "wanted"))
+            handle.reserved = room.count
+            piece.pointee = room.baseAddress
+            pieceSize.pointee = room.count
+        }
+    }
+}
+
+@c public func provideo_capture_append_commit(_ capture: OpaquePointer?, _ count: Int, _ endOfFrame: Int32,
+                                              _ err: UnsafeMutablePointer<provideo_error>?) -> Int32 {
+    apiCall(err) {
+        try withCapture(capture, duringInPlace: true) { handle in
+            guard let reserved = handle.reserved else {
+                throw APIError(PROVIDEO_E_INVALID_ARGUMENT, "no in-place append is pending: call provideo_capture_append_begin first")
+            }
+            let count = try size(count, "size")
+            guard count <= reserved else {
+                throw APIError(PROVIDEO_E_INVALID_ARGUMENT, "cannot commit \(count) bytes: \(reserved) were handed out")
+            }
+            handle.reserved = nil
+            try handle.capture.commitInPlace(count, endsFrame: endOfFrame != 0)
+        }
+    }
 }
 
 @c public func provideo_capture_append(_ capture: OpaquePointer?, _ data: UnsafeRawPointer?, _ count: Int,
@@ -89,7 +132,8 @@ private func withCapture(_ capture: OpaquePointer?, _ body: (CaptureHandle) thro
 
 @c public func provideo_capture_cancel(_ capture: OpaquePointer?, _ err: UnsafeMutablePointer<provideo_error>?) -> Int32 {
     apiCall(err) {
-        try withCapture(capture) { handle in
+        try withCapture(capture, duringInPlace: true) { handle in
+            handle.reserved = nil
             try handle.capture.cancel()
             handle.ended = true
         }
@@ -100,7 +144,7 @@ private func withCapture(_ capture: OpaquePointer?, _ body: (CaptureHandle) thro
                                                _ out: UnsafeMutablePointer<provideo_capture_statistics>?,
                                                _ err: UnsafeMutablePointer<provideo_error>?) -> Int32 {
     apiCall(err) {
-        try withCapture(capture) { handle in
+        try withCapture(capture, duringInPlace: true) { handle in
             let out = try required(out, "out")
             let capture = handle.capture, statistics = capture.statistics
             var c = provideo_capture_statistics()

@@ -17,6 +17,9 @@ final class CaptureHandle: @unchecked Sendable {
     let capture: Capture
     /// Finished or cancelled through the API: `close` need not cancel it.
     var ended = false
+    /// Bytes handed out by `provideo_capture_append_begin` and not yet committed: while set,
+    /// calls that would fill or seal the capture's buffers are refused.
+    var reserved: Int?
     init(_ capture: Capture) { self.capture = capture }
 }
 

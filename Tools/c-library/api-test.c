@@ -209,7 +209,7 @@ int main(int argc, char **argv) {
     OK(provideo_pool_get_status(pool, &st, &err));
     CHECK(st.busy_reasons == PROVIDEO_BUSY_CAPTURING, "busy %u", st.busy_reasons);
 
-    size_t total = 1000 + (5u << 20) + 3 + 777 + 4096;
+    size_t total = 1000 + (5u << 20) + 3 + (3u << 20) + 11 + 777 + 4096;
     uint8_t *expected = malloc(total);
     size_t length = 0;
     uint8_t frame[4096 + 777];
@@ -229,6 +229,43 @@ int main(int argc, char **argv) {
     struct fill_context empty = {.in_order = 1};
     OK(provideo_capture_append_in_place(capture, 0, fill_piece, &empty, &err));
     CHECK(empty.pieces == 0, "an empty frame calls no fill");
+
+    /* In place in two steps: an "encoder" that learns the frame's size after writing it,
+     * 3 MiB + 11 bytes written piece by piece, the frame's end marked on the last commit. */
+    void *piece = NULL;
+    size_t room = 0, frame_size = (3u << 20) + 11, written = 0;
+    int pieces = 0;
+    FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_append_commit(capture, 1, 1, &err)); /* nothing pending */
+    FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_append_begin(capture, 0, &piece, &room, &err));
+    FAILS(PROVIDEO_E_NULL_POINTER, provideo_capture_append_begin(capture, 10, NULL, &room, &err));
+    while (written < frame_size) {
+        OK(provideo_capture_append_begin(capture, frame_size - written, &piece, &room, &err));
+        CHECK(piece != NULL && room > 0 && room <= frame_size - written, "room %zu", room);
+        if (!piece || room == 0) break;
+        if (pieces == 0) {
+            /* While a piece is out the capture takes no other call, and no over-commit. */
+            FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_append(capture, frame, 10, &err));
+            FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_poll(capture, &err));
+            FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_append_commit(capture, room + 1, 0, &err));
+            CHECK(provideo_capture_append_commit(capture, room + 1, 0, &err) != 0, "still refused");
+            /* The same room again, then abandon it with a commit of 0 bytes. */
+            void *again = NULL;
+            size_t again_room = 0;
+            OK(provideo_capture_append_begin(capture, frame_size - written, &again, &again_room, &err));
+            CHECK(again == piece && again_room == room, "begin twice hands out the same room");
+            OK(provideo_capture_append_commit(capture, 0, 0, &err));
+            OK(provideo_capture_append_begin(capture, frame_size - written, &piece, &room, &err));
+        }
+        /* Write less than the room on the first piece: the size is known only after writing. */
+        size_t n = pieces == 0 && room > 1000 ? room - 1000 : room;
+        fill_pattern(piece, n, length + written, 4);
+        OK(provideo_capture_append_commit(capture, n, written + n == frame_size, &err));
+        written += n;
+        pieces++;
+    }
+    CHECK(pieces >= 2, "the frame took %d pieces", pieces);
+    fill_pattern(expected + length, frame_size, length, 4);
+    length += frame_size;
 
     FAILS(PROVIDEO_E_NULL_POINTER, provideo_capture_append(capture, NULL, 10, &err));
     OK(provideo_capture_append(capture, NULL, 0, &err));
@@ -259,7 +296,7 @@ int main(int argc, char **argv) {
     FAILS(PROVIDEO_E_NULL_POINTER, provideo_capture_get_statistics(capture, NULL, &err));
     OK(provideo_capture_get_statistics(capture, &stats, &err));
     CHECK(stats.length == (int64_t)length && stats.bytes == (int64_t)length, "length %" PRId64, stats.length);
-    CHECK(stats.frames == 6, "frames %" PRId64, stats.frames);
+    CHECK(stats.frames == 7, "frames %" PRId64, stats.frames);
     CHECK(stats.patches == 3, "patches %" PRId64, stats.patches);
     CHECK(stats.remaining_capacity == capacity - (int64_t)length, "remaining %" PRId64, stats.remaining_capacity);
     CHECK(strcmp(stats.engine, "io_uring") == 0 || strcmp(stats.engine, "pwrite") == 0, "engine %s", stats.engine);

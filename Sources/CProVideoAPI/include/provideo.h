@@ -196,6 +196,24 @@ int provideo_capture_append(provideo_capture *capture, const void *data, size_t 
 int provideo_capture_append_in_place(provideo_capture *capture, size_t size, provideo_fill_fn fill, void *context,
                                      provideo_error *err);
 
+/* In-place append in two steps, for a producer that learns how much it wrote only after
+ * writing (an encoder, a capture card): begin hands out `*piece`, up to `wanted` contiguous
+ * bytes of the capture's own buffer (*size may be less: the buffer or the reserve ends sooner;
+ * never 0 on success), the producer writes there, and commit counts the first `size` bytes
+ * (0 … *size) as appended. `end_of_frame` non-zero marks the end of a frame at that point
+ * (durability commits end on frame boundaries); a frame longer than one piece is several
+ * begin/commit pairs, the last with end_of_frame. Zero copy.
+ *
+ * Ownership: *piece belongs to the capture; it is valid until the commit (or cancel/close)
+ * and must not be used after. While a piece is out, every other call on the capture except
+ * begin (which hands out the same room again), commit, get_statistics, cancel and close fails
+ * with INVALID_ARGUMENT; commit 0 bytes to abandon the piece.
+ * begin blocks only when no buffer is free (per the overrun policy); errors: STORAGE_FULL (the
+ * reserve is used up), OVERRUN, INVALID_ARGUMENT (wanted 0), the capture's first error. */
+int provideo_capture_append_begin(provideo_capture *capture, size_t wanted, void **piece, size_t *size,
+                                  provideo_error *err);
+int provideo_capture_append_commit(provideo_capture *capture, size_t size, int end_of_frame, provideo_error *err);
+
 /* Rewrites `size` bytes at `offset` (a muxer patching its header); the range must be inside
  * what was appended. Waits for writes of that range in flight (bounded by the stall limit).
  * Errors: INVALID_ARGUMENT (outside [0, length)), the capture's first error, CAPTURE_CLOSED. */
