@@ -28,6 +28,27 @@ import Testing
         }
     }
 
+    /// The smallest recorder of Docs/C-LIBRARY.md builds with pkg-config alone and records.
+    @Test func minimalRecorderFromTheDocs() throws {
+        try TestSupport.withScratch { scratch in
+            let library = try CLibrary(scratch: scratch)
+            try library.compile("minimal-recorder.c", to: scratch + "/minimal-recorder")
+            let pool = scratch + "/pool", take = scratch + "/take.mov"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "16M"])
+            let bytes = TestSupport.pattern(3_000_003, seed: 12)
+            let result = try TestSupport.run(scratch + "/minimal-recorder", [pool, take], stdin: Data(bytes))
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("recorded 3000003 bytes to \(take)"), "\(result.stdout)")
+            #expect(TestSupport.fileHolds(take, bytes))
+            // The destination exists now: the library's message, exit 1, the file untouched.
+            let again = try TestSupport.run(scratch + "/minimal-recorder", [pool, take], stdin: Data(bytes.prefix(10)))
+            #expect(again.status == 1)
+            #expect(again.stderr.contains("never overwritten") && again.stderr.contains("(the destination exists)"),
+                    "\(again.stderr)")
+            #expect(TestSupport.fileHolds(take, bytes))
+        }
+    }
+
     /// A ProRes 422 HQ encode of testsrc2, remuxed by libavformat into a capture through a
     /// custom AVIOContext, is byte for byte the file `ffmpeg -c copy` writes straight to disk:
     /// a regular MOV (mdat, then moov; no fragments) whose mdat size was patched by a seek back.
