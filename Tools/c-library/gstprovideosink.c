@@ -40,6 +40,7 @@ typedef struct {
     gint64 position; /* where the next buffer goes */
     gint64 length;   /* bytes in the recording */
     gboolean finished;
+    gboolean failed; /* a write failed: the capture is cancelled, EOS must not finish it */
 } ProvideoSink;
 
 typedef struct {
@@ -103,7 +104,7 @@ static gboolean provideo_sink_start(GstBaseSink *base) {
         return FALSE;
     }
     self->position = self->length = 0;
-    self->finished = FALSE;
+    self->finished = self->failed = FALSE;
     return TRUE;
 }
 
@@ -129,6 +130,7 @@ static GstFlowReturn provideo_sink_render(GstBaseSink *base, GstBuffer *buffer) 
     GstMapInfo map;
     provideo_error err;
     if (self->finished) return GST_FLOW_EOS;
+    if (self->failed) return GST_FLOW_ERROR;
     if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return GST_FLOW_ERROR;
     const guint8 *data = map.data;
     gint64 size = (gint64)map.size;
@@ -158,6 +160,10 @@ static GstFlowReturn provideo_sink_render(GstBaseSink *base, GstBuffer *buffer) 
     if (rc == 0) rc = provideo_capture_poll(self->capture, &err);
     if (rc != 0) {
         post_error(self, "write", &err);
+        /* Cancel now: upstream may still send EOS (a muxer writing its trailer after the
+         * error), and a recording cut short must not be finished and moved into place. */
+        self->failed = TRUE;
+        provideo_capture_cancel(self->capture, NULL);
         return GST_FLOW_ERROR;
     }
     return GST_FLOW_OK;
@@ -183,6 +189,10 @@ static gboolean provideo_sink_event(GstBaseSink *base, GstEvent *event) {
         break;
     }
     case GST_EVENT_EOS:
+        if (self->failed) { /* the error is posted; the capture was cancelled */
+            gst_event_unref(event);
+            return FALSE;
+        }
         /* Finish before the EOS goes on, so the file is at its destination when the
          * application sees EOS. */
         if (self->capture && !self->finished) {
