@@ -7,6 +7,10 @@ let package = Package(
         .library(name: "ProVideoStorage", targets: ["ProVideoStorage"]),
         .executable(name: "provideo", targets: ["provideo"]),
         .executable(name: "provideo-bench", targets: ["provideo-bench"]),
+        // The C API for C/C++ recorders (FFmpeg, GStreamer): libprovideo.so, header provideo.h.
+        // SwiftPM names it libProVideoC.so (the product name `provideo` is the CLI's); its soname
+        // is libprovideo.so, the name Tools/install-c-library installs it under.
+        .library(name: "ProVideoC", type: .dynamic, targets: ["ProVideoC"]),
     ],
     targets: [
         // The few Linux calls Swift cannot reach directly (they need _GNU_SOURCE or kernel
@@ -18,6 +22,13 @@ let package = Package(
             linkerSettings: [.linkedLibrary("uring"), .linkedLibrary("blkid"), .linkedLibrary("crypto")]
         ),
         .target(name: "ProVideoStorage", dependencies: ["CProVideo"], path: "Sources/ProVideoStorage"),
+        // The C API: the hand-written header (CProVideoAPI/include/provideo.h, installed for C
+        // programs) and its implementation in Swift (`@c` functions over the library).
+        .target(name: "CProVideoAPI", path: "Sources/CProVideoAPI"),
+        .target(
+            name: "ProVideoC", dependencies: ["ProVideoStorage", "CProVideoAPI"], path: "Sources/ProVideoC",
+            // The soname C programs record, whatever SwiftPM names the file.
+            linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libprovideo.so"])]),
         .target(name: "CommandLineSupport", dependencies: ["ProVideoStorage"], path: "Tools/CommandLineSupport"),
         .executableTarget(
             name: "provideo", dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo"], path: "Tools/provideo"),

@@ -1,0 +1,66 @@
+/// In-place appends in two steps, for the C API (`provideo_capture_append_begin` / `_commit`):
+/// a producer that learns a frame's size only after writing it (an encoder, a capture card's
+/// DMA) is handed the capture's own buffer, writes, and then says how many bytes it wrote.
+/// `append(count:filling:)` covers producers that know the size first.
+///
+/// Between `reserveInPlace` and `commitInPlace` the caller must make no other call on the
+/// capture (the C layer enforces it): the returned bytes are past `length`, in the filling
+/// buffer, and nothing else may fill or seal that buffer meanwhile.
+extension Capture {
+    /// Contiguous room for the next bytes of the recording, inside the buffer being filled:
+    /// up to `count` bytes, fewer when the buffer or the reserve ends sooner (write those,
+    /// commit them, and reserve again for the rest). Takes a free buffer when none is filling,
+    /// waiting per the overrun policy when every buffer is in flight.
+    /// - Throws: `.invalidArgument` for `count` < 1; `.storageFull` when the reserve is used
+    ///   up; `.overrun`; the capture's first error; `.captureClosed`.
+    package func reserveInPlace(upTo count: Int) throws -> UnsafeMutableRawBufferPointer {
+        let started = Self.now()
+        try checkOpenForInPlace()
+        guard count > 0 else { throw ProVideoError(.invalidArgument, "an in-place append needs at least 1 byte, not \(count)") }
+        guard capacity > length else {
+            throw ProVideoError(.storageFull, "storage full: the pool's reserve has no bytes left; \(length) bytes were "
+                                + "accepted and finish() keeps them", path: destination)
+        }
+        if ring.filling == nil {
+            // A fresh buffer: any free one has room (makeRoom for 1 byte waits for one).
+            guard try guarded({ try makeRoom(for: 1, started: started) }) else {
+                statistics.overrunFailures += 1
+                throw ProVideoError(.overrun, "overrun: every capture buffer is in flight; no room was reserved. The "
+                                    + "disk is slower than the stream: raise the buffer budget or lower the bitrate",
+                                    path: destination)
+            }
+            try guarded { try startFilling() }
+        }
+        return ring.nextPiece(upTo: count)
+    }
+
+    /// Counts `count` bytes written at the start of the last `reserveInPlace` room as
+    /// appended; `endsFrame` marks the end of a frame there (durability commits end on frame
+    /// boundaries, and `statistics.frames` counts it).
+    /// - Throws: `.invalidArgument` when `count` exceeds the room; the capture's first error;
+    ///   `.captureClosed`.
+    package func commitInPlace(_ count: Int, endsFrame: Bool) throws {
+        try checkOpenForInPlace()
+        let room = ring.filling == nil ? 0 : ring.nextPiece(upTo: Int.max).count
+        guard count >= 0, count <= room else {
+            throw ProVideoError(.invalidArgument, "cannot commit \(count) bytes in place: \(room) were reserved")
+        }
+        try guarded {
+            if ring.filling != nil {
+                length += Int64(count)
+                if ring.didFill(count, frameEnd: endsFrame ? length : nil) { try sealFilling() }
+            }
+            statistics.bytes += Int64(count)
+            if endsFrame { statistics.frames += 1 }
+            try service()
+        }
+    }
+
+    private func checkOpenForInPlace() throws {
+        switch state {
+        case .open: return
+        case .failed(let error): throw error
+        case .closed: throw ProVideoError(.captureClosed, "the capture has already ended")
+        }
+    }
+}

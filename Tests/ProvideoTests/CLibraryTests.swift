@@ -1,0 +1,181 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// libprovideo from C (Tools/c-library): the API test program, an FFmpeg muxer writing a
+/// regular MOV through a custom AVIOContext, and the GStreamer sink, each built against the
+/// installed library with pkg-config alone and run as its own process.
+@Suite(.serialized) struct CLibraryTests {
+    /// Every call of provideo.h, bad handles, NULL pointers, a busy pool, storage full and
+    /// in-place appends, checked byte for byte by the C program itself.
+    @Test func apiTestProgramPassesEveryCheck() throws {
+        try TestSupport.withScratch { scratch in
+            let library = try CLibrary(scratch: scratch)
+            for file in ["lib/libprovideo.so", "include/provideo.h", "lib/pkgconfig/provideo.pc", "bin/provideo"] {
+                #expect(FileManager.default.fileExists(atPath: library.prefix + "/" + file), "\(file) not installed")
+            }
+            try library.compile("api-test.c", to: scratch + "/api-test")
+            let pool = scratch + "/pool"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "16M"])
+            // No LD_LIBRARY_PATH: the program's RUNPATH finds libprovideo.so, the library's the Swift runtime.
+            let result = try TestSupport.run(scratch + "/api-test", [pool, "16777216", scratch],
+                                             environment: ["LD_LIBRARY_PATH": ""])
+            #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+            #expect(result.stdout.contains(", 0 failed"), "\(result.stdout)")
+            let status = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
+            #expect(status.stdout.contains("\"busyReasons\" : [\n\n  ]") || status.stdout.contains("\"busyReasons\" : []"))
+        }
+    }
+
+    /// The smallest recorder of Docs/C-LIBRARY.md builds with pkg-config alone and records.
+    @Test func minimalRecorderFromTheDocs() throws {
+        try TestSupport.withScratch { scratch in
+            let library = try CLibrary(scratch: scratch)
+            try library.compile("minimal-recorder.c", to: scratch + "/minimal-recorder")
+            let pool = scratch + "/pool", take = scratch + "/take.mov"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "16M"])
+            let bytes = TestSupport.pattern(3_000_003, seed: 12)
+            let result = try TestSupport.run(scratch + "/minimal-recorder", [pool, take], stdin: Data(bytes))
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("recorded 3000003 bytes to \(take)"), "\(result.stdout)")
+            #expect(TestSupport.fileHolds(take, bytes))
+            // The destination exists now: the library's message, exit 1, the file untouched.
+            let again = try TestSupport.run(scratch + "/minimal-recorder", [pool, take], stdin: Data(bytes.prefix(10)))
+            #expect(again.status == 1)
+            #expect(again.stderr.contains("never overwritten") && again.stderr.contains("(the destination exists)"),
+                    "\(again.stderr)")
+            #expect(TestSupport.fileHolds(take, bytes))
+        }
+    }
+
+    /// A ProRes 422 HQ encode of testsrc2, remuxed by libavformat into a capture through a
+    /// custom AVIOContext, is byte for byte the file `ffmpeg -c copy` writes straight to disk:
+    /// a regular MOV (mdat, then moov; no fragments) whose mdat size was patched by a seek back.
+    @Test func ffmpegMuxerWritesTheSameMovThroughThePool() throws {
+        try TestSupport.withScratch { scratch in
+            let library = try CLibrary(scratch: scratch)
+            let remux = scratch + "/ffmpeg-remux"
+            try library.compile("ffmpeg-remux.c", to: remux, packages: ["libavformat", "libavcodec", "libavutil"])
+            let source = scratch + "/source.mov", reference = scratch + "/reference.mov"
+            try TestSupport.shell("ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=25 -frames:v 25 -c:v prores_ks "
+                                  + "-profile:v 3 -fflags +bitexact -flags +bitexact -f mov \(source)")
+            try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact -f mov \(reference)")
+            let pool = scratch + "/pool", take = scratch + "/take.mov"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "32M"])
+            let result = try TestSupport.run(remux, ["--pool", pool, source, take])
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("25 packets"), "\(result.stdout)")
+            #expect(!result.stdout.contains(" 0 patches"), "the muxer's header rewrite went through write-at: \(result.stdout)")
+
+            let identical = TestSupport.readFile(take) == TestSupport.readFile(reference)
+            #expect(identical, "the pool's MOV differs from ffmpeg's")
+            #expect(try Probe.frames(take) == 25)
+            #expect(try Probe.codec(take) == "prores,HQ")
+            let frames = try Probe.frameMD5(take)
+            #expect(frames.count == 25)
+            #expect(frames == (try Probe.frameMD5(reference)))
+            let atoms = Probe.atoms(take).map(\.0)
+            #expect(atoms.contains("mdat") && atoms.last == "moov" && !atoms.contains("moof"), "\(atoms)")
+            let mdat = Probe.atoms(take).first { $0.0 == "mdat" }?.1 ?? 0
+            #expect(mdat > 4_000_000, "the mdat size was patched: \(mdat)")
+
+            // The same code path into a plain file gives the same bytes too.
+            let plain = scratch + "/plain.mov"
+            #expect(try TestSupport.run(remux, ["--file", source, plain]).status == 0)
+            let samePlain = TestSupport.readFile(plain) == TestSupport.readFile(reference)
+            #expect(samePlain)
+        }
+    }
+}
+
+/// provideosink in gst-launch pipelines (the plugin built from Tools/c-library/gstprovideosink.c).
+@Suite(.serialized) struct GStreamerSinkTests {
+    struct Plugin {
+        let environment: [String: String]
+        init(scratch: String) throws {
+            let library = try CLibrary(scratch: scratch)
+            let directory = scratch + "/gst"
+            try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
+            try library.compile("gstprovideosink.c", to: directory + "/libgstprovideosink.so",
+                                packages: ["gstreamer-1.0", "gstreamer-base-1.0"], shared: true)
+            // A registry of its own: the test neither reads nor rewrites the user's cache.
+            environment = ["GST_PLUGIN_PATH": directory, "GST_REGISTRY": scratch + "/registry.bin"]
+        }
+
+        /// Runs `gst-launch-1.0 videotestsrc num-buffers=N ! … ! MUXER ! provideosink …`.
+        func record(frames: Int, size: String = "640x360", muxer: String = "qtmux", pool: String,
+                    location: String) throws -> TestSupport.ProcessResult {
+            let dimensions = size.split(separator: "x")
+            let pipeline = "videotestsrc num-buffers=\(frames) ! video/x-raw,width=\(dimensions[0]),height=\(dimensions[1]) "
+                + "! videoconvert ! video/x-raw,format=I422_10LE ! avenc_prores_ks profile=hq ! \(muxer) "
+                + "! provideosink pool=\(pool) location=\(location) bitrate=200000000"
+            return try TestSupport.run("/usr/bin/gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init),
+                                       environment: environment)
+        }
+    }
+
+    /// qtmux writes a regular MOV (it seeks back to patch the mdat size), matroskamux a
+    /// Matroska file (it seeks back to patch sizes and cues): each decodes to N frames.
+    @Test func recordsWhatTheMuxerWrites() throws {
+        try TestSupport.withScratch { scratch in
+            let plugin = try Plugin(scratch: scratch)
+            let pool = scratch + "/pool"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "32M"])
+            let mov = scratch + "/take.mov"
+            let result = try plugin.record(frames: 30, pool: pool, location: mov)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try Probe.frames(mov) == 30)
+            #expect(try Probe.codec(mov) == "prores,HQ")
+            let atoms = Probe.atoms(mov).map(\.0)
+            #expect(atoms.contains("mdat") && atoms.last == "moov" && !atoms.contains("moof"), "\(atoms)")
+
+            let mkv = scratch + "/take.mkv"
+            #expect(try plugin.record(frames: 12, muxer: "matroskamux", pool: pool, location: mkv).status == 0)
+            #expect(try Probe.frames(mkv) == 12)
+
+            // The destination exists: the library's message, the file untouched.
+            let before = TestSupport.readFile(mov)
+            let again = try plugin.record(frames: 5, pool: pool, location: mov)
+            #expect(again.status != 0)
+            #expect(again.stderr.contains("already exists; it is never overwritten"), "\(again.stderr)")
+            let untouched = TestSupport.readFile(mov) == before
+            #expect(untouched)
+        }
+    }
+
+    /// A full pool and a busy pool fail the pipeline with the library's message; the full one
+    /// leaves no file and gives the capacity back (the sink cancels on error).
+    @Test func failuresCarryTheLibrarysMessage() throws {
+        try TestSupport.withScratch { scratch in
+            let plugin = try Plugin(scratch: scratch)
+            let pool = scratch + "/pool"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "4M"])
+            let full = scratch + "/full.mov"
+            let result = try plugin.record(frames: 40, size: "1280x720", pool: pool, location: full)
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("storage full"), "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: full))
+            let status = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
+            #expect(status.stdout.contains("\"remainingCapacity\" : 4194304"), "\(status.stdout)")
+
+            // Busy: another process is recording into the pool.
+            let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", scratch + "/other.mov"],
+                                                 stdinPipe: true)
+            defer { if recorder.isRunning { recorder.terminate() } }
+            let input = (recorder.standardInput as! Pipe).fileHandleForWriting
+            try input.write(contentsOf: Data(TestSupport.pattern(1000, seed: 3)))
+            for _ in 0..<100 {
+                if try TestSupport.run("provideo", ["--pool", pool, "status", "--json"]).stdout.contains("\"capturing\"") { break }
+                usleep(50_000)
+            }
+            let busy = try plugin.record(frames: 5, pool: pool, location: scratch + "/busy.mov")
+            #expect(busy.status != 0)
+            #expect(busy.stderr.contains("the pool is busy (capturing)"), "\(busy.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: scratch + "/busy.mov"))
+            try input.close()
+            recorder.waitUntilExit()
+            #expect(recorder.terminationStatus == 0)
+        }
+    }
+}

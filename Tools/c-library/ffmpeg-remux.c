@@ -1,0 +1,203 @@
+/*
+ * An FFmpeg (libavformat) recorder writing a normal, seekable MOV through a pool: the muxer
+ * writes into a custom AVIOContext whose write callback appends to a capture and whose seek
+ * callback turns the muxer's header rewrite (the `mdat` size patched at the end) into
+ * provideo_capture_write_at. No fragmented MOV, no pipe.
+ *
+ *   ffmpeg-remux --pool POOL INPUT DEST   remux INPUT's streams into a capture moved to DEST
+ *   ffmpeg-remux --file INPUT DEST        the same muxing, same callbacks, into a plain file
+ *
+ * It remuxes (stream copy) rather than encodes, so that its output can be compared byte for
+ * byte with `ffmpeg -i INPUT -c copy -fflags +bitexact -f mov REF` (an encoder run twice is
+ * not reproducible enough for that); a recorder that encodes feeds its packets to the same
+ * av_interleaved_write_frame call. Docs/C-LIBRARY.md explains the comparison.
+ *
+ * Build: cc ffmpeg-remux.c $(pkg-config --cflags --libs provideo libavformat libavcodec libavutil)
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <libavformat/avformat.h>
+#include <libavutil/mem.h>
+
+#include <provideo.h>
+
+/* Where the muxer's bytes go: a capture, or a plain file (the reference path). */
+struct sink {
+    provideo_capture *capture; /* NULL: write to fd */
+    int fd;
+    int64_t position; /* where the muxer writes next */
+    int64_t length;   /* bytes written so far: the end of the recording */
+    provideo_error err;
+    int failed;
+};
+
+/* Appends at the end; rewrites bytes already written (a header patch). */
+static int sink_put(struct sink *s, const uint8_t *data, int64_t size) {
+    while (size > 0) {
+        int64_t n;
+        int rc;
+        if (s->position < s->length) { /* a patch: at most up to the current end */
+            n = s->length - s->position < size ? s->length - s->position : size;
+            rc = s->capture ? provideo_capture_write_at(s->capture, s->position, data, (size_t)n, &s->err)
+                            : (pwrite(s->fd, data, (size_t)n, s->position) == n ? 0 : -errno);
+        } else if (s->position == s->length) {
+            n = size;
+            rc = s->capture ? provideo_capture_append(s->capture, data, (size_t)n, &s->err)
+                            : (pwrite(s->fd, data, (size_t)n, s->position) == n ? 0 : -errno);
+            if (rc == 0) s->length += n;
+        } else { /* a muxer never seeks past the end to write; refuse rather than leave a hole */
+            snprintf(s->err.message, sizeof s->err.message, "write at %" PRId64 " past the end %" PRId64, s->position,
+                     s->length);
+            rc = -1;
+        }
+        if (rc != 0) {
+            if (!s->capture && rc != -1) snprintf(s->err.message, sizeof s->err.message, "%s", strerror(-rc));
+            s->failed = 1;
+            return AVERROR(EIO);
+        }
+        s->position += n;
+        data += n;
+        size -= n;
+    }
+    return 0;
+}
+
+/* AVIOContext write callback (FFmpeg 5.1 signature; 6.1 makes buf const). */
+static int write_packet(void *opaque, uint8_t *buf, int size) {
+    int rc = sink_put(opaque, buf, size);
+    return rc < 0 ? rc : size;
+}
+
+/* AVIOContext seek callback: the muxer seeks back to patch sizes, then to the end again. */
+static int64_t seek(void *opaque, int64_t offset, int whence) {
+    struct sink *s = opaque;
+    switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return s->length;
+    case SEEK_SET: break;
+    case SEEK_CUR: offset += s->position; break;
+    case SEEK_END: offset += s->length; break;
+    default: return AVERROR(EINVAL);
+    }
+    if (offset < 0 || offset > s->length) return AVERROR(EINVAL);
+    s->position = offset;
+    return offset;
+}
+
+static int fail(const char *what, int rc) {
+    char text[AV_ERROR_MAX_STRING_SIZE] = {0};
+    av_strerror(rc, text, sizeof text);
+    fprintf(stderr, "ffmpeg-remux: %s: %s\n", what, text);
+    return 1;
+}
+
+int main(int argc, char **argv) {
+    if (argc < 4 || (strcmp(argv[1], "--pool") == 0 ? argc != 5 : strcmp(argv[1], "--file") != 0 || argc != 4)) {
+        fprintf(stderr, "usage: %s --pool POOL INPUT DEST | --file INPUT DEST\n", argv[0]);
+        return 2;
+    }
+    int use_pool = strcmp(argv[1], "--pool") == 0;
+    const char *input = argv[use_pool ? 3 : 2], *dest = argv[use_pool ? 4 : 3];
+    struct sink sink = {.fd = -1};
+    provideo_pool *pool = NULL;
+
+    AVFormatContext *in = NULL;
+    int rc = avformat_open_input(&in, input, NULL, NULL);
+    if (rc < 0) return fail(input, rc);
+    if ((rc = avformat_find_stream_info(in, NULL)) < 0) return fail("stream info", rc);
+
+    if (use_pool) {
+        provideo_capture_options options;
+        provideo_capture_options_init(&options);
+        options.bitrate = in->bit_rate > 0 ? in->bit_rate : 880000000;
+        if (provideo_pool_open(argv[2], &pool, &sink.err) != 0 ||
+            provideo_capture_start(pool, dest, &options, &sink.capture, &sink.err) != 0) {
+            fprintf(stderr, "ffmpeg-remux: %s (%s)\n", sink.err.message, provideo_strerror(sink.err.code));
+            return 1;
+        }
+    } else if ((sink.fd = open(dest, O_WRONLY | O_CREAT | O_EXCL, 0666)) < 0) {
+        fprintf(stderr, "ffmpeg-remux: %s: %s\n", dest, strerror(errno));
+        return 1;
+    }
+
+    /* A 4 MiB AVIO buffer, flushed after every packet: one append per frame (frames up to 4 MiB). */
+    const int buffer_size = 4 << 20;
+    uint8_t *buffer = av_malloc(buffer_size);
+    AVIOContext *pb = avio_alloc_context(buffer, buffer_size, 1, &sink, NULL, write_packet, seek);
+    AVFormatContext *out = NULL;
+    if ((rc = avformat_alloc_output_context2(&out, NULL, "mov", dest)) < 0) return fail("mov muxer", rc);
+    out->pb = pb;
+    out->flags |= AVFMT_FLAG_BITEXACT | AVFMT_FLAG_CUSTOM_IO;
+    /* As the ffmpeg CLI does for a stream copy: the file's and each stream's metadata, the
+     * codec parameters, the input time base as the muxer's hint, the frame rates. */
+    av_dict_copy(&out->metadata, in->metadata, 0);
+    for (unsigned i = 0; i < in->nb_streams; i++) {
+        AVStream *is = in->streams[i], *os = avformat_new_stream(out, NULL);
+        if ((rc = avcodec_parameters_copy(os->codecpar, is->codecpar)) < 0) return fail("codec parameters", rc);
+        unsigned tag = 0;
+        if (av_codec_get_id(out->oformat->codec_tag, is->codecpar->codec_tag) != is->codecpar->codec_id ||
+            !av_codec_get_tag2(out->oformat->codec_tag, is->codecpar->codec_id, &tag))
+            os->codecpar->codec_tag = 0;
+        os->time_base = is->time_base;
+        os->avg_frame_rate = is->avg_frame_rate;
+        os->r_frame_rate = is->r_frame_rate;
+        /* The CLI's choice: the stream's aspect ratio, else the codec's (it writes `pasp`). */
+        os->sample_aspect_ratio = os->codecpar->sample_aspect_ratio =
+            is->sample_aspect_ratio.num ? is->sample_aspect_ratio : is->codecpar->sample_aspect_ratio;
+        os->disposition = is->disposition;
+        av_dict_copy(&os->metadata, is->metadata, 0);
+    }
+    if ((rc = avformat_write_header(out, NULL)) < 0) return fail(sink.failed ? sink.err.message : "header", rc);
+    avio_flush(pb);
+
+    AVPacket *packet = av_packet_alloc();
+    int64_t packets = 0;
+    while ((rc = av_read_frame(in, packet)) >= 0) {
+        AVStream *is = in->streams[packet->stream_index], *os = out->streams[packet->stream_index];
+        av_packet_rescale_ts(packet, is->time_base, os->time_base);
+        packet->pos = -1;
+        if ((rc = av_interleaved_write_frame(out, packet)) < 0) break;
+        avio_flush(pb);
+        if (sink.capture && provideo_capture_poll(sink.capture, &sink.err) != 0) {
+            rc = AVERROR(EIO);
+            sink.failed = 1;
+            break;
+        }
+        packets++;
+    }
+    if (rc == AVERROR_EOF) rc = 0;
+    if (rc == 0) rc = av_write_trailer(out); /* seeks back to patch the mdat size, writes moov */
+    avio_flush(pb);
+    if (rc < 0 || sink.failed || pb->error < 0) {
+        fprintf(stderr, "ffmpeg-remux: muxing failed: %s\n", sink.failed ? sink.err.message : av_err2str(rc));
+        if (sink.capture) provideo_capture_close(sink.capture, NULL); /* cancels: no file, capacity back */
+        return 1;
+    }
+
+    if (sink.capture) {
+        provideo_recording recording;
+        if (provideo_capture_finish(sink.capture, &recording, &sink.err) != 0) {
+            fprintf(stderr, "ffmpeg-remux: %s\n", sink.err.message);
+            return 1;
+        }
+        provideo_capture_statistics stats = {0};
+        provideo_capture_get_statistics(sink.capture, &stats, NULL);
+        provideo_capture_close(sink.capture, NULL);
+        provideo_pool_close(pool, NULL);
+        printf("ffmpeg-remux: %" PRId64 " packets, %" PRId64 " bytes, %" PRId64 " appends, %" PRId64 " patches, %s\n",
+               packets, recording.length, stats.frames, stats.patches, recording.path);
+    } else {
+        close(sink.fd);
+        printf("ffmpeg-remux: %" PRId64 " packets, %" PRId64 " bytes, %s\n", packets, sink.length, dest);
+    }
+    av_packet_free(&packet);
+    av_freep(&pb->buffer);
+    avio_context_free(&pb);
+    avformat_free_context(out);
+    avformat_close_input(&in);
+    return 0;
+}

@@ -1,0 +1,314 @@
+/*
+ * provideosink: a GStreamer sink that records into a Pro Video Storage pool.
+ *
+ *   gst-launch-1.0 videotestsrc num-buffers=50 ! avenc_prores_ks ! qtmux \
+ *       ! provideosink pool=/srv/pool location=/media/take1.mov bitrate=880000000
+ *
+ * Properties: location (the destination), pool (the pool directory; unset: $PROVIDEO_POOL,
+ * else /var/lib/provideo), bitrate (bit/s, sizes the capture's buffers).
+ *
+ * Like filesink: a buffer at the end is appended; a BYTES segment event (qtmux, mp4mux and
+ * matroskamux seek back to patch sizes in headers) moves the write position, and the buffers
+ * that follow are written at that offset (provideo_capture_write_at). EOS finishes the capture
+ * (the recording moves to `location`) before the EOS goes on; stopping without EOS (an error,
+ * a cancelled pipeline) cancels it. Every failure posts an element error whose message is the
+ * library's (busy pool, full pool, existing or bad destination).
+ *
+ * Build (a plugin, loaded through GST_PLUGIN_PATH):
+ *   cc -shared -fPIC -o libgstprovideosink.so gstprovideosink.c \
+ *      $(pkg-config --cflags --libs provideo gstreamer-1.0 gstreamer-base-1.0)
+ */
+#include <gst/base/gstbasesink.h>
+#include <gst/gst.h>
+#include <inttypes.h>
+
+#include <provideo.h>
+
+#define PACKAGE "provideo"
+#define VERSION "1.0.0"
+
+GST_DEBUG_CATEGORY_STATIC(provideo_sink_debug);
+#define GST_CAT_DEFAULT provideo_sink_debug
+
+typedef struct {
+    GstBaseSink parent;
+    gchar *location;
+    gchar *pool_path;
+    gint64 bitrate;
+    provideo_pool *pool;
+    provideo_capture *capture;
+    gint64 position; /* where the next buffer goes */
+    gint64 length;   /* bytes in the recording */
+    gboolean finished;
+    gboolean failed; /* a write failed: the capture is cancelled, EOS must not finish it */
+} ProvideoSink;
+
+typedef struct {
+    GstBaseSinkClass parent_class;
+} ProvideoSinkClass;
+
+enum { PROP_0, PROP_LOCATION, PROP_POOL, PROP_BITRATE };
+
+G_DEFINE_TYPE(ProvideoSink, provideo_sink, GST_TYPE_BASE_SINK)
+
+static GstStaticPadTemplate sink_template = GST_STATIC_PAD_TEMPLATE("sink", GST_PAD_SINK, GST_PAD_ALWAYS, GST_STATIC_CAPS_ANY);
+
+/* Posts the library's message as an element error, in the GStreamer error domain that fits. */
+static void post_error(ProvideoSink *self, const char *action, const provideo_error *err) {
+    switch (err->code) {
+    case PROVIDEO_E_STORAGE_FULL:
+    case PROVIDEO_E_NOT_ENOUGH_SPACE:
+        GST_ELEMENT_ERROR(self, RESOURCE, NO_SPACE_LEFT, ("%s", err->message),
+                          ("%s: %s (%d)", action, provideo_strerror(err->code), err->code));
+        break;
+    case PROVIDEO_E_BUSY:
+        GST_ELEMENT_ERROR(self, RESOURCE, BUSY, ("%s", err->message),
+                          ("%s: %s (%d)", action, provideo_strerror(err->code), err->code));
+        break;
+    case PROVIDEO_E_POOL_NOT_FOUND:
+        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("%s", err->message),
+                          ("%s: %s (%d)", action, provideo_strerror(err->code), err->code));
+        break;
+    case PROVIDEO_E_PERMISSION_DENIED:
+        GST_ELEMENT_ERROR(self, RESOURCE, NOT_AUTHORIZED, ("%s", err->message),
+                          ("%s: %s (%d)", action, provideo_strerror(err->code), err->code));
+        break;
+    default:
+        if (g_str_equal(action, "start"))
+            GST_ELEMENT_ERROR(self, RESOURCE, OPEN_WRITE, ("%s", err->message),
+                              ("%s: %s (%d)", action, provideo_strerror(err->code), err->code));
+        else
+            GST_ELEMENT_ERROR(self, RESOURCE, WRITE, ("%s", err->message),
+                              ("%s: %s (%d, errno %d)", action, provideo_strerror(err->code), err->code, err->sys_errno));
+    }
+}
+
+static gboolean provideo_sink_start(GstBaseSink *base) {
+    ProvideoSink *self = (ProvideoSink *)base;
+    provideo_error err;
+    if (!self->location) {
+        GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No location set: provideosink needs location=DESTINATION"), (NULL));
+        return FALSE;
+    }
+    provideo_capture_options options;
+    provideo_capture_options_init(&options);
+    if (self->bitrate > 0) options.bitrate = self->bitrate;
+    if (provideo_pool_open(self->pool_path, &self->pool, &err) != 0) {
+        post_error(self, "start", &err);
+        return FALSE;
+    }
+    if (provideo_capture_start(self->pool, self->location, &options, &self->capture, &err) != 0) {
+        post_error(self, "start", &err);
+        provideo_pool_close(self->pool, NULL);
+        self->pool = NULL;
+        return FALSE;
+    }
+    self->position = self->length = 0;
+    self->finished = self->failed = FALSE;
+    return TRUE;
+}
+
+/* Releases the capture; one neither finished nor cancelled (an error, a stop before EOS) is
+ * cancelled by the close: no file at the destination, the capacity back in the pool. */
+static gboolean provideo_sink_stop(GstBaseSink *base) {
+    ProvideoSink *self = (ProvideoSink *)base;
+    if (self->capture) {
+        if (!self->finished) GST_INFO_OBJECT(self, "stopped before EOS: cancelling the capture");
+        provideo_capture_close(self->capture, NULL);
+        self->capture = NULL;
+    }
+    if (self->pool) {
+        provideo_pool_close(self->pool, NULL);
+        self->pool = NULL;
+    }
+    return TRUE;
+}
+
+/* Writes at the current position: patches what exists, appends the rest. */
+static GstFlowReturn provideo_sink_render(GstBaseSink *base, GstBuffer *buffer) {
+    ProvideoSink *self = (ProvideoSink *)base;
+    GstMapInfo map;
+    provideo_error err;
+    if (self->finished) return GST_FLOW_EOS;
+    if (self->failed) return GST_FLOW_ERROR;
+    if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return GST_FLOW_ERROR;
+    const guint8 *data = map.data;
+    gint64 size = (gint64)map.size;
+    int rc = 0;
+    if (self->position > self->length) {
+        gst_buffer_unmap(buffer, &map);
+        GST_ELEMENT_ERROR(self, RESOURCE, SEEK, ("Cannot write at byte %" G_GINT64_FORMAT ": the recording has %" G_GINT64_FORMAT " bytes",
+                                                 self->position, self->length), (NULL));
+        return GST_FLOW_ERROR;
+    }
+    if (self->position < self->length && size > 0) {
+        gint64 n = MIN(size, self->length - self->position);
+        rc = provideo_capture_write_at(self->capture, self->position, data, (size_t)n, &err);
+        if (rc == 0) {
+            self->position += n;
+            data += n;
+            size -= n;
+        }
+    }
+    /* One buffer is one append: a muxer's buffer is a frame or a header, so frame boundaries
+     * survive into the capture (the durability commits end on them). */
+    if (rc == 0 && (size > 0 || map.size == 0)) {
+        rc = provideo_capture_append(self->capture, data, (size_t)size, &err);
+        if (rc == 0) self->position = self->length = self->length + size;
+    }
+    gst_buffer_unmap(buffer, &map);
+    if (rc == 0) rc = provideo_capture_poll(self->capture, &err);
+    if (rc != 0) {
+        post_error(self, "write", &err);
+        /* Cancel now: upstream may still send EOS (a muxer writing its trailer after the
+         * error), and a recording cut short must not be finished and moved into place. */
+        self->failed = TRUE;
+        provideo_capture_cancel(self->capture, NULL);
+        return GST_FLOW_ERROR;
+    }
+    return GST_FLOW_OK;
+}
+
+static gboolean provideo_sink_event(GstBaseSink *base, GstEvent *event) {
+    ProvideoSink *self = (ProvideoSink *)base;
+    provideo_error err;
+    switch (GST_EVENT_TYPE(event)) {
+    case GST_EVENT_SEGMENT: {
+        const GstSegment *segment;
+        gst_event_parse_segment(event, &segment);
+        /* A muxer seeking back to patch a header sends a BYTES segment starting there. */
+        if (segment->format == GST_FORMAT_BYTES) {
+            if ((gint64)segment->start > self->length) {
+                GST_ELEMENT_ERROR(self, RESOURCE, SEEK, ("Cannot seek to byte %" G_GUINT64_FORMAT ": the recording has %" G_GINT64_FORMAT " bytes",
+                                                         segment->start, self->length), (NULL));
+                gst_event_unref(event);
+                return FALSE;
+            }
+            self->position = (gint64)segment->start;
+        }
+        break;
+    }
+    case GST_EVENT_EOS:
+        if (self->failed) { /* the error is posted; the capture was cancelled */
+            gst_event_unref(event);
+            return FALSE;
+        }
+        /* Finish before the EOS goes on, so the file is at its destination when the
+         * application sees EOS. */
+        if (self->capture && !self->finished) {
+            provideo_recording recording;
+            if (provideo_capture_finish(self->capture, &recording, &err) != 0) {
+                post_error(self, "finish", &err);
+                gst_event_unref(event);
+                return FALSE;
+            }
+            self->finished = TRUE;
+            GST_INFO_OBJECT(self, "recorded %" G_GINT64_FORMAT " bytes to %s", recording.length, recording.path);
+        }
+        break;
+    default: break;
+    }
+    return GST_BASE_SINK_CLASS(provideo_sink_parent_class)->event(base, event);
+}
+
+/* Muxers ask whether they can seek back in bytes before they choose to patch headers. */
+static gboolean provideo_sink_query(GstBaseSink *base, GstQuery *query) {
+    ProvideoSink *self = (ProvideoSink *)base;
+    GstFormat format;
+    switch (GST_QUERY_TYPE(query)) {
+    case GST_QUERY_SEEKING:
+        gst_query_parse_seeking(query, &format, NULL, NULL, NULL);
+        gst_query_set_seeking(query, format, format == GST_FORMAT_BYTES || format == GST_FORMAT_DEFAULT, 0, -1);
+        return TRUE;
+    case GST_QUERY_POSITION:
+        gst_query_parse_position(query, &format, NULL);
+        if (format != GST_FORMAT_BYTES && format != GST_FORMAT_DEFAULT) break;
+        gst_query_set_position(query, GST_FORMAT_BYTES, self->position);
+        return TRUE;
+    case GST_QUERY_FORMATS:
+        gst_query_set_formats(query, 2, GST_FORMAT_DEFAULT, GST_FORMAT_BYTES);
+        return TRUE;
+    case GST_QUERY_URI:
+        gst_query_set_uri(query, self->location);
+        return TRUE;
+    default: break;
+    }
+    return GST_BASE_SINK_CLASS(provideo_sink_parent_class)->query(base, query);
+}
+
+static void provideo_sink_set_property(GObject *object, guint id, const GValue *value, GParamSpec *spec) {
+    ProvideoSink *self = (ProvideoSink *)object;
+    switch (id) {
+    case PROP_LOCATION:
+        g_free(self->location);
+        self->location = g_value_dup_string(value);
+        break;
+    case PROP_POOL:
+        g_free(self->pool_path);
+        self->pool_path = g_value_dup_string(value);
+        break;
+    case PROP_BITRATE: self->bitrate = g_value_get_int64(value); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, spec);
+    }
+}
+
+static void provideo_sink_get_property(GObject *object, guint id, GValue *value, GParamSpec *spec) {
+    ProvideoSink *self = (ProvideoSink *)object;
+    switch (id) {
+    case PROP_LOCATION: g_value_set_string(value, self->location); break;
+    case PROP_POOL: g_value_set_string(value, self->pool_path); break;
+    case PROP_BITRATE: g_value_set_int64(value, self->bitrate); break;
+    default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, spec);
+    }
+}
+
+static void provideo_sink_finalize(GObject *object) {
+    ProvideoSink *self = (ProvideoSink *)object;
+    g_free(self->location);
+    g_free(self->pool_path);
+    G_OBJECT_CLASS(provideo_sink_parent_class)->finalize(object);
+}
+
+static void provideo_sink_class_init(ProvideoSinkClass *klass) {
+    GObjectClass *gobject = G_OBJECT_CLASS(klass);
+    GstElementClass *element = GST_ELEMENT_CLASS(klass);
+    GstBaseSinkClass *base = GST_BASE_SINK_CLASS(klass);
+    gobject->set_property = provideo_sink_set_property;
+    gobject->get_property = provideo_sink_get_property;
+    gobject->finalize = provideo_sink_finalize;
+    g_object_class_install_property(
+        gobject, PROP_LOCATION,
+        g_param_spec_string("location", "Location", "Destination of the recording (never overwritten)", NULL,
+                            G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+    g_object_class_install_property(
+        gobject, PROP_POOL,
+        g_param_spec_string("pool", "Pool", "Pool directory (default: $PROVIDEO_POOL, else /var/lib/provideo)", NULL,
+                            G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+    g_object_class_install_property(
+        gobject, PROP_BITRATE,
+        g_param_spec_int64("bitrate", "Bitrate", "Expected bitrate in bit/s (sizes the capture buffers)", 1, G_MAXINT64,
+                           880000000, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+    gst_element_class_set_static_metadata(element, "Pro Video Storage sink", "Sink/File",
+                                          "Records into a preallocated Pro Video Storage pool",
+                                          "Pro Video Storage for Linux");
+    gst_element_class_add_static_pad_template(element, &sink_template);
+    base->start = provideo_sink_start;
+    base->stop = provideo_sink_stop;
+    base->render = provideo_sink_render;
+    base->event = provideo_sink_event;
+    base->query = provideo_sink_query;
+}
+
+static void provideo_sink_init(ProvideoSink *self) {
+    self->bitrate = 880000000;
+    /* A file sink: write as fast as buffers come, no clock sync. */
+    gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
+}
+
+static gboolean plugin_init(GstPlugin *plugin) {
+    GST_DEBUG_CATEGORY_INIT(provideo_sink_debug, "provideosink", 0, "Pro Video Storage sink");
+    return gst_element_register(plugin, "provideosink", GST_RANK_NONE, provideo_sink_get_type());
+}
+
+GST_PLUGIN_DEFINE(GST_VERSION_MAJOR, GST_VERSION_MINOR, provideosink, "Records into a Pro Video Storage pool", plugin_init,
+                  VERSION, "unknown", PACKAGE, "https://example.invalid/provideo")
