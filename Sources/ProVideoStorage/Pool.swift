@@ -389,7 +389,10 @@ public final class Pool {
                 return attempt
             } catch let error as ProVideoError where error.code == .notEnoughSpace {
                 lastError = error
-                attempt = min(attempt / 2, try reserve.usableBytes(reaching: start + attempt / 2)) / reserve.unit * reserve.unit
+                // What the filesystem says it can take, else half (the report can be optimistic:
+                // btrfs metadata), never more than the last try.
+                let usable = try reserve.usableBytes(reaching: start + attempt)
+                attempt = (usable < attempt ? usable : attempt / 2) / reserve.unit * reserve.unit
             }
         }
         throw ProVideoError(.notEnoughSpace, "the filesystem has no space to add to the reserve "

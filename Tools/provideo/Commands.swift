@@ -34,7 +34,7 @@ enum Commands {
         print("""
         pool        \(status.path) (\(status.filesystem)\(device.path.map { " on \($0)" } ?? ""))
         capacity    \(ByteFormat.human(status.initialCapacity))
-        remaining   \(ByteFormat.human(status.remainingCapacity))\(status.recordingSecondsRemaining.map { String(format: " (%.0f s at the capture's bitrate)", $0) } ?? "")
+        remaining   \(ByteFormat.human(status.remainingCapacity))\(status.recordingSecondsRemaining.map { String(format: $0 < 10 ? " (%.1f s at the capture's bitrate)" : " (%.0f s at the capture's bitrate)", $0) } ?? "")
         on disk     \(ByteFormat.human(status.reservedBytesOnDisk)) allocated
         busy        \(status.busyReasons.isEmpty ? "no" : status.busyReasons.joined(separator: ", "))
         direct I/O  aligned to \(status.directIOAlignment.offset) B (offset), \(status.directIOAlignment.memory) B (memory)
