@@ -162,7 +162,27 @@ package struct LoopFilesystem {
         // suite is serialized only within itself): their mkfs and mounts load the shared disk and
         // the 2 CPUs, and the timing bounds of the crash tests running beside them assume that.
         try exclusive.withLock {
-            try withUngated(type, megabytes: megabytes, sectorSize: sectorSize, mkfsOptions: mkfsOptions, body)
+            _ = staleCleared
+            return try withUngated(type, megabytes: megabytes, sectorSize: sectorSize, mkfsOptions: mkfsOptions, body)
+        }
+    }
+
+    /// Loop filesystems a killed test process left (its defers never ran) are unmounted,
+    /// detached and deleted before this process makes its first one.
+    private static let staleCleared: Void = clearStale()
+
+    /// Clears every `/tmp/provideo-tests/loop-*` directory whose owning process (its `owner`
+    /// file) is gone, or that has no owner file.
+    private static func clearStale() {
+        let base = "/tmp/provideo-tests"
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? []
+        for name in names where name.hasPrefix("loop") {
+            let scratch = "\(base)/\(name)"
+            let owner = (try? String(contentsOfFile: scratch + "/owner", encoding: .utf8)).flatMap { Int32($0) }
+            if let owner, owner == getpid() || kill(owner, 0) == 0 { continue }
+            _ = try? TestSupport.shell("umount -l \(scratch)/mnt 2>/dev/null; "
+                                       + "for d in $(losetup -j \(scratch)/image -O NAME -n); do losetup -d $d; done; true")
+            TestSupport.removeTree(scratch)
         }
     }
 
@@ -179,8 +199,9 @@ package struct LoopFilesystem {
                                        _ body: (LoopFilesystem) throws -> T) throws -> T {
         let scratch = TestSupport.scratchDirectory("loop-\(type)")
         let mountPoint = scratch + "/mnt"
-        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         defer { TestSupport.removeTree(scratch) }
+        try "\(getpid())".write(toFile: scratch + "/owner", atomically: true, encoding: .utf8)
+        try FileManager.default.createDirectory(atPath: mountPoint, withIntermediateDirectories: true)
         if type == "tmpfs" {
             try TestSupport.shell("mount -t tmpfs -o size=\(megabytes)m tmpfs \(mountPoint)")
             defer { _ = try? TestSupport.shell("umount -l \(mountPoint)") }
