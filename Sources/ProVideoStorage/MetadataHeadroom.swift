@@ -58,10 +58,7 @@ struct MetadataSpare: Sendable, Equatable {
     /// as it was).
     func refill(to bytes: Int64, _ calls: SystemCalls, access: PoolAccess) {
         let current = size()
-        guard bytes > current, let fd = try? FileDescriptor.open(path, O_RDWR | O_CREAT, mode: PoolAccess.fileMode) else {
-            return
-        }
-        try? access.apply(to: fd)
+        guard bytes > current, let fd = try? access.openCreating(path, O_RDWR) else { return }
         if calls.fallocate(fd.rawValue, false, current, bytes - current) != 0 { _ = calls.ftruncate(fd.rawValue, current) }
     }
 

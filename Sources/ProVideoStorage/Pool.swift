@@ -95,9 +95,7 @@ public final class Pool {
             throw ProVideoError(.invalidArgument, "\(path) exists and is not a directory", path: path)
         }
         let layout = PoolLayout(directory: path)
-        if FileSystem.exists(path), case let refused = FileSystem.accessError(path), refused == EACCES || refused == EPERM {
-            throw try PoolAccess.of(directory: path).accessDenied(path, errno: refused)
-        }
+        if FileSystem.exists(path) { try PoolAccess.requireAccess(to: path) }
         if FileSystem.exists(layout.configuration) {
             throw ProVideoError(.poolExists, "a pool already exists at \(path); use `provideo resize` to change "
                                 + "its capacity or `provideo destroy` first", path: path)
@@ -195,10 +193,7 @@ public final class Pool {
             throw ProVideoError(.invalidArgument, "\(path) is a file, not a pool directory", path: path)
         }
         let layout = PoolLayout(directory: path)
-        let refused = FileSystem.accessError(path)
-        if refused == EACCES || refused == EPERM {
-            throw try PoolAccess.of(directory: path).accessDenied(path, errno: refused)
-        }
+        try PoolAccess.requireAccess(to: path)
         guard FileSystem.exists(layout.configuration) else {
             throw ProVideoError(.poolNotFound, "no pool at \(path); create one with "
                                 + "`provideo --pool \(path) create --capacity 64G`", path: path)

@@ -43,8 +43,23 @@ struct PoolAccess: Sendable, Equatable {
         if changedOwner || facts.mode & 0o7777 != mode { try fd.setMode(mode) }
     }
 
+    /// open(2) with `O_CREAT`: a pool file, created with the pool's mode, owner and group
+    /// (`apply(to:)`) or opened as it is.
+    func openCreating(_ path: String, _ flags: Int32) throws -> FileDescriptor {
+        let fd = try FileDescriptor.open(path, flags | O_CREAT, mode: Self.fileMode)
+        try apply(to: fd)
+        return fd
+    }
+
+    /// Refuses a user who may not read, write and enter the pool directory `path`.
+    /// - Throws: `.permissionDenied` naming the owner and the group to join.
+    static func requireAccess(to path: String) throws {
+        let refused = FileSystem.accessError(path)
+        if refused == EACCES || refused == EPERM { throw try of(directory: path).accessDenied(path, errno: refused) }
+    }
+
     /// The error for a user who cannot use the pool: who owns it, and the group to join.
-    func accessDenied(_ path: String, errno: Int32) -> ProVideoError {
+    private func accessDenied(_ path: String, errno: Int32) -> ProVideoError {
         let user = ProcessIdentity.userName(ProcessIdentity.user)
         let groupName = ProcessIdentity.groupName(group)
         var error = ProVideoError(

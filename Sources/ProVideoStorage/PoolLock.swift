@@ -10,8 +10,7 @@ final class PoolLock {
     private static let mutationByte: Int64 = 0
 
     init(path: String, access: PoolAccess) throws {
-        file = try FileDescriptor.open(path, O_RDWR | O_CREAT, mode: PoolAccess.fileMode)
-        try access.apply(to: file)
+        file = try access.openCreating(path, O_RDWR)
     }
 
     private static func byte(_ reason: BusyReasons) -> Int64 {

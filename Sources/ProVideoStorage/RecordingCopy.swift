@@ -38,10 +38,7 @@ enum RecordingCopy {
                 throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256)", path: temporary)
             }
             let rc = calls.renameNoReplace(temporary, destination)
-            if rc == -EEXIST {
-                throw ProVideoError(.destinationExists, "\(destination) appeared while recording; it was not overwritten",
-                                    errno: EEXIST, path: destination)
-            }
+            if rc == -EEXIST { throw RecordingMove.destinationExists(destination) }
             if rc < 0 { throw ProVideoError.system("renameat2", errno: -rc, path: destination) }
             try FileSystem.syncDirectory(directory, calls)
             return destination

@@ -29,8 +29,7 @@ struct Reserve {
     func rounded(_ bytes: Int64) -> Int64 { (bytes + unit - 1) / unit * unit }
 
     func open(create: Bool = false, nocow: Bool) throws -> FileDescriptor {
-        let fd = try FileDescriptor.open(path, O_RDWR | (create ? O_CREAT : 0), mode: PoolAccess.fileMode)
-        if create { try access.apply(to: fd) }
+        let fd = create ? try access.openCreating(path, O_RDWR) : try FileDescriptor.open(path, O_RDWR)
         // FS_NOCOW_FL only takes effect on an empty file; the pool directory carries it too, so
         // files created in it inherit it. Filesystems without the flag answer ENOTTY.
         if nocow { fd.setNoCOW() }

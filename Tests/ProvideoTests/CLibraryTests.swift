@@ -17,7 +17,7 @@ import Testing
             }
             try library.compile("api-test.c", to: scratch + "/api-test")
             let pool = scratch + "/pool"
-            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "16M"])
+            try FS.createPool(pool, capacity: "16M")
             // No LD_LIBRARY_PATH: the program's RUNPATH finds libprovideo.so, the library's the Swift runtime.
             let result = try TestSupport.run(scratch + "/api-test", [pool, "16777216", scratch],
                                              environment: ["LD_LIBRARY_PATH": ""])
@@ -34,7 +34,7 @@ import Testing
             let library = try CLibrary(scratch: scratch)
             try library.compile("minimal-recorder.c", to: scratch + "/minimal-recorder")
             let pool = scratch + "/pool", take = scratch + "/take.mov"
-            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "16M"])
+            try FS.createPool(pool, capacity: "16M")
             let bytes = TestSupport.pattern(3_000_003, seed: 12)
             let result = try TestSupport.run(scratch + "/minimal-recorder", [pool, take], stdin: Data(bytes))
             #expect(result.status == 0, "\(result.stderr)")
@@ -62,7 +62,7 @@ import Testing
                                   + "-profile:v 3 -fflags +bitexact -flags +bitexact -f mov \(source)")
             try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact -f mov \(reference)")
             let pool = scratch + "/pool", take = scratch + "/take.mov"
-            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "32M"])
+            try FS.createPool(pool, capacity: "32M")
             let result = try TestSupport.run(remux, ["--pool", pool, source, take])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.contains("25 packets"), "\(result.stdout)")
@@ -121,7 +121,7 @@ import Testing
         try TestSupport.withScratch { scratch in
             let plugin = try Plugin(scratch: scratch)
             let pool = scratch + "/pool"
-            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "32M"])
+            try FS.createPool(pool, capacity: "32M")
             let mov = scratch + "/take.mov"
             let result = try plugin.record(frames: 30, pool: pool, location: mov)
             #expect(result.status == 0, "\(result.stderr)")
@@ -150,7 +150,7 @@ import Testing
         try TestSupport.withScratch { scratch in
             let plugin = try Plugin(scratch: scratch)
             let pool = scratch + "/pool"
-            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "4M"])
+            try FS.createPool(pool, capacity: "4M")
             let full = scratch + "/full.mov"
             let result = try plugin.record(frames: 40, size: "1280x720", pool: pool, location: full)
             #expect(result.status != 0)

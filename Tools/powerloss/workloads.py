@@ -18,20 +18,19 @@ def create(s):
     s.mark_pool()
 
 
-def resize_grow(s):
-    s.run("create", "--capacity", "16M")
-    s.mark_pool()
-    s.mark("begin")
-    s.run("resize", "32M")
-    s.mark_pool()
+def resizing(capacity, target):
+    """A workload: a pool of `capacity`, resized to `target` (grow or shrink)."""
+    def workload(s):
+        s.run("create", "--capacity", capacity)
+        s.mark_pool()
+        s.mark("begin")
+        s.run("resize", target)
+        s.mark_pool()
+    return workload
 
 
-def resize_shrink(s):
-    s.run("create", "--capacity", "32M")
-    s.mark_pool()
-    s.mark("begin")
-    s.run("resize", "16M")
-    s.mark_pool()
+resize_grow = resizing("16M", "32M")
+resize_shrink = resizing("32M", "16M")
 
 
 def replenish(s):

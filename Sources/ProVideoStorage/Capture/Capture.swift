@@ -155,11 +155,7 @@ public final class Capture {
         // is written, so a frame is accepted whole or not at all.
         let needed = min(count, ring.mostSpace)
         guard try guarded({ try makeRoom(for: needed, started: started) }) else {
-            statistics.overrunFailures += 1
-            let detail = options.overrunPolicy == .fail ? "overrun policy: fail" : "waited the overrun policy's limit"
-            throw ProVideoError(.overrun, "overrun: every capture buffer is in flight (\(detail)); the frame was not "
-                                + "accepted. The disk is slower than the stream: raise the buffer budget or "
-                                + "lower the bitrate", path: destination)
+            throw overrunRefusal("the frame was not accepted")
         }
         try guarded {
             var filled = 0
@@ -296,7 +292,16 @@ public final class Capture {
         try pool.discardCapture()
     }
 
-    private func checkOpen() throws {
+    /// Counts and describes a refusal because every buffer stayed in flight past the overrun
+    /// policy; `refused` says what was not done.
+    func overrunRefusal(_ refused: String) -> ProVideoError {
+        statistics.overrunFailures += 1
+        let detail = options.overrunPolicy == .fail ? "overrun policy: fail" : "waited the overrun policy's limit"
+        return ProVideoError(.overrun, "overrun: every capture buffer is in flight (\(detail)); \(refused). The disk is "
+                             + "slower than the stream: raise the buffer budget or lower the bitrate", path: destination)
+    }
+
+    func checkOpen() throws {
         switch state {
         case .open: return
         case .failed(let error): throw error

@@ -15,7 +15,7 @@ extension Capture {
     ///   up; `.overrun`; the capture's first error; `.captureClosed`.
     package func reserveInPlace(upTo count: Int) throws -> UnsafeMutableRawBufferPointer {
         let started = Self.now()
-        try checkOpenForInPlace()
+        try checkOpen()
         guard count > 0 else { throw ProVideoError(.invalidArgument, "an in-place append needs at least 1 byte, not \(count)") }
         guard capacity > length else {
             throw ProVideoError(.storageFull, "storage full: the pool's reserve has no bytes left; \(length) bytes were "
@@ -24,10 +24,7 @@ extension Capture {
         if ring.filling == nil {
             // A fresh buffer: any free one has room (makeRoom for 1 byte waits for one).
             guard try guarded({ try makeRoom(for: 1, started: started) }) else {
-                statistics.overrunFailures += 1
-                throw ProVideoError(.overrun, "overrun: every capture buffer is in flight; no room was reserved. The "
-                                    + "disk is slower than the stream: raise the buffer budget or lower the bitrate",
-                                    path: destination)
+                throw overrunRefusal("no room was reserved")
             }
             try guarded { try startFilling() }
         }
@@ -40,7 +37,7 @@ extension Capture {
     /// - Throws: `.invalidArgument` when `count` exceeds the room; the capture's first error;
     ///   `.captureClosed`.
     package func commitInPlace(_ count: Int, endsFrame: Bool) throws {
-        try checkOpenForInPlace()
+        try checkOpen()
         let room = ring.filling == nil ? 0 : ring.nextPiece(upTo: Int.max).count
         guard count >= 0, count <= room else {
             throw ProVideoError(.invalidArgument, "cannot commit \(count) bytes in place: \(room) were reserved")
@@ -53,14 +50,6 @@ extension Capture {
             statistics.bytes += Int64(count)
             if endsFrame { statistics.frames += 1 }
             try service()
-        }
-    }
-
-    private func checkOpenForInPlace() throws {
-        switch state {
-        case .open: return
-        case .failed(let error): throw error
-        case .closed: throw ProVideoError(.captureClosed, "the capture has already ended")
         }
     }
 }

@@ -76,8 +76,7 @@ extension Pool {
             try FileSystem.makeDirectory(layout.captureDirectory, access: access)
             let commitBytes = Int64(CaptureJournal.commitSlots.last! + 512)
             for (file, bytes) in [(layout.captureProgress, Int64(directIOAlignment.io)), (layout.captureCommit, commitBytes)] {
-                let fd = try FileDescriptor.open(file, O_RDWR | O_CREAT, mode: PoolAccess.fileMode)
-                try access.apply(to: fd)
+                let fd = try access.openCreating(file, O_RDWR)
                 let rc = calls.fallocate(fd.rawValue, false, 0, bytes)
                 if rc < 0 { throw ProVideoError.system("fallocate", errno: -rc, path: file) }
             }

@@ -161,8 +161,7 @@ enum FileSystem {
     private static func replaceDurablyOnce(_ path: String, with bytes: [UInt8], _ calls: SystemCalls, access: PoolAccess) throws {
         let temporary = path + ".tmp"
         do {
-            let fd = try FileDescriptor.open(temporary, O_WRONLY | O_CREAT | O_TRUNC, mode: PoolAccess.fileMode)
-            try access.apply(to: fd)
+            let fd = try access.openCreating(temporary, O_WRONLY | O_TRUNC)
             try bytes.withUnsafeBytes { try fd.writeAll($0, at: 0, calls) }
             let rc = calls.fsync(fd.rawValue)
             if rc < 0 { throw ProVideoError.system("fsync", errno: -rc, path: temporary) }
