@@ -124,7 +124,7 @@ import Testing
         let result = try TestSupport.run("provideo-bench", ["--fps", "25", "--duration", "1", "--mode", "tape"])
         #expect(result.status == 2)
         // The one line that says what was wrong, and where the usage is.
-        #expect(result.stderr == "--mode is pool, buffered, direct or all\nsee `provideo-bench --help`\n")
+        #expect(result.stderr == "provideo-bench: --mode is pool, buffered, direct or all\nsee `provideo-bench --help`\n")
         let infinite = try TestSupport.run("provideo-bench", ["--fps", "inf", "--duration", "1", "--bitrate", "1M"])
         #expect(infinite.status == 2)
         #expect(infinite.stderr.hasPrefix("--fps takes a finite number"))

@@ -199,7 +199,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
 
     @Test func destinationIsCheckedAtStart() throws {
         try withPool { (pool, scratch) throws in
-            FileManager.default.createFile(atPath: scratch + "/exists.mov", contents: Data([42]))
+            #expect(FileManager.default.createFile(atPath: scratch + "/exists.mov", contents: Data([42])))
             let cases: [(String, ProVideoError.Code)] = [
                 (scratch + "/missing/take.mov", .invalidDestination), (scratch + "/exists.mov", .destinationExists),
                 (pool.path + "/take.mov", .invalidDestination),
@@ -222,7 +222,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             let capture = try pool.startCapture(to: destination, options: testOptions)
             let bytes = TestSupport.pattern(1_000_000, seed: 9)
             try capture.append(bytes)
-            FileManager.default.createFile(atPath: destination, contents: Data("precious".utf8))
+            #expect(FileManager.default.createFile(atPath: destination, contents: Data("precious".utf8)))
             let error = #expect(throws: ProVideoError.self) { try capture.finish() }
             #expect(error?.code == .destinationExists)
             #expect(TestSupport.fileHolds(destination, Array("precious".utf8)))

@@ -193,7 +193,8 @@ struct ChildProcessOnlyCancel {
                    "runs only as the child process of KillPoints.killedAt(cancel.journaled)"))
     func cancelKilledInChildProcess() throws {
         let environment = ProcessInfo.processInfo.environment
-        let pool = try Pool.open(at: try #require(environment["PROVIDEO_CRASH_CHILD_POOL"]))
+        let poolPath: String = try #require(environment["PROVIDEO_CRASH_CHILD_POOL"])
+        let pool = try Pool.open(at: poolPath)
         let capture = try pool.startCapture(to: try #require(environment["PROVIDEO_CRASH_CHILD_DESTINATION"]),
                                             options: CaptureOptions(bitrate: 20_000_000, durabilityInterval: 0))
         try capture.append(TestSupport.pattern(2 << 20 + 5, seed: 3))

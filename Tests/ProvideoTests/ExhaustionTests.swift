@@ -59,7 +59,7 @@ struct ExhaustionTests {
     /// A step's result under exhaustion: 0, or 1 with a message (never a crash or a usage error).
     static func expectWorkedOrFailedCleanly(_ result: TestSupport.ProcessResult, _ context: String,
                                             sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(result.status == 0 || (result.status == 1 && result.stderr.hasPrefix("error: ")),
+        #expect(result.status == 0 || (result.status == 1 && result.stderr.hasPrefix("provideo: ")),
                 "\(context): exit \(result.status): \(result.stderr)", sourceLocation: sourceLocation)
     }
 
@@ -116,7 +116,7 @@ struct ExhaustionTests {
         // create
         try Self.exhaust(resource, mount)
         let refused = try FS.provideo(pool, "create", "--capacity", "8M")
-        #expect(refused.status == 1 && refused.stderr.hasPrefix("error: "), "create: \(refused.stderr)")
+        #expect(refused.status == 1 && refused.stderr.hasPrefix("provideo: "), "create: \(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: pool), "a failed create left \(CrashKit.contents(pool))")
         Self.release(mount)
         try FS.createPool(pool, capacity: "8M")
@@ -180,7 +180,7 @@ struct ExhaustionTests {
         // resize: a grow fails cleanly, a shrink always works on a full filesystem
         try Self.exhaust(resource, mount)
         result = try FS.provideo(pool, "resize", "16M")
-        #expect(result.status == 1 && result.stderr.hasPrefix("error: "), "grow: \(result.stderr)")
+        #expect(result.status == 1 && result.stderr.hasPrefix("provideo: "), "grow: \(result.stderr)")
         try Self.expectUsable(pool, "after a refused grow")
         result = try FS.provideo(pool, "resize", "4M")
         if resource == .space {

@@ -1,0 +1,46 @@
+import CommandLineSupport
+import ProVideoStorage
+
+/// Every `provideo` command, one entry each: `--help`, `help COMMAND`, the man page and the
+/// shell completions come from this table.
+let program = ProgramDescription(
+    name: "provideo",
+    summary: "administer a Pro Video Storage pool: a preallocated reserve that recorders capture into",
+    globalOptions: [
+        OptionDescription("--pool", "PATH", "the pool's directory (else $PROVIDEO_POOL, else \(Pool.defaultPath))"),
+    ],
+    commands: [
+        CommandDescription("create", summary: "create a pool with a reserve of SIZE; members of NAME may use it", options: [
+            OptionDescription("--capacity", "SIZE", "the reserve's size (64G, 1.5T, 512MiB, 10GB)",
+                              required: true),
+            .flag("--zero", "write zeros over the whole reserve once (slow; some filesystems need it)"),
+            OptionDescription("--group", "NAME", "the group whose members may use the pool (default: your group)"),
+        ]),
+        CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
+            .flag("--json", "print the status as JSON (sizes in bytes)"),
+        ]),
+        CommandDescription("resize", arguments: "SIZE", summary: "set the capacity and grow or shrink the reserve"),
+        CommandDescription("replenish", summary: "restore the reserve toward the capacity, best effort"),
+        CommandDescription("destroy", summary: "remove the pool and its reserve"),
+        CommandDescription("record", arguments: "DEST", summary: "capture standard input into the pool, then move it to DEST", options: [
+            OptionDescription("--bitrate", "RATE", "the input's expected bitrate (880M = 880,000,000 bit/s)"),
+            OptionDescription("--overrun", "POLICY", "when the disk falls behind: wait for it, or fail (drop the read)",
+                              choices: ["wait", "fail"]),
+            OptionDescription("--durability", "SECONDS", "how often what was received is made crash-safe (default 1)"),
+        ]),
+        CommandDescription("demo", summary: "record a generated ProRes 422 HQ clip end to end", options: [
+            OptionDescription("--seconds", "N", "the clip's length (default 3)"),
+        ]),
+        CommandDescription("recover", summary: "salvage captures of recorders that died"),
+        CommandDescription("list", summary: "recordings the pool holds, and the capture in progress", options: [
+            .flag("--json", "print the listing as JSON"),
+        ]),
+        CommandDescription("move", arguments: "HELD [DEST]",
+                           summary: "move a recording the pool holds to its destination (or DEST)"),
+        CommandDescription("check", summary: "verify the pool's accounting against the disk"),
+    ],
+    notes: [
+        "SIZE: bytes, K/M/G/T (1024-based, \"iB\" optional) or KB/MB/GB/TB (1000-based).",
+        "RATE: bits per second with SI suffixes (880M = 880,000,000 bit/s).",
+        "Exit status: 0 ok, 1 the operation failed, 2 usage error.",
+    ])
