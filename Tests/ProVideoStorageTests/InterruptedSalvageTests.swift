@@ -27,7 +27,7 @@ import Testing
             let journal = try CaptureJournal.load(path + "/capture/capture.json")
             capture = nil  // the recorder dies: its lock goes with it
             // The state a salvage leaves when killed right after its rename to the sibling.
-            FileManager.default.createFile(atPath: destination, contents: Data("someone else's".utf8))
+            #expect(FileManager.default.createFile(atPath: destination, contents: Data("someone else's".utf8)))
             let sibling = Pool.recoveredName(destination, id: journal.id)
             try FileSystem.rename(path + "/capture/data", sibling)
             let reopened = try Pool.open(at: path)

@@ -65,7 +65,7 @@ import Testing
             let capture = try pool.startCapture(to: destination, options: testOptions)
             let frame = TestSupport.pattern(300_007, seed: 2)
             try capture.append(frame)
-            FileManager.default.createFile(atPath: destination, contents: Data("taken".utf8))
+            #expect(FileManager.default.createFile(atPath: destination, contents: Data("taken".utf8)))
             let error = #expect(throws: ProVideoError.self) { try capture.finish() }
             #expect(error?.code == .destinationExists)
             let held = try #require(try pool.listing().recordings.first)

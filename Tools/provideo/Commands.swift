@@ -8,11 +8,10 @@ import ProVideoStorage
 enum Commands {
     static func create(_ path: String, _ arguments: inout Arguments) throws {
         guard let text = try arguments.option("--capacity") else { throw UsageError("create needs --capacity SIZE") }
-        let capacity = try SizeParser.bytes(text)
+        let capacity = try capacity(text)
         let zero = arguments.flag("--zero")
         let group = try arguments.option("--group")
         try arguments.finish()
-        guard capacity > 0 else { throw UsageError("the capacity must be more than 0 bytes") }
         if group?.isEmpty == true { throw UsageError("--group needs a group name") }
         var lastPercent = -1
         let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group) { done, total in
@@ -48,9 +47,8 @@ enum Commands {
     }
 
     static func resize(_ path: String, _ arguments: inout Arguments) throws {
-        let capacity = try SizeParser.bytes(try arguments.positional("SIZE"))
+        let capacity = try capacity(try arguments.positional("SIZE"))
         try arguments.finish()
-        guard capacity > 0 else { throw UsageError("the capacity must be more than 0 bytes") }
         let size = try openPool(path).resize(to: capacity)
         print("the pool's capacity is now \(ByteFormat.human(size)) (\(size) bytes)")
     }
@@ -79,7 +77,7 @@ enum Commands {
 
     static func record(_ path: String, _ arguments: inout Arguments) throws {
         var options = CaptureOptions()
-        if let rate = try arguments.option("--bitrate") { options.bitrate = try SizeParser.bitrate(rate) }
+        if let rate = try arguments.option("--bitrate") { options.bitrate = try SizeParser.videoBitrate(rate) }
         switch try arguments.option("--overrun") {
         case nil, "wait": break
         case "fail": options.overrunPolicy = .fail
@@ -106,6 +104,16 @@ enum Commands {
             throw error
         }
         try Recorder.report(outcome, seconds: Date().timeIntervalSince(started))
+    }
+
+    /// A capacity as typed, at least `Pool.minimumCapacity`.
+    static func capacity(_ text: String) throws -> Int64 {
+        let bytes = try SizeParser.bytes(text)
+        guard bytes >= Pool.minimumCapacity else {
+            throw UsageError("a capacity of \(bytes) bytes is too small: the minimum is "
+                             + "\(ByteFormat.human(Pool.minimumCapacity)) (\(Pool.minimumCapacity) bytes), one capture write")
+        }
+        return bytes
     }
 
     /// Opens the pool and says on standard error what opening it salvaged.
