@@ -53,7 +53,7 @@ public enum CommandLineProgram {
     /// Prints `value` as one JSON object with sorted keys.
     public static func printJSON<T: Encodable>(_ value: T) throws {
         let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+        encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 }

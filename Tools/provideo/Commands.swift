@@ -26,24 +26,25 @@ enum Commands {
 
     static func status(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
+        let exactBytes = arguments.flag("--bytes")
+        let rate = try RecordingRate.read(&arguments)
         try arguments.finish()
         let status = try openPool(path).status()
-        if json { return try CommandLineProgram.printJSON(status) }
-        let device = status.device
-        print("""
-        pool        \(status.path) (\(status.filesystem)\(device.path.map { " on \($0)" } ?? ""))
-        capacity    \(ByteFormat.human(status.initialCapacity))
-        remaining   \(ByteFormat.human(status.remainingCapacity))\(status.recordingSecondsRemaining.map { String(format: $0 < 10 ? " (%.1f s at the capture's bitrate)" : " (%.0f s at the capture's bitrate)", $0) } ?? "")
-        on disk     \(ByteFormat.human(status.reservedBytesOnDisk)) allocated
-        busy        \(status.busyReasons.isEmpty ? "no" : status.busyReasons.joined(separator: ", "))
-        direct I/O  aligned to \(status.directIOAlignment.offset) B (offset), \(status.directIOAlignment.memory) B (memory)
-        device      sectors \(device.logicalSectorSize) B logical, \(device.physicalSectorSize) B physical; optimal I/O \(device.optimalIOSize) B
-        engine      \(status.engine)
-        """)
-        if let capture = status.capture {
-            print("capture     → \(capture.destination): \(ByteFormat.human(capture.bytesWritten)) written, "
-                  + "\(ByteFormat.human(capture.committedBytes)) committed (pid \(capture.pid))")
+        if json { return try CommandLineProgram.printJSON(StatusReport(status: status, rate: rate)) }
+        print(StatusView(status: status, rate: rate, exactBytes: exactBytes).lines.joined(separator: "\n"))
+    }
+
+    /// `codecs`: every name `status --codec` takes, with its bitrate.
+    static func codecs(_ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
+        try arguments.finish()
+        if json {
+            return try CommandLineProgram.printJSON(CodecTable.all)
         }
+        for codec in CodecTable.all {
+            print(codec.name.padding(toLength: 26, withPad: " ", startingAt: 0) + TimeFormat.bitrate(codec.bitrate))
+        }
+        print("sources: Apple ProRes White Paper (target data rates); Avid DNxHR Codec Bandwidth Specifications")
     }
 
     static func resize(_ path: String, _ arguments: inout Arguments) throws {

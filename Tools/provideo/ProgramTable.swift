@@ -18,6 +18,9 @@ let program = ProgramDescription(
         ]),
         CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
             .flag("--json", "print the status as JSON (sizes in bytes)"),
+            .flag("--bytes", "show byte counts beside the rounded sizes"),
+            OptionDescription("--bitrate", "RATE", "show the recording time left at RATE (880M = 880,000,000 bit/s)"),
+            OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)"),
         ]),
         CommandDescription("resize", arguments: "SIZE", summary: "set the capacity and grow or shrink the reserve"),
         CommandDescription("replenish", summary: "restore the reserve toward the capacity, best effort"),
@@ -38,6 +41,9 @@ let program = ProgramDescription(
         CommandDescription("move", arguments: "HELD [DEST]",
                            summary: "move a recording the pool holds to its destination (or DEST)"),
         CommandDescription("check", summary: "verify the pool's accounting against the disk"),
+        CommandDescription("codecs", summary: "the codec names status --codec takes, with their data rates", options: [
+            .flag("--json", "print the table as JSON"),
+        ]),
     ],
     notes: [
         "SIZE: bytes, K/M/G/T (1024-based, \"iB\" optional) or KB/MB/GB/TB (1000-based).",

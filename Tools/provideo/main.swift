@@ -18,6 +18,7 @@ CommandLineProgram.run(program) { arguments in
     case "list": try Commands.list(poolPath, &arguments)
     case "move": try Commands.move(poolPath, &arguments)
     case "check": try Commands.check(poolPath, &arguments)
+    case "codecs": try Commands.codecs(&arguments)
     default: throw UsageError("unknown command '\(command)'; `provideo help` lists them")
     }
 }
