@@ -10,6 +10,7 @@ enum Commands {
         guard let text = try arguments.option("--capacity") else { throw UsageError("create needs --capacity SIZE") }
         let capacity = try capacity(text)
         let zero = arguments.flag("--zero")
+        let json = arguments.flag("--json")
         let group = try arguments.option("--group")
         try arguments.finish()
         if group?.isEmpty == true { throw UsageError("--group needs a group name") }
@@ -20,6 +21,10 @@ enum Commands {
                 lastPercent = percent
                 CommandLineProgram.printError("zero-filling the reserve: \(percent)% (\(ByteFormat.human(done)) of \(ByteFormat.human(total)))")
             }
+        }
+        if json {
+            return try CommandLineProgram.printJSON(CommandReports.Capacity(path: pool.path, initialCapacity: pool.initialCapacity,
+                                                                            zeroFilled: zero))
         }
         print("created a pool of \(ByteFormat.human(pool.initialCapacity)) (\(pool.initialCapacity) bytes) at \(pool.path)")
     }
@@ -48,15 +53,22 @@ enum Commands {
     }
 
     static func resize(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         let capacity = try capacity(try arguments.positional("SIZE"))
         try arguments.finish()
         let size = try openPool(path).resize(to: capacity)
+        if json { return try CommandLineProgram.printJSON(CommandReports.Capacity(path: path, initialCapacity: size)) }
         print("the pool's capacity is now \(ByteFormat.human(size)) (\(size) bytes)")
     }
 
     static func replenish(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
         let result = try openPool(path).replenishCapacity()
+        if json {
+            return try CommandLineProgram.printJSON(CommandReports.Replenish(
+                path: path, added: result.added, missing: result.missing, remainingCapacity: result.remainingCapacity))
+        }
         if result.missing == 0 {
             print("replenished: added \(ByteFormat.human(result.added)); remaining capacity \(ByteFormat.human(result.remainingCapacity))")
         } else {
@@ -66,14 +78,19 @@ enum Commands {
     }
 
     static func destroy(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
+        var remainsOnly = false
         do {
             try openPool(path).destroy()
-            print("destroyed the pool at \(path)")
         } catch let error as ProVideoError where error.code == .poolNotFound {
-            guard try Pool.removeRemains(at: path) else { throw error }
-            print("removed what an interrupted destroy left at \(path)")
+            guard try Pool.removeRemains(at: path) else {
+                throw ProVideoError(.poolNotFound, "no pool at \(path): nothing to destroy", path: path)
+            }
+            remainsOnly = true
         }
+        if json { return try CommandLineProgram.printJSON(CommandReports.Destroy(path: path, removedRemainsOnly: remainsOnly)) }
+        print(remainsOnly ? "removed what an interrupted destroy left at \(path)" : "destroyed the pool at \(path)")
     }
 
     static func record(_ path: String, _ arguments: inout Arguments) throws {
@@ -88,11 +105,11 @@ enum Commands {
             guard let seconds = Double(text), seconds >= 0 else { throw UsageError("--durability takes seconds, e.g. 1 or 0.5") }
             options.durabilityInterval = UInt64(seconds * 1e9)
         }
+        let json = arguments.flag("--json")
         let destination = try arguments.positional("DEST")
         try arguments.finish()
         let capture = try openPool(path).startCapture(to: destination, options: options)
         _ = pv_install_stop_signals(0)
-        let started = Date()
         let outcome: Recorder.Outcome
         do {
             outcome = try Recorder.capture(from: 0, into: capture)
@@ -104,7 +121,7 @@ enum Commands {
             }
             throw error
         }
-        try Recorder.report(outcome, seconds: Date().timeIntervalSince(started))
+        try Recorder.report(outcome, poolPath: path, json: json)
     }
 
     /// A capacity as typed, at least `Pool.minimumCapacity`.
@@ -138,9 +155,15 @@ enum Commands {
     }
 
     static func recover(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
         let pool = try Pool.open(at: path)
         if let failure = pool.repairFailure { throw failure }
+        if json {
+            return try CommandLineProgram.printJSON(CommandReports.Recover(
+                path: path, salvaged: pool.salvaged, discarded: pool.discarded,
+                recoveredEarlier: max(try pool.listing().recovered.count - pool.salvaged.count, 0)))
+        }
         for recording in pool.salvaged {
             print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path)")
         }
@@ -183,13 +206,16 @@ enum Commands {
     }
 
     static func check(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
         let problems = try openPool(path).check()
-        if problems.isEmpty {
-            print("ok: the pool's accounting matches the disk")
-            return
+        if json {
+            try CommandLineProgram.printJSON(CommandReports.Check(path: path, ok: problems.isEmpty, problems: problems))
+        } else {
+            if problems.isEmpty { print("ok: the pool's accounting matches the disk") }
+            for problem in problems { print("problem: \(problem)") }
         }
-        for problem in problems { print("problem: \(problem)") }
+        if problems.isEmpty { return }
         throw ProVideoError(.corruptState, "the pool at \(path) failed \(problems.count) check(s)")
     }
 }

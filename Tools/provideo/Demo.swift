@@ -41,13 +41,13 @@ enum Demo {
         print("== recording \(seconds) s of 1280x720p25 ProRes 422 HQ from ffmpeg into the pool ==")
         try ffmpeg.run()
         let capture = try pool.startCapture(to: destination, options: CaptureOptions(bitrate: 150_000_000))
-        let started = Date()
-        let result = try Recorder.capture(from: pipe.fileHandleForReading.fileDescriptor, into: capture).result
+        let outcome = try Recorder.capture(from: pipe.fileHandleForReading.fileDescriptor, into: capture)
+        let result = outcome.result
         ffmpeg.waitUntilExit()
         guard ffmpeg.terminationStatus == 0 else {
             throw ProVideoError(.ioError, "ffmpeg failed (status \(ffmpeg.terminationStatus)); the partial recording is at \(result.path)")
         }
-        try Recorder.report(Recorder.Outcome(result: result), seconds: Date().timeIntervalSince(started))
+        try Recorder.report(outcome, poolPath: pool.path)
 
         let frames = try probeFrames(result.path)
         let expected = seconds * 25

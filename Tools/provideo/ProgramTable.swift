@@ -15,6 +15,7 @@ let program = ProgramDescription(
                               required: true),
             .flag("--zero", "write zeros over the whole reserve once (slow; some filesystems need it)"),
             OptionDescription("--group", "NAME", "the group whose members may use the pool (default: your group)"),
+            .flag("--json", "print the new pool's path and capacity as JSON"),
         ]),
         CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
             .flag("--json", "print the status as JSON (sizes in bytes)"),
@@ -22,25 +23,36 @@ let program = ProgramDescription(
             OptionDescription("--bitrate", "RATE", "show the recording time left at RATE (880M = 880,000,000 bit/s)"),
             OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)"),
         ]),
-        CommandDescription("resize", arguments: "SIZE", summary: "set the capacity and grow or shrink the reserve"),
-        CommandDescription("replenish", summary: "restore the reserve toward the capacity, best effort"),
-        CommandDescription("destroy", summary: "remove the pool and its reserve"),
+        CommandDescription("resize", arguments: "SIZE", summary: "set the capacity and grow or shrink the reserve", options: [
+            .flag("--json", "print the new capacity as JSON"),
+        ]),
+        CommandDescription("replenish", summary: "restore the reserve toward the capacity, best effort", options: [
+            .flag("--json", "print what was added and what is still missing as JSON"),
+        ]),
+        CommandDescription("destroy", summary: "remove the pool and its reserve", options: [
+            .flag("--json", "print what was removed as JSON"),
+        ]),
         CommandDescription("record", arguments: "DEST", summary: "capture standard input into the pool, then move it to DEST", options: [
             OptionDescription("--bitrate", "RATE", "the input's expected bitrate (880M = 880,000,000 bit/s)"),
             OptionDescription("--overrun", "POLICY", "when the disk falls behind: wait for it, or fail (drop the read)",
                               choices: ["wait", "fail"]),
             OptionDescription("--durability", "SECONDS", "how often what was received is made crash-safe (default 1)"),
+            .flag("--json", "print the summary as JSON"),
         ]),
         CommandDescription("demo", summary: "record a generated ProRes 422 HQ clip end to end", options: [
             OptionDescription("--seconds", "N", "the clip's length (default 3)"),
         ]),
-        CommandDescription("recover", summary: "salvage captures of recorders that died"),
+        CommandDescription("recover", summary: "salvage captures of recorders that died", options: [
+            .flag("--json", "print what was salvaged and discarded as JSON"),
+        ]),
         CommandDescription("list", summary: "recordings the pool holds, and the capture in progress", options: [
             .flag("--json", "print the listing as JSON"),
         ]),
         CommandDescription("move", arguments: "HELD [DEST]",
                            summary: "move a recording the pool holds to its destination (or DEST)"),
-        CommandDescription("check", summary: "verify the pool's accounting against the disk"),
+        CommandDescription("check", summary: "verify the pool's accounting against the disk", options: [
+            .flag("--json", "print the problems found as JSON (exit status 1 when there are any)"),
+        ]),
         CommandDescription("codecs", summary: "the codec names status --codec takes, with their data rates", options: [
             .flag("--json", "print the table as JSON"),
         ]),
