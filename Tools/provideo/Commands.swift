@@ -39,6 +39,24 @@ enum Commands {
         print(StatusView(status: status, rate: rate, exactBytes: exactBytes).lines.joined(separator: "\n"))
     }
 
+    /// `metrics`: the pool's state in the Prometheus text format, on standard output or
+    /// written atomically to `--output FILE` (a textfile collector never reads half a file).
+    static func metrics(_ path: String, _ arguments: inout Arguments) throws {
+        let output = try arguments.option("--output")
+        try arguments.finish()
+        let pool = try openPool(path)
+        let text = Metrics(status: try pool.status(), listing: try pool.listing()).text
+        guard let output else { return print(text, terminator: "") }
+        let temporary = output + ".tmp"
+        do {
+            try text.write(toFile: temporary, atomically: false, encoding: .utf8)
+            guard rename(temporary, output) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw ProVideoError(.ioError, "cannot write the metrics to \(output): check that its directory exists and is writable")
+        }
+    }
+
     /// `codecs`: every name `status --codec` takes, with its bitrate.
     static func codecs(_ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")

@@ -53,6 +53,10 @@ let program = ProgramDescription(
         CommandDescription("check", summary: "verify the pool's accounting against the disk", options: [
             .flag("--json", "print the problems found as JSON (exit status 1 when there are any)"),
         ]),
+        CommandDescription("metrics", summary: "the pool's state in the Prometheus text format (node_exporter's textfile collector)",
+                           options: [
+            OptionDescription("--output", "FILE", "write FILE atomically instead of standard output (e.g. FILE.prom in the collector's directory)"),
+        ]),
         CommandDescription("codecs", summary: "the codec names status --codec takes, with their data rates", options: [
             .flag("--json", "print the table as JSON"),
         ]),

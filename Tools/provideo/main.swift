@@ -19,6 +19,7 @@ CommandLineProgram.run(program) { arguments in
     case "move": try Commands.move(poolPath, &arguments)
     case "check": try Commands.check(poolPath, &arguments)
     case "codecs": try Commands.codecs(&arguments)
+    case "metrics": try Commands.metrics(poolPath, &arguments)
     default: throw UsageError("unknown command '\(command)'; `provideo help` lists them")
     }
 }
