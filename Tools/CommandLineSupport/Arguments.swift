@@ -36,6 +36,18 @@ public struct Arguments {
         return value
     }
 
+    /// Removes `--name`, `--name NUMBER` or `--name=NUMBER` (`status --watch [SECONDS]`):
+    /// nil when absent, `whenBare` when given without a number.
+    public mutating func optionalNumber(_ name: String, whenBare: String) throws -> String? {
+        if words.contains(where: { $0.hasPrefix(name + "=") }) { return try option(name) }
+        guard let index = words.firstIndex(of: name) else { return nil }
+        if index + 1 < words.count, Double(words[index + 1]) != nil {
+            return try option(name)
+        }
+        words.remove(at: index)
+        return whenBare
+    }
+
     /// Removes and returns the next positional word.
     public mutating func positional(_ what: String) throws -> String {
         guard let index = words.firstIndex(where: { !$0.hasPrefix("--") || $0 == "--" }) else {

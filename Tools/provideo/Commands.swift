@@ -33,7 +33,15 @@ enum Commands {
         let json = arguments.flag("--json")
         let exactBytes = arguments.flag("--bytes")
         let rate = try RecordingRate.read(&arguments)
+        let watch = try arguments.optionalNumber("--watch", whenBare: "1")
         try arguments.finish()
+        if let watch {
+            guard let interval = Double(watch), interval >= 0.1, interval <= 86_400 else {
+                throw UsageError("--watch takes seconds between views, from 0.1 to 86400, not '\(watch)'")
+            }
+            if json { throw UsageError("--watch redraws the human view; for scripts, use `provideo metrics` or status --json") }
+            return try StatusWatch(pool: try openPool(path), interval: interval, rate: rate, exactBytes: exactBytes).run()
+        }
         let status = try openPool(path).status()
         if json { return try CommandLineProgram.printJSON(StatusReport(status: status, rate: rate)) }
         print(StatusView(status: status, rate: rate, exactBytes: exactBytes).lines.joined(separator: "\n"))
