@@ -14,14 +14,12 @@ enum Commands {
         let group = try arguments.option("--group")
         try arguments.finish()
         if group?.isEmpty == true { throw UsageError("--group needs a group name") }
-        var lastPercent = -1
+        var progress = ProgressLine("zero-filling the reserve", total: capacity)
         let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group) { done, total in
-            let percent = Int(done * 100 / max(total, 1))
-            if percent != lastPercent {
-                lastPercent = percent
-                CommandLineProgram.printError("zero-filling the reserve: \(percent)% (\(ByteFormat.human(done)) of \(ByteFormat.human(total)))")
-            }
+            progress.total = total
+            progress.update(done)
         }
+        if zero { progress.finish() }
         if json {
             return try CommandLineProgram.printJSON(CommandReports.Capacity(path: pool.path, initialCapacity: pool.initialCapacity,
                                                                             zeroFilled: zero))

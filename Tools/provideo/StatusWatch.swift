@@ -1,4 +1,5 @@
 import CProVideo
+import CommandLineSupport
 import Foundation
 import Glibc
 import ProVideoStorage
@@ -18,7 +19,7 @@ struct StatusWatch {
         let terminal = isatty(STDOUT_FILENO) == 1
         var previous: (written: [Int32: Int64], at: Double)?
         while pv_stop_requested() == 0 {
-            let now = Self.seconds()
+            let now = ProgressLine.monotonicSeconds()
             let status = try pool.status()
             var view = StatusView(status: status, rate: rate, exactBytes: exactBytes)
             let written = Dictionary(runningCaptures(status).map { ($0.pid, $0.bytesWritten) }) { first, _ in first }
@@ -33,13 +34,7 @@ struct StatusWatch {
             print((terminal ? "\u{1B}[H\u{1B}[J" : "") + "\(stamp)  every \(interval) s, Ctrl-C to stop")
             print(view.lines.joined(separator: "\n") + (terminal ? "" : "\n"))
             fflush(nil)  // a pipe reader sees each view as it is made
-            while pv_stop_requested() == 0 && Self.seconds() - now < interval { usleep(50_000) }
+            while pv_stop_requested() == 0 && ProgressLine.monotonicSeconds() - now < interval { usleep(50_000) }
         }
-    }
-
-    private static func seconds() -> Double {
-        var now = timespec()
-        clock_gettime(CLOCK_MONOTONIC, &now)
-        return Double(now.tv_sec) + Double(now.tv_nsec) / 1e9
     }
 }
