@@ -37,6 +37,22 @@ import Testing
         #expect(usage.contains("\n  \(synopsis)\n"), "the usage lacks `\(synopsis)`")
     }
 
+    /// The README's CLI block is the usage's synopses, one a line.
+    @Test func readmeListsEveryCommandAsHelpDoes() throws {
+        let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+            .deletingLastPathComponent().path
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "## The admin CLI\n").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```\n").dropFirst().first)
+        let usage = try TestSupport.run("provideo", ["help"]).stdout
+        let synopses = usage.split(separator: "\n").filter { $0.hasPrefix("  ") && !$0.hasPrefix("   ") }
+            .map { line -> String in
+                let words = line.dropFirst(2)
+                return words.hasPrefix("help") ? "provideo \(words)" : "provideo [--pool PATH] \(words)"
+            }
+        #expect(block == (synopses + ["provideo --version"]).joined(separator: "\n") + "\n", "README:\n\(block)")
+    }
+
     @Test func createHelpListsItsOptions() throws {
         let help = try TestSupport.run("provideo", ["create", "--help"]).stdout
         #expect(help.hasPrefix("usage: provideo [--pool PATH] create --capacity SIZE [--zero] [--group NAME] [--json]\n"), "\(help)")

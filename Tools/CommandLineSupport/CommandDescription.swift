@@ -71,9 +71,11 @@ public struct OptionDescription: Sendable {
         OptionDescription(name, nil, summary)
     }
 
-    /// How the synopsis shows it: `--name`, `--name VALUE` or `--name [VALUE]`.
+    /// How the synopsis shows it: `--name`, `--name VALUE`, `--name [VALUE]`, or the choices
+    /// (`--overrun wait|fail`).
     public var synopsis: String {
-        guard let value else { return name }
+        guard let placeholder = value else { return name }
+        let value = choices.isEmpty ? placeholder : choices.joined(separator: "|")
         return valueOptional ? "\(name) [\(value)]" : "\(name) \(value)"
     }
 }

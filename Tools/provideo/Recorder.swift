@@ -89,7 +89,7 @@ enum Recorder {
         let stats = result.statistics
         let seconds = outcome.inputSeconds
         let bitrate = seconds > 0 ? Double(result.length) * 8 / seconds : 0
-        let copied = device(result.path) != device(poolPath)
+        let copied = wasCopied(result, poolPath: poolPath)
         if json {
             try CommandLineProgram.printJSON(CommandReports.Record(
                 path: result.path, length: result.length, seconds: seconds, inputBitrate: Int64(bitrate),
@@ -119,9 +119,10 @@ enum Recorder {
         }
     }
 
-    /// The device a path's filesystem is on (st_dev): a recording on another device than its
-    /// pool was copied there, not renamed.
-    private static func device(_ path: String) -> Int? {
-        (try? FileManager.default.attributesOfItem(atPath: path))?[.systemNumber] as? Int
+    /// Whether the recording is on another filesystem than its pool (st_dev differs): it was
+    /// copied there and verified, not renamed, and took no space from the reserve.
+    static func wasCopied(_ result: RecordingResult, poolPath: String) -> Bool {
+        func device(_ path: String) -> Int? { (try? FileManager.default.attributesOfItem(atPath: path))?[.systemNumber] as? Int }
+        return device(result.path) != device(poolPath)
     }
 }
