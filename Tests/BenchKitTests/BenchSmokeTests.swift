@@ -106,7 +106,12 @@ import Testing
             if fio {
                 #expect((object?["fioBandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
                 #expect((object?["efficiency"] as? NSNumber)?.doubleValue ?? 0 > 0)
+                let arguments = object?["fioArguments"] as? [String] ?? []
+                #expect(arguments.first == "fio" && arguments.contains("--filename=\(pool.path)/capture/data"), "\(arguments)")
             }
+            // 8 MiB passes end before a commit: the warning says how many bytes --size needs.
+            let warning = object?["durableWarning"] as? String ?? ""
+            #expect(warning.range(of: #"pass --size [0-9]+ or more \(bytes"#, options: .regularExpression) != nil, "\(warning)")
             #expect(try pool.remainingCapacity() == pool.initialCapacity)
         }
     }
@@ -127,6 +132,6 @@ import Testing
         #expect(result.stderr == "provideo-bench: --mode is pool, buffered, direct or all\nsee `provideo-bench --help`\n")
         let infinite = try TestSupport.run("provideo-bench", ["--fps", "inf", "--duration", "1", "--bitrate", "1M"])
         #expect(infinite.status == 2)
-        #expect(infinite.stderr.hasPrefix("--fps takes a finite number"))
+        #expect(infinite.stderr.hasPrefix("provideo-bench: --fps takes a finite number"))
     }
 }

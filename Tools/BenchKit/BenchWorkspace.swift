@@ -2,8 +2,8 @@ import Foundation
 import ProVideoStorage
 
 /// The pools a benchmark writes into and a scratch directory on the same filesystem for the
-/// other modes' files. When no pool exists at the default path and none was named, it creates
-/// scratch pools under /var/tmp and destroys them on `release()`.
+/// other modes' files. When none was named and the default pool is missing or cannot hold the
+/// run, it says why, creates scratch pools under /var/tmp and destroys them on `release()`.
 public final class BenchWorkspace {
     public let pools: [Pool]
     /// Removed with everything in it on `release()`.
@@ -18,14 +18,13 @@ public final class BenchWorkspace {
     /// - Throws: `BenchError` when a named pool is missing or its reserve is too small.
     public init(paths: [String], count: Int, bytesEach: Int64, minimumBytes: Int64, log: (String) -> Void) throws {
         let named = paths.isEmpty ? [Pool.resolvePath(nil)] : paths.map { Pool.resolvePath($0) }
-        let defaultMissing = paths.isEmpty && !FileManager.default.fileExists(atPath: named[0] + "/pool.json")
-        if defaultMissing {
+        if paths.isEmpty, let reason = try Self.defaultPoolUnfit(named[0], count: count, minimumBytes: minimumBytes) {
             for stale in Self.staleScratchDirectories() {
                 log("\(stale) was left by an interrupted run (its process is gone): `rm -rf \(stale)` frees its space")
             }
             directory = "/var/tmp/provideo-bench-\(getpid())"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            log("no pool at \(named[0]): creating \(count) scratch pool(s) of \(ByteFormat.human(bytesEach)) in \(directory)")
+            log("\(reason): creating \(count) scratch pool(s) of \(ByteFormat.human(bytesEach)) in \(directory)")
             var pools: [Pool] = []
             do {
                 for index in 0..<count {
@@ -59,6 +58,19 @@ public final class BenchWorkspace {
         directory = Self.parentDirectory(of: pools[0].path) + "/provideo-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         createdPools = false
+    }
+
+    /// Why the default pool cannot hold this run (missing, one pool for several streams, too
+    /// small), nil when it can.
+    static func defaultPoolUnfit(_ path: String, count: Int, minimumBytes: Int64) throws -> String? {
+        guard FileManager.default.fileExists(atPath: path + "/pool.json") else { return "no pool at \(path)" }
+        if count > 1 { return "the pool at \(path) runs one capture, this run needs \(count) (one per stream)" }
+        let remaining = try Pool.open(at: path).remainingCapacity()
+        guard remaining >= minimumBytes else {
+            return "the pool at \(path) has \(ByteFormat.human(remaining)) of reserve left, this run needs "
+                + "\(ByteFormat.human(minimumBytes)) (\(minimumBytes) bytes)"
+        }
+        return nil
     }
 
     /// Free bytes on the workspace's filesystem.

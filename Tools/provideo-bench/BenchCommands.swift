@@ -130,6 +130,7 @@ enum BenchCommands {
             print("  size recordings against the durable bandwidth: it is what a recording, which commits, sustains")
         }
         if report.efficiency != nil { print("efficiency is ours / fio on the raw side (no commits on either)") }
+        if let warning = report.spreadWarning { print("warning: \(warning)") }
     }
 
     /// The noisy neighbour's child process (started by `NoisyNeighbour`).
