@@ -9,7 +9,7 @@ import Testing
 /// destination's, before every step of a pool's life. Each step either works or fails with
 /// exit 1 and a message; afterwards `status`, `list` and `check` work and the pool is
 /// consistent; and once the resource is freed, the same step succeeds.
-@Suite(.serialized, .enabled(if: TestSupport.isRoot))
+@Suite(.serialized, .enabled(if: TestSupport.isRoot, "needs root: loop filesystems, users and groups"))
 struct ExhaustionTests {
     enum Resource: String, CaseIterable { case space, inodes }
 
