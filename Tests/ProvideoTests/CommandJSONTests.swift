@@ -50,10 +50,7 @@ import Testing
     /// A destination on another filesystem (tmpfs) is copied and verified, and the summary says so.
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "no /dev/shm (tmpfs) on this machine"))
     func recordSummarySaysCopied() throws {
-        try TestSupport.withScratch("json-copied") { dir in
-            let pool = dir + "/pool"
-            try FS.createPool(pool, capacity: "8M")
-            defer { FS.destroyQuietly(pool) }
+        try FS.withScratchPool(capacity: "8M") { _, pool in
             let destination = "/dev/shm/provideo-test-\(getpid()).mov"
             defer { try? FileManager.default.removeItem(atPath: destination) }
             let result = try FS.provideo(pool, "record", destination, stdin: Data(TestSupport.pattern(1_000_000, seed: 3)))

@@ -38,16 +38,11 @@ import ProVideoStorage
 
     @Test(.enabled(if: hasParser, "python3-prometheus-client is not installed (apt-get install python3-prometheus-client)"))
     func metricsMatchStatusWithACaptureRunning() throws {
-        try TestSupport.withScratch("metrics") { dir in
-            let pool = dir + "/pool"
-            try FS.createPool(pool, capacity: "32M")
-            defer { FS.destroyQuietly(pool) }
+        try FS.withScratchPool(capacity: "32M") { dir, pool in
             // A destination whose name needs escaping in a label value.
             let destination = dir + "/take \"one\".mov"
-            let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", destination, "--bitrate", "80M"],
-                                                 stdinPipe: true)
+            let (recorder, input) = try FS.startRecorder(pool, destination, ["--bitrate", "80M"])
             defer { if recorder.isRunning { recorder.terminate() }; recorder.waitUntilExit() }
-            let input = (recorder.standardInput as! Pipe).fileHandleForWriting
             try input.write(contentsOf: Data(TestSupport.pattern(6_000_000, seed: 21)))
             // The input is quiet from here: once a commit made it durable, the counters stay still.
             var status = try TestSupport.poolStatus(pool)
@@ -86,10 +81,7 @@ import ProVideoStorage
     /// `--output` writes the file whole (a textfile collector reads it at any moment) and
     /// leaves no temporary file.
     @Test func outputFileIsWrittenWhole() throws {
-        try TestSupport.withScratch("metrics-output") { dir in
-            let pool = dir + "/pool"
-            try FS.createPool(pool, capacity: "8M")
-            defer { FS.destroyQuietly(pool) }
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
             let result = try FS.provideo(pool, "metrics", "--output", dir + "/provideo.prom")
             #expect(result.status == 0 && result.stdout.isEmpty, "\(result.stderr)")
             let text = try String(contentsOfFile: dir + "/provideo.prom", encoding: .utf8)

@@ -6,12 +6,7 @@ import Testing
 /// byte counts on request, run as a process against a real pool.
 @Suite struct StatusCommandTests {
     private func withPool(_ name: String = #function, _ body: (String) throws -> Void) throws {
-        try TestSupport.withScratch("status-\(name)") { dir in
-            let pool = dir + "/pool"
-            try FS.createPool(pool, capacity: "100M")
-            defer { FS.destroyQuietly(pool) }
-            try body(pool)
-        }
+        try FS.withScratchPool("status-\(name)", capacity: "100M") { _, pool in try body(pool) }
     }
 
     private func json(_ text: String) throws -> [String: Any] {

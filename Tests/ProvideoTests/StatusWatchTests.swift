@@ -7,13 +7,8 @@ import Testing
 /// clean exit on Ctrl-C.
 @Suite struct StatusWatchTests {
     @Test func watchShowsViewsUntilInterrupted() throws {
-        try TestSupport.withScratch("watch") { dir in
-            let pool = dir + "/pool"
-            try FS.createPool(pool, capacity: "32M")
-            defer { FS.destroyQuietly(pool) }
-            let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", dir + "/take.mov", "--bitrate", "80M"],
-                                                 stdinPipe: true)
-            let input = (recorder.standardInput as! Pipe).fileHandleForWriting
+        try FS.withScratchPool(capacity: "32M") { dir, pool in
+            let (recorder, input) = try FS.startRecorder(pool, dir + "/take.mov", ["--bitrate", "80M"])
             defer { try? input.close(); recorder.waitUntilExit() }
             try input.write(contentsOf: Data(TestSupport.pattern(2_000_000, seed: 8)))
             for _ in 0..<100 where (try TestSupport.poolStatus(pool)).capture == nil { usleep(50_000) }

@@ -32,6 +32,26 @@ package enum FS {
         }
     }
 
+    /// Runs `body` with a scratch directory and a pool created by the CLI at `<scratch>/pool`;
+    /// both are removed afterwards, even when `body` throws.
+    package static func withScratchPool<T>(_ name: String = #function, capacity: String,
+                                           _ body: (_ directory: String, _ pool: String) throws -> T) throws -> T {
+        try TestSupport.withScratch(name) { directory in
+            let pool = directory + "/pool"
+            try createPool(pool, capacity: capacity)
+            defer { destroyQuietly(pool) }
+            return try body(directory, pool)
+        }
+    }
+
+    /// Starts `provideo --pool POOL record DEST ARGS...` reading from a pipe; returns the
+    /// process and the pipe's writing end.
+    package static func startRecorder(_ pool: String, _ destination: String, _ arguments: [String] = [])
+        throws -> (process: Process, input: FileHandle) {
+        let process = try TestSupport.start("provideo", ["--pool", pool, "record", destination] + arguments, stdinPipe: true)
+        return (process, (process.standardInput as! Pipe).fileHandleForWriting)
+    }
+
     /// Destroys a pool if it is still there (cleanup; failures are ignored).
     package static func destroyQuietly(_ pool: String) {
         if FileManager.default.fileExists(atPath: pool + "/pool.json") {
