@@ -135,8 +135,11 @@ enum Commands {
         let capture = try openPool(path).startCapture(to: destination, options: options)
         _ = pv_install_stop_signals(0)
         let outcome: Recorder.Outcome
+        let copyProgress = CopyProgressDisplay.start()
+        defer { copyProgress.stop() }
         do {
             outcome = try Recorder.capture(from: 0, into: capture)
+            copyProgress.stop()  // its last line before the summary
         } catch var error as ProVideoError where error.code == .ioError || error.code == .notEnoughSpace {
             // The capture failed and let go of the pool: salvage its committed part right now, so
             // the take is at its destination without waiting for a later command.
@@ -225,6 +228,8 @@ enum Commands {
         let held = try arguments.positional("HELD (a recording `provideo list` shows)")
         let destination = try? arguments.positional("DEST")
         try arguments.finish()
+        let copyProgress = CopyProgressDisplay.start()
+        defer { copyProgress.stop() }
         let target = try openPool(path).moveHeldRecording(held, to: destination)
         print("moved \(held) to \(target); run `provideo replenish` to return the space to the reserve")
     }
