@@ -61,6 +61,25 @@ import Testing
         }
     }
 
+    /// A take whose destination appeared while recording is held; `move --json` says where
+    /// it went.
+    @Test func moveReportsJSON() throws {
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
+            let (recorder, input) = try FS.startRecorder(pool, dir + "/take.mov")
+            try input.write(contentsOf: Data(TestSupport.pattern(100_000, seed: 9)))
+            #expect(FileManager.default.createFile(atPath: dir + "/take.mov", contents: Data("someone else's".utf8)))
+            try input.close()
+            recorder.waitUntilExit()
+            let held = try #require(try JSONSerialization.jsonObject(
+                with: Data(try FS.provideo(pool, "list", "--json").stdout.utf8)) as? [String: Any])
+            let recording = try #require((held["recordings"] as? [[String: Any]])?.first?["path"] as? String)
+            let moved = try object(try FS.provideo(pool, "move", recording, dir + "/take2.mov", "--json"), "move")
+            #expect(moved["held"] as? String == recording && moved["path"] as? String == dir + "/take2.mov")
+            let whole = TestSupport.fileHolds(dir + "/take2.mov", TestSupport.pattern(100_000, seed: 9))
+            #expect(whole)
+        }
+    }
+
     @Test func destroyingNoPoolDoesNotSuggestCreating() throws {
         try TestSupport.withScratch("json-nopool") { dir in
             let result = try FS.provideo(dir + "/none", "destroy")

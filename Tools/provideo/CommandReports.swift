@@ -41,6 +41,12 @@ enum CommandReports {
         var removedRemainsOnly: Bool
     }
 
+    /// `move`: the held recording and where it is now.
+    struct Move: Encodable {
+        var held: String
+        var path: String
+    }
+
     /// `record`'s summary.
     struct Record: Encodable {
         var path: String

@@ -225,12 +225,14 @@ enum Commands {
     }
 
     static func move(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         let held = try arguments.positional("HELD (a recording `provideo list` shows)")
         let destination = try? arguments.positional("DEST")
         try arguments.finish()
         let copyProgress = CopyProgressDisplay.start()
-        defer { copyProgress.stop() }
         let target = try openPool(path).moveHeldRecording(held, to: destination)
+        copyProgress.stop()
+        if json { return try CommandLineProgram.printJSON(CommandReports.Move(held: held, path: target)) }
         print("moved \(held) to \(target); run `provideo replenish` to return the space to the reserve")
     }
 

@@ -51,7 +51,9 @@ let program = ProgramDescription(
             .flag("--json", "print the listing as JSON"),
         ]),
         CommandDescription("move", arguments: "HELD [DEST]",
-                           summary: "move a recording the pool holds to its destination (or DEST)"),
+                           summary: "move a recording the pool holds to its destination (or DEST)", options: [
+            .flag("--json", "print where the recording went as JSON"),
+        ]),
         CommandDescription("check", summary: "verify the pool's accounting against the disk", options: [
             .flag("--json", "print the problems found as JSON (exit status 1 when there are any)"),
         ]),
