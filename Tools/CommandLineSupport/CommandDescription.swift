@@ -30,7 +30,7 @@ public struct CommandDescription: Sendable {
     public var summary: String
     public var options: [OptionDescription]
     /// The command runs when no command word is given (provideo-bench's measurement); the
-    /// synopsis then leaves the word out.
+    /// synopsis shows the word in brackets.
     public var isDefault: Bool
 
     public init(_ name: String, arguments: String = "", summary: String, options: [OptionDescription] = [],

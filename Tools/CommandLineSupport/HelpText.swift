@@ -2,7 +2,7 @@
 extension ProgramDescription {
     /// The synopsis line of `command`: `create --capacity SIZE [--zero] …`.
     public func synopsis(_ command: CommandDescription) -> String {
-        let words = (command.isDefault ? [] : [command.name]) + (command.arguments.isEmpty ? [] : [command.arguments])
+        let words = [command.isDefault ? "[\(command.name)]" : command.name] + (command.arguments.isEmpty ? [] : [command.arguments])
             + command.options.map { $0.required ? $0.synopsis : "[\($0.synopsis)]" }
         return words.joined(separator: " ")
     }
@@ -10,7 +10,8 @@ extension ProgramDescription {
     /// The whole program's usage: every command with its synopsis and summary, then the notes.
     public var usage: String {
         let global = globalOptions.map { "[\($0.synopsis)]" }.joined(separator: " ")
-        var lines = ["usage: \(name) \(global) COMMAND", "commands:"]
+        let word = commands.contains(where: \.isDefault) ? "[COMMAND]" : "COMMAND"
+        var lines = ["usage: \(name) \(global) \(word)", "commands:"]
         for command in commands {
             lines.append("  \(synopsis(command))")
             lines.append("      \(command.summary)")
