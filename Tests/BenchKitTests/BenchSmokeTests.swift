@@ -133,5 +133,8 @@ import Testing
         let infinite = try TestSupport.run("provideo-bench", ["--fps", "inf", "--duration", "1", "--bitrate", "1M"])
         #expect(infinite.status == 2)
         #expect(infinite.stderr.hasPrefix("provideo-bench: --fps takes a finite number"))
+        let bits = try TestSupport.run("provideo-bench", ["--fps", "25", "--duration", "1", "--bitrate", "880"])
+        #expect(bits.status == 2 && bits.stderr.hasPrefix("provideo-bench: bitrate '880' is 880 bit/s, below 1 Mbit/s"),
+                "\(bits.stderr)")
     }
 }

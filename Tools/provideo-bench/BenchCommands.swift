@@ -9,7 +9,7 @@ enum BenchCommands {
         let streams = try integer(&arguments, "--streams", default: 1)
         let fps = try number(&arguments, "--fps")
         let duration = try number(&arguments, "--duration")
-        let bitrate = try arguments.option("--bitrate").map(SizeParser.bitrate)
+        let bitrate = try arguments.option("--bitrate").map(SizeParser.videoBitrate)
         let tracePath = try arguments.option("--frame-trace")
         let modeName = try arguments.option("--mode") ?? "all"
         let noise = try arguments.option("--noise") ?? "none"
@@ -42,10 +42,10 @@ enum BenchCommands {
         let sizes: FrameSizes
         if let tracePath {
             sizes = FrameSizes.trace(try FrameSizes.readTrace(tracePath), bitrate: bitrate, fps: fps, count: frames)
-        } else if let bitrate, bitrate >= 8 {
+        } else if let bitrate {
             sizes = FrameSizes.constant(bitrate: bitrate, fps: fps, count: frames)
         } else {
-            throw UsageError("--bitrate (at least 8 bit/s) or --frame-trace is required")
+            throw UsageError("--bitrate (at least 1M, bits per second) or --frame-trace is required")
         }
         let streamBitrate = bitrate ?? Int64((Double(sizes.total) * 8 / duration).rounded())
         let plan = RunPlan(streams: streams, bitrate: streamBitrate, fps: fps, sizes: sizes, inputQueueFrames: inputQueue,
