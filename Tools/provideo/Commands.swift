@@ -11,11 +11,14 @@ enum Commands {
         let capacity = try SizeParser.bytes(text)
         let zero = arguments.flag("--zero")
         let group = try arguments.option("--group")
+        let maxCaptures = try arguments.option("--max-captures").map(Captures.maxCaptures)
+        let bandwidth = try arguments.option("--bandwidth").map(SizeParser.bitrate)
         try arguments.finish()
         guard capacity > 0 else { throw UsageError("the capacity must be more than 0 bytes") }
         if group?.isEmpty == true { throw UsageError("--group needs a group name") }
         var lastPercent = -1
-        let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group) { done, total in
+        let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group, maxCaptures: maxCaptures,
+                                   bandwidth: bandwidth) { done, total in
             let percent = Int(done * 100 / max(total, 1))
             if percent != lastPercent {
                 lastPercent = percent
@@ -23,6 +26,7 @@ enum Commands {
             }
         }
         print("created a pool of \(ByteFormat.human(pool.initialCapacity)) (\(pool.initialCapacity) bytes) at \(pool.path)")
+        if bandwidth == nil { try Captures.measure(pool) }
     }
 
     static func status(_ path: String, _ arguments: inout Arguments) throws {
@@ -41,10 +45,8 @@ enum Commands {
         device      sectors \(device.logicalSectorSize) B logical, \(device.physicalSectorSize) B physical; optimal I/O \(device.optimalIOSize) B
         engine      \(status.engine)
         """)
-        if let capture = status.capture {
-            print("capture     → \(capture.destination): \(ByteFormat.human(capture.bytesWritten)) written, "
-                  + "\(ByteFormat.human(capture.committedBytes)) committed (pid \(capture.pid))")
-        }
+        Captures.printAdmission(status)
+        Captures.printRunning(status.captures)
     }
 
     static func resize(_ path: String, _ arguments: inout Arguments) throws {
@@ -85,6 +87,7 @@ enum Commands {
         case "fail": options.overrunPolicy = .fail
         case let other?: throw UsageError("--overrun takes wait or fail, not '\(other)'")
         }
+        options.admitOverBandwidth = arguments.flag("--force")
         if let text = try arguments.option("--durability") {
             guard let seconds = Double(text), seconds >= 0 else { throw UsageError("--durability takes seconds, e.g. 1 or 0.5") }
             options.durabilityInterval = UInt64(seconds * 1e9)
@@ -152,9 +155,7 @@ enum Commands {
         let pool = try openPool(path)
         let listing = try pool.listing()
         if json { return try CommandLineProgram.printJSON(listing) }
-        if let capture = listing.capture {
-            print("capturing → \(capture.destination): \(ByteFormat.human(capture.bytesWritten)) written (pid \(capture.pid))")
-        }
+        Captures.printRunning(listing.captures)
         if listing.recordings.isEmpty { print("the pool holds no recordings") }
         for held in listing.recordings {
             print("\(held.path)  \(ByteFormat.human(held.length))  meant for \(held.destination): \(held.reason)")

@@ -4,18 +4,23 @@ import ProVideoStorage
 
 let usage = """
 usage: provideo [--pool PATH] COMMAND
-  create --capacity SIZE [--zero] [--group NAME]
+  create --capacity SIZE [--zero] [--group NAME] [--max-captures N] [--bandwidth RATE]
                                     create a pool with a reserve of SIZE (64G, 512MiB, 10GB);
-                                    members of NAME may use it (default: your group)
+                                    members of NAME may use it (default: your group); up to
+                                    N captures at once (default: no limit); captures are
+                                    admitted against RATE (default: measured for 1 s)
   status [--json]                   capacity, busy reasons, filesystem, alignment, engine
   resize SIZE                       set the capacity and grow or shrink the reserve
   replenish                         restore the reserve toward the capacity, best effort
   destroy                           remove the pool and its reserve
-  record DEST [--bitrate RATE] [--overrun wait|fail] [--durability SECONDS]
-                                    capture standard input into the pool, then move it to DEST
+  record DEST [--bitrate RATE] [--overrun wait|fail] [--durability SECONDS] [--force]
+                                    capture standard input into the pool, then move it to DEST;
+                                    --force starts it over the pool's admissible bandwidth
+  set-bandwidth RATE|none           the bandwidth captures are admitted against (80% of it)
+  measure-bandwidth                 measure the durable write bandwidth and set it
   demo                              record a generated ProRes 422 HQ clip end to end
   recover                           salvage captures of recorders that died
-  list [--json]                     recordings the pool holds, and the capture in progress
+  list [--json]                     recordings the pool holds, and the captures in progress
   move HELD [DEST]                  move a recording the pool holds to its destination (or DEST)
   check                             verify the pool's accounting against the disk
 The pool is --pool PATH, else $PROVIDEO_POOL, else \(Pool.defaultPath).
@@ -46,6 +51,8 @@ CommandLineProgram.run(usage: usage) {
     case "list": try Commands.list(poolPath, &arguments)
     case "move": try Commands.move(poolPath, &arguments)
     case "check": try Commands.check(poolPath, &arguments)
+    case "set-bandwidth": try Captures.setBandwidth(poolPath, &arguments)
+    case "measure-bandwidth": try Captures.measureBandwidth(poolPath, &arguments)
     default: throw UsageError("unknown command '\(command)'")
     }
 }
