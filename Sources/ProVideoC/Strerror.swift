@@ -23,6 +23,7 @@ private let descriptions: [Int32: StaticString] = [
     PROVIDEO_E_INVALID_HANDLE.rawValue: "invalid handle",
     PROVIDEO_E_NULL_POINTER.rawValue: "NULL pointer argument",
     PROVIDEO_E_INTERNAL.rawValue: "internal error",
+    PROVIDEO_E_BANDWIDTH_EXCEEDED.rawValue: "the pool's admissible bandwidth would be exceeded",
 ]
 
 private let unknown: StaticString = "unknown error code"

@@ -32,7 +32,7 @@ extension CrashTests {
                 case "openedByStatus":
                     // Any command opens the pool, and opening salvages.
                     let status = try CrashKit.status(pool)
-                    #expect(status.busyReasons.isEmpty && status.capture == nil)
+                    #expect(status.busyReasons.isEmpty && status.captures.isEmpty)
                     #expect(TestSupport.fileEquals(destination, input), "status did not salvage the recording")
                     let sane = try CrashKit.expectSane(pool, variant)
                     #expect(sane.remainingCapacity == holding)

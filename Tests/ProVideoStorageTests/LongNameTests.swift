@@ -16,7 +16,7 @@ import Testing
     static var copying: SystemCalls {
         var calls = SystemCalls.live
         calls.renameNoReplace = { from, to in
-            from.hasSuffix("/capture/data") || from.contains("/recordings/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+            TestSupport.isCaptureData(from) || from.contains("/recordings/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
         }
         return calls
     }

@@ -26,7 +26,8 @@ import Testing
                                 device: DeviceTopology(path: nil, logicalSectorSize: 512, physicalSectorSize: 512,
                                                        minimumIOSize: 512, optimalIOSize: 0),
                                 reservedBytesOnDisk: 1 << 30, zeroFilled: false, engine: "io_uring",
-                                recordingSecondsRemaining: nil, capture: nil)
+                                recordingSecondsRemaining: nil, maxCaptures: nil, bandwidth: nil,
+                                admissibleBitrate: nil, admittedBitrate: 0, captures: [])
         #expect(status.remainingDuration(atBitrate: 880_000_000) == 1.0)
         #expect(status.remainingDuration(atBitrate: 0) == nil)
     }

@@ -132,7 +132,7 @@ struct ExhaustionTests {
         } else {
             #expect(!FileManager.default.fileExists(atPath: out + "/a.mov"))
             #expect(try TestSupport.poolStatus(pool).remainingCapacity == 8 << 20, "the reserve must stay whole")
-            #expect(!FileManager.default.fileExists(atPath: pool + "/capture"), "a refused capture left capture/")
+            #expect(!TestSupport.hasCapture(pool), "a refused capture left capture/")
         }
         try Self.expectUsable(pool, "after record (rename)")
         Self.release(mount)
@@ -151,7 +151,7 @@ struct ExhaustionTests {
                 if result.status == 1 {
                     let remaining = try TestSupport.poolStatus(pool).remainingCapacity
                     #expect(remaining == before, "\(blocks) blocks: reserve not whole (\(remaining) of \(before)): \(result.stderr)")
-                    #expect(!FileManager.default.fileExists(atPath: pool + "/capture"), "\(blocks) blocks: capture/ left")
+                    #expect(!TestSupport.hasCapture(pool), "\(blocks) blocks: capture/ left")
                 }
                 try Self.expectUsable(pool, "after a record with \(blocks) blocks free")
                 Self.release(mount)

@@ -46,11 +46,11 @@ import ProVideoStorage
             try input.write(contentsOf: Data(TestSupport.pattern(6_000_000, seed: 21)))
             // The input is quiet from here: once a commit made it durable, the counters stay still.
             var status = try TestSupport.poolStatus(pool)
-            for _ in 0..<100 where status.capture.map({ $0.committedBytes < 6_000_000 }) ?? true {
+            for _ in 0..<100 where status.captures.first.map({ $0.committedBytes < 6_000_000 }) ?? true {
                 usleep(100_000)
                 status = try TestSupport.poolStatus(pool)
             }
-            let capture = try #require(status.capture)
+            let capture = try #require(status.captures.first)
             #expect(capture.committedBytes == 6_000_000)
 
             let metrics = try TestSupport.run("provideo", ["--pool", pool, "metrics"])
@@ -67,7 +67,7 @@ import ProVideoStorage
             #expect(value("provideo_busy", ["reason": "replenishing"]) == 0)
             #expect(value("provideo_captures_running") == 1)
             let labels = ["destination": destination, "pid": "\(capture.pid)"]
-            #expect(value("provideo_capture_written_bytes", labels) == Double(after.capture?.bytesWritten ?? -1))
+            #expect(value("provideo_capture_written_bytes", labels) == Double(after.captures.first?.bytesWritten ?? -1))
             #expect(value("provideo_capture_committed_bytes", labels) == 6_000_000)
             #expect(value("provideo_capture_bitrate_bits_per_second", labels) == 80_000_000)
             let seconds = try #require(value("provideo_capture_recording_seconds_remaining", labels))

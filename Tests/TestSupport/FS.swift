@@ -15,8 +15,8 @@ package enum FS {
     }
 
     /// Creates a pool with the CLI, fails the test (throws) if that fails.
-    package static func createPool(_ pool: String, capacity: String) throws {
-        let result = try provideo(pool, "create", "--capacity", capacity)
+    package static func createPool(_ pool: String, capacity: String, options: [String] = []) throws {
+        let result = try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", capacity] + options)
         try #require(result.status == 0, "create failed: \(result.stderr)")
     }
 

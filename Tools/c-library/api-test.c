@@ -123,7 +123,7 @@ int main(int argc, char **argv) {
     provideo_error err;
 
     /* ---- strerror and version: static strings for every code ---- */
-    for (int code = 0; code >= PROVIDEO_E_INTERNAL; code--) {
+    for (int code = 0; code >= PROVIDEO_E_BANDWIDTH_EXCEEDED; code--) {
         const char *text = provideo_strerror(code);
         CHECK(text && text[0], "strerror(%d)", code);
     }

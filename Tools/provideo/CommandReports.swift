@@ -7,6 +7,10 @@ enum CommandReports {
         var path: String
         var initialCapacity: Int64
         var zeroFilled: Bool?
+        /// `create`: the bandwidth captures are admitted against, in bits per second.
+        var bandwidth: Int64?
+        /// `create`: how many captures may run at once (absent: no limit).
+        var maxCaptures: Int?
     }
 
     /// `replenish`.

@@ -12,19 +12,25 @@ enum Commands {
         let zero = arguments.flag("--zero")
         let json = arguments.flag("--json")
         let group = try arguments.option("--group")
+        let maxCaptures = try arguments.option("--max-captures").map(Captures.maxCaptures)
+        let bandwidth = try arguments.option("--bandwidth").map(SizeParser.bitrate)
         try arguments.finish()
         if group?.isEmpty == true { throw UsageError("--group needs a group name") }
         var progress = ProgressLine("zero-filling the reserve", total: capacity)
-        let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group) { done, total in
+        let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group, maxCaptures: maxCaptures,
+                                   bandwidth: bandwidth) { done, total in
             progress.total = total
             progress.update(done)
         }
         if zero { progress.finish() }
+        let measured = bandwidth == nil ? try Captures.measure(pool) : nil
         if json {
             return try CommandLineProgram.printJSON(CommandReports.Capacity(path: pool.path, initialCapacity: pool.initialCapacity,
-                                                                            zeroFilled: zero))
+                                                                            zeroFilled: zero, bandwidth: pool.bandwidth,
+                                                                            maxCaptures: pool.maxCaptures))
         }
         print("created a pool of \(ByteFormat.human(pool.initialCapacity)) (\(pool.initialCapacity) bytes) at \(pool.path)")
+        if let measured { print(measured) }
     }
 
     static func status(_ path: String, _ arguments: inout Arguments) throws {
@@ -125,6 +131,7 @@ enum Commands {
         case "fail": options.overrunPolicy = .fail
         case let other?: throw UsageError("--overrun takes wait or fail, not '\(other)'")
         }
+        options.admitOverBandwidth = arguments.flag("--force")
         if let text = try arguments.option("--durability") {
             guard let seconds = Double(text), seconds >= 0 else { throw UsageError("--durability takes seconds, e.g. 1 or 0.5") }
             options.durabilityInterval = UInt64(seconds * 1e9)
@@ -211,9 +218,7 @@ enum Commands {
         let pool = try openPool(path)
         let listing = try pool.listing()
         if json { return try CommandLineProgram.printJSON(listing) }
-        if let capture = listing.capture {
-            print("capturing → \(capture.destination): \(ByteFormat.human(capture.bytesWritten)) written (pid \(capture.pid))")
-        }
+        for capture in listing.captures { print(Captures.line(capture, size: ByteFormat.significant)) }
         if listing.recordings.isEmpty { print("the pool holds no recordings") }
         for held in listing.recordings {
             print("\(held.path)  \(ByteFormat.human(held.length))  meant for \(held.destination): \(held.reason)")

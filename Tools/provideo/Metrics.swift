@@ -21,7 +21,7 @@ struct Metrics {
         for reason in Self.busyReasons {
             out.sample("provideo_busy", ["reason": reason], status.busyReasons.contains(reason) ? 1 : 0)
         }
-        let captures = runningCaptures(status)
+        let captures = status.captures
         out.gauge("provideo_captures_running", "captures writing into the pool", Int64(captures.count))
         let perCapture: [(String, String, (PoolStatus.Capture) -> Double)] = [
             ("provideo_capture_written_bytes", "bytes of the capture that reached the disk", { Double($0.bytesWritten) }),

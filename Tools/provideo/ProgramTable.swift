@@ -15,7 +15,11 @@ let program = ProgramDescription(
                               required: true),
             .flag("--zero", "write zeros over the whole reserve once (slow; some filesystems need it)"),
             OptionDescription("--group", "NAME", "the group whose members may use the pool (default: your group)"),
-            .flag("--json", "print the new pool's path and capacity as JSON"),
+            OptionDescription("--max-captures", "N", "how many captures may run at once (default: no limit; 1: one at a "
+                              + "time, as Apple's AVProVideoStorage)"),
+            OptionDescription("--bandwidth", "RATE", "the durable write bandwidth captures are admitted against "
+                              + "(default: measured for up to 1 s)"),
+            .flag("--json", "print the new pool's path, capacity and bandwidth as JSON"),
         ]),
         CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
             .flag("--json", "print the status as JSON (sizes in bytes)"),
@@ -39,6 +43,7 @@ let program = ProgramDescription(
             OptionDescription("--overrun", "POLICY", "when the disk falls behind: wait for it, or fail (drop the read)",
                               choices: ["wait", "fail"]),
             OptionDescription("--durability", "SECONDS", "how often what was received is made crash-safe (default 1)"),
+            .flag("--force", "start even when the running captures and this one exceed the pool's admissible bandwidth"),
             .flag("--json", "print the summary as JSON"),
         ]),
         CommandDescription("demo", summary: "record a generated ProRes 422 HQ clip end to end", options: [
@@ -47,7 +52,7 @@ let program = ProgramDescription(
         CommandDescription("recover", summary: "salvage captures of recorders that died", options: [
             .flag("--json", "print what was salvaged and discarded as JSON"),
         ]),
-        CommandDescription("list", summary: "recordings the pool holds, and the capture in progress", options: [
+        CommandDescription("list", summary: "recordings the pool holds, and the captures in progress", options: [
             .flag("--json", "print the listing as JSON"),
         ]),
         CommandDescription("move", arguments: "HELD [DEST]",
@@ -57,6 +62,9 @@ let program = ProgramDescription(
         CommandDescription("check", summary: "verify the pool's accounting against the disk", options: [
             .flag("--json", "print the problems found as JSON (exit status 1 when there are any)"),
         ]),
+        CommandDescription("set-bandwidth", arguments: "RATE|none",
+                           summary: "set the bandwidth captures are admitted against (80% of it), or none", options: []),
+        CommandDescription("measure-bandwidth", summary: "measure the pool's durable write bandwidth and set it", options: []),
         CommandDescription("metrics", summary: "the pool's state in the Prometheus text format (node_exporter's textfile collector)",
                            options: [
             OptionDescription("--output", "FILE", "write FILE atomically instead of standard output (e.g. FILE.prom in the collector's directory)"),

@@ -8,8 +8,9 @@ struct StatusView {
     var rate: RecordingRate?
     /// Byte counts beside the rounded sizes (`--bytes`).
     var exactBytes: Bool
-    /// Each capture's write rate in bytes per second, by pid, measured between two redraws.
-    var captureRates: [Int32: Double] = [:]
+    /// Each capture's write rate in bytes per second, by capture id, measured between two
+    /// redraws.
+    var captureRates: [String: Double] = [:]
 
     func size(_ bytes: Int64) -> String {
         ByteFormat.significant(bytes) + (exactBytes ? " (\(bytes) bytes)" : "")
@@ -17,7 +18,9 @@ struct StatusView {
 
     var lines: [String] {
         let device = status.device
-        let atCapture = status.recordingSecondsRemaining.map { " (\(TimeFormat.clock($0)) at the capture's bitrate)" } ?? ""
+        let atCapture = status.recordingSecondsRemaining.map {
+            " (\(TimeFormat.clock($0)) at the running captures' \(BitRateFormat.human(status.admittedBitrate)))"
+        } ?? ""
         var lines = [
             "pool        \(status.path) (\(status.filesystem)\(device.path.map { " on \($0)" } ?? ""))",
             "capacity    \(size(status.initialCapacity))",
@@ -32,15 +35,10 @@ struct StatusView {
                 + "optimal I/O \(device.optimalIOSize) B",
             "engine      \(status.engine)",
         ]
-        for capture in runningCaptures(status) {
-            var line = "capture     → \(capture.destination): \(size(capture.bytesWritten)) written, "
-                + "\(size(capture.committedBytes)) committed (pid \(capture.pid))"
-            if let rate = captureRates[capture.pid] {
-                line += String(format: ", %.1f MB/s", rate / 1e6)
-            }
-            if let seconds = RecordingTime.seconds(bytes: status.remainingCapacity, atBitrate: capture.bitrate) {
-                line += ", \(TimeFormat.clock(seconds)) left at \(TimeFormat.bitrate(capture.bitrate))"
-            }
+        lines.append(Captures.admissionLine(status))
+        for capture in status.captures {
+            var line = Captures.line(capture, size: size)
+            if let rate = captureRates[capture.id] { line += String(format: ", %.1f MB/s", rate / 1e6) }
             lines.append(line)
         }
         return lines

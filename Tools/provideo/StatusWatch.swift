@@ -17,15 +17,15 @@ struct StatusWatch {
     func run() throws {
         _ = pv_install_stop_signals(0)
         let terminal = isatty(STDOUT_FILENO) == 1
-        var previous: (written: [Int32: Int64], at: Double)?
+        var previous: (written: [String: Int64], at: Double)?
         while pv_stop_requested() == 0 {
             let now = ProgressLine.monotonicSeconds()
             let status = try pool.status()
             var view = StatusView(status: status, rate: rate, exactBytes: exactBytes)
-            let written = Dictionary(runningCaptures(status).map { ($0.pid, $0.bytesWritten) }) { first, _ in first }
+            let written = Dictionary(status.captures.map { ($0.id, $0.bytesWritten) }) { first, _ in first }
             if let previous, now > previous.at {
-                for (pid, bytes) in written {
-                    if let before = previous.written[pid] { view.captureRates[pid] = Double(bytes - before) / (now - previous.at) }
+                for (id, bytes) in written {
+                    if let before = previous.written[id] { view.captureRates[id] = Double(bytes - before) / (now - previous.at) }
                 }
             }
             previous = (written, now)

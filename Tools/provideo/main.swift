@@ -18,6 +18,8 @@ CommandLineProgram.run(program) { arguments in
     case "list": try Commands.list(poolPath, &arguments)
     case "move": try Commands.move(poolPath, &arguments)
     case "check": try Commands.check(poolPath, &arguments)
+    case "set-bandwidth": try Captures.setBandwidth(poolPath, &arguments)
+    case "measure-bandwidth": try Captures.measureBandwidth(poolPath, &arguments)
     case "codecs": try Commands.codecs(&arguments)
     case "metrics": try Commands.metrics(poolPath, &arguments)
     default: throw UsageError("unknown command '\(command)'; `provideo help` lists them")
