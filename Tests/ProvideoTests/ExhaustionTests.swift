@@ -169,7 +169,9 @@ struct ExhaustionTests {
             try input.write(contentsOf: Data(take[(take.count / 4)...]))
             try input.close()
             recorder.waitUntilExit()
-            #expect(recorder.terminationStatus == 0, "a recorder on a filesystem that filled up failed")
+            let recorderError = String(decoding: (recorder.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(),
+                                       as: UTF8.self)
+            #expect(recorder.terminationStatus == 0, "a recorder on a filesystem that filled up failed: \(recorderError)")
             let fillingLands = TestSupport.fileHolds(out + "/filling.mov", take)
             #expect(fillingLands, "filling.mov differs from its input")
             try Self.expectUsable(pool, "after recording while the filesystem filled")

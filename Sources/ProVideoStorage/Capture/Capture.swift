@@ -111,7 +111,7 @@ public final class Capture {
     /// Bytes the recording can still grow by: what its file was granted beyond `length`, plus
     /// the pool's reserve not yet granted to any capture (reads the reserve's size).
     public var remainingCapacity: Int64 {
-        capacity - length + ((try? pool.reserve(pool.layout.reserve).size()) ?? 0)
+        granter.grantedBytes - length + ((try? pool.reserve(pool.layout.reserve).size()) ?? 0)
     }
 
     /// Bytes a crash cannot lose: flushed and recorded as committed.

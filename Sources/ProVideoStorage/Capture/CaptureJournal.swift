@@ -39,6 +39,9 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     var placedAt: String?
     /// Set when the capture is discarded: all of `data` goes back to the reserve.
     var discarded: Bool?
+    /// Bytes of the unused grant freed on the filesystem when the recording was placed, given
+    /// to the reserve once the journal is gone (`Pool.completionRoom`).
+    var owed: Int64?
 
     static func load(_ path: String) throws -> CaptureJournal {
         let bytes = try FileSystem.readSmallFile(path)

@@ -178,16 +178,14 @@ extension Pool {
     func completeCapture(_ files: CaptureFiles, journal: CaptureJournal, length: Int64,
                          whenTaken: TakenDestination = .keepInPool) throws -> Placement {
         var journal = journal
-        if journal.phase != .completing {
-            journal.phase = .completing
-            try journal.save(files.journal, calls, access: access)
-        }
         var placement: Placement
         if journal.discarded == true || journal.placedAt != nil {
             placement = Placement(path: journal.placedAt ?? journal.destination, problem: nil)
         } else if FileSystem.exists(files.data) {
+            journal.owed = try trimUnusedGrant(files, length: length)
             placement = try placeRecording(files, journal, length: length, whenTaken: whenTaken)
             journal.placedAt = placement.path
+            journal.phase = .completing
             try journal.save(files.journal, calls, access: access)
             CrashPoint.hit("finish.placed")
         } else {
@@ -208,6 +206,9 @@ extension Pool {
             throw ProVideoError.system("rmdir", errno: ENOTEMPTY, path: files.directory)
         }
         try FileSystem.syncDirectory(layout.captures, calls)
+        // Paid once the journal is gone, so a replay never pays twice (a kill just before loses
+        // it: `replenish` restores it).
+        if let owed = journal.owed { try lock.withReserve { growReserve(by: owed) } }
         if let problem = placement.problem { throw problem }
         return placement
     }
@@ -242,19 +243,36 @@ extension Pool {
             guard size > keep else { return false }
             let amount = min(size - keep, Self.returnStep)
             try FileDescriptor.open(data, O_RDWR).truncate(size - amount, calls)
-            let reserveFile = reserve(layout.reserve)
-            let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
-            let room = capacity - capturesHold() - (try reserveFile.size())
-            let grow = min(amount, room) / reserveFile.unit * reserveFile.unit
-            if grow > 0 {
-                do {
-                    _ = try refill(reserveFile, by: grow)
-                } catch let error as ProVideoError where error.code == .notEnoughSpace {
-                    // Best effort: the pool reports the smaller reserve; `replenish` restores it later.
-                }
-            }
+            growReserve(by: amount)
             return true
         }) {}
+    }
+
+    /// Bytes of a finishing capture's unused grant that are freed on the filesystem rather than
+    /// given to the reserve until the capture's journal is gone: the journal's rewrite then
+    /// finds a block and an inode even on a full filesystem (XFS allocates inodes in chunks).
+    static let completionRoom: Int64 = 1 << 20
+
+    /// Gives a finishing capture's unused grant (its file past the recording, rounded up to the
+    /// allocation unit) back to the reserve, all but `completionRoom` bytes, which it frees.
+    /// - Returns: the bytes freed and owed to the reserve.
+    private func trimUnusedGrant(_ files: CaptureFiles, length: Int64) throws -> Int64 {
+        let keep = reserve(layout.reserve).rounded(length)
+        let room = min(max(Int64(try FileSystem.facts(files.data).size) - keep, 0), Self.completionRoom)
+        try giveBack(from: files.data, keeping: keep + room)
+        try FileDescriptor.open(files.data, O_RDWR).truncate(keep, calls)
+        return room
+    }
+
+    /// Grows the reserve by up to `bytes`, best effort, never past `initialCapacity` less what
+    /// the captures hold. Call with the reserve lock held.
+    private func growReserve(by bytes: Int64) {
+        let reserveFile = reserve(layout.reserve)
+        let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
+        guard let size = try? reserveFile.size() else { return }
+        let grow = min(bytes, capacity - capturesHold() - size) / reserveFile.unit * reserveFile.unit
+        // Best effort: a reserve that could not grow is smaller; `replenish` restores it later.
+        if grow > 0 { _ = try? refill(reserveFile, by: grow) }
     }
 
     /// The bytes every capture's file holds (their grants), in bytes.

@@ -50,11 +50,9 @@ extension Pool {
         }
     }
 
-    /// Makes the capture's `data` the recording as it will be moved: its unused grant given
-    /// back to the reserve, cut to `length`, flushed, and with the usual file mode (0666 less
-    /// umask; the pool's files are 0660).
+    /// Makes the capture's `data` the recording as it will be moved: cut to `length`, flushed,
+    /// and with the usual file mode (0666 less umask; the pool's files are 0660).
     private func sealRecording(_ files: CaptureFiles, length: Int64) throws {
-        try giveBack(from: files.data, keeping: reserve(layout.reserve).rounded(length))
         let data = try FileDescriptor.open(files.data, O_RDWR)
         try data.truncate(length, calls)
         try data.sync(calls)
