@@ -31,6 +31,8 @@ extension ProVideoError.Code {
         case .captureClosed: PROVIDEO_E_CAPTURE_CLOSED
         case .invariantViolated: PROVIDEO_E_INVARIANT_VIOLATED
         case .bandwidthExceeded: PROVIDEO_E_BANDWIDTH_EXCEEDED
+        // Only async Swift calls are cancelled; every C call runs to its end.
+        case .cancelled: PROVIDEO_E_IO
         }
     }
 }

@@ -33,8 +33,8 @@ import ProVideoStorage
             let pool = handle.pool
             var status = provideo_pool_status()
             status.initial_capacity = pool.initialCapacity
-            status.remaining_capacity = try pool.remainingCapacity()
-            status.busy_reasons = UInt32(truncatingIfNeeded: try pool.busyReasons().rawValue)
+            status.remaining_capacity = try pool.remainingCapacity
+            status.busy_reasons = UInt32(truncatingIfNeeded: try pool.busyReasons.rawValue)
             status.memory_alignment = UInt32(truncatingIfNeeded: pool.directIOAlignment.memory)
             status.offset_alignment = UInt32(truncatingIfNeeded: pool.directIOAlignment.offset)
             out.pointee = status

@@ -23,5 +23,6 @@ public enum CopyProgress {
 
     static func report(_ step: Step, _ done: Int64, _ total: Int64) {
         observer.withLock { $0 }?(step, done, total)
+        OperationContext.report(done, total)
     }
 }

@@ -1,14 +1,22 @@
 import CProVideo
 import Foundation
 import Glibc
+import Synchronization
 
 /// A pool: a system-wide, preallocated reserve of storage on one filesystem, shared by every
 /// recorder process on the machine (Apple: "Pro Video Storage", `AVProVideoStorage`).
 ///
 /// Every process that opens the same directory sees the same `initialCapacity`,
-/// `remainingCapacity()` and `busyReasons()`: the state lives in the pool's files and locks,
+/// `remainingCapacity` and `busyReasons`: the state lives in the pool's files and locks,
 /// not in memory. Opening a pool repairs what a killed process left behind (see `repair()`).
-public final class Pool {
+///
+/// A `Pool` may be shared between tasks and threads. `@unchecked Sendable` because: its `let`
+/// properties are immutable or Sendable (`lock` only runs fcntl(2) on a descriptor it never
+/// changes, and excludes this process's threads as well as other processes, see `PoolLock`);
+/// its mutable state lives in `state`, a `Mutex`, so every read and write of it is atomic; and
+/// the read-modify-write sequences on it (resize, start, repair) run under the pool's mutation
+/// or reserve lock, which admit one thread at a time.
+public final class Pool: @unchecked Sendable {
     /// The pool's directory, absolute.
     public let path: String
     let layout: PoolLayout
@@ -16,17 +24,30 @@ public final class Pool {
     let calls: SystemCalls
     /// The pool directory's owner and group, which every pool file gets (`PoolAccess`).
     let access: PoolAccess
-    var configuration: PoolConfiguration
+    let state: Mutex<PoolState>
+    var configuration: PoolConfiguration {
+        get { state.withLock { $0.configuration } }
+        set { state.withLock { $0.configuration = newValue } }
+    }
     /// Recordings that opening the pool salvaged from captures whose recorder had died.
-    public private(set) var salvaged: [SalvagedRecording] = []
+    public private(set) var salvaged: [SalvagedRecording] {
+        get { state.withLock { $0.salvaged } }
+        set { state.withLock { $0.salvaged = newValue } }
+    }
     /// Captures of dead recorders that this process discarded because nothing of them was
     /// committed (no file was made at their destination).
-    public internal(set) var discarded: [DiscardedCapture] = []
+    public internal(set) var discarded: [DiscardedCapture] {
+        get { state.withLock { $0.discarded } }
+        set { state.withLock { $0.discarded = newValue } }
+    }
     /// Why opening the pool could not finish repairing what a killed process left, when the
     /// filesystem had no space or inode for it: reading the pool (status, list, check) still
     /// works, and the next operation that changes the pool repairs it first (and fails the
     /// same way until space is freed). nil when the pool is repaired.
-    public private(set) var repairFailure: ProVideoError?
+    public private(set) var repairFailure: ProVideoError? {
+        get { state.withLock { $0.repairFailure } }
+        set { state.withLock { $0.repairFailure = newValue } }
+    }
 
     /// Where a pool lives when neither `--pool` nor `PROVIDEO_POOL` says otherwise.
     public static let defaultPath = "/var/lib/provideo"
@@ -43,7 +64,7 @@ public final class Pool {
         self.access = try PoolAccess.of(directory: path)
         self.lock = try PoolLock(path: layout.lock, access: access)
         self.calls = calls
-        self.configuration = configuration
+        self.state = Mutex(PoolState(configuration: configuration))
     }
 
     // MARK: Support
@@ -295,17 +316,27 @@ public final class Pool {
 
     /// Bytes captures can still write, together: the reserve's size plus what each capture
     /// was granted and has not written yet. The same number in every process; a capture
-    /// publishes its progress as each write completes.
-    public func remainingCapacity() throws -> Int64 {
-        let reserveFile = reserve(layout.reserve)
-        return captureFiles().reduce(try reserveFile.size()) { total, files in
-            let granted = (try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0
-            return total + max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
+    /// publishes its progress every 250 ms while it writes (Apple: `remainingCapacity`).
+    ///
+    /// A snapshot read on each access: one statx(2) of the reserve, and per running capture a
+    /// statx of its file and a read of its 8-byte progress block. Any thread.
+    /// - Throws: `.ioError` when the reserve cannot be read.
+    public var remainingCapacity: Int64 {
+        get throws {
+            let reserveFile = reserve(layout.reserve)
+            return captureFiles().reduce(try reserveFile.size()) { total, files in
+                let granted = (try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0
+                return total + max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
+            }
         }
     }
 
-    /// What the pool is doing now, as seen from every process.
-    public func busyReasons() throws -> BusyReasons { try lock.heldByOthers() }
+    /// What the pool is doing now, as seen from every process (Apple: `busyReasons`).
+    ///
+    /// A snapshot read on each access: three fcntl(2) `F_OFD_GETLK` calls on `pool.lock`. Any
+    /// thread. `statusUpdates()` tells when it changes.
+    /// - Throws: `.ioError` when the lock file cannot be queried.
+    public var busyReasons: BusyReasons { get throws { try lock.heldByOthers() } }
 
     /// A snapshot of everything `provideo status` shows.
     public func status() throws -> PoolStatus {
@@ -321,13 +352,13 @@ public final class Pool {
                 committedBytes: CaptureJournal.readCommitted(files.commit), grantedBytes: facts.map { Int64($0.size) } ?? 0,
                 bitrate: journal.bitrate, pid: journal.pid, admittedOverBandwidth: journal.admittedOverBandwidth ?? false))
         }
-        let remaining = try remainingCapacity()
+        let remaining = try remainingCapacity
         let current = (try? PoolConfiguration.load(layout.configuration)) ?? configuration
         let storage = current.storage
         let admitted = captures.reduce(Int64(0)) { $0 + $1.bitrate }
         return PoolStatus(
             path: path, initialCapacity: current.initialCapacity, remainingCapacity: remaining,
-            busyReasons: try busyReasons().names, filesystem: storage.filesystem,
+            busyReasons: try busyReasons.names, filesystem: storage.filesystem,
             directIOAlignment: storage.directIOAlignment, device: storage.device,
             reservedBytesOnDisk: allocated, zeroFilled: current.zeroFilled,
             engine: captures.first.flatMap { $0.engine.isEmpty ? nil : $0.engine } ?? WriteEngineFactory.availableEngineName(),
@@ -396,7 +427,7 @@ public final class Pool {
                 return (added, max(wanted - added, 0))
             }
             CrashPoint.hit("replenish.allocated")
-            return ReplenishResult(added: added, missing: missing, remainingCapacity: try remainingCapacity())
+            return ReplenishResult(added: added, missing: missing, remainingCapacity: try remainingCapacity)
         }
     }
 

@@ -1,3 +1,4 @@
+import Foundation
 import Glibc
 
 /// The pool's lock file. Byte 0 serializes short state changes between processes; bytes 1…3
@@ -7,8 +8,13 @@ import Glibc
 /// not wait behind a long mutation such as a move's copy. OFD locks belong to an open file description, so
 /// they conflict between two opens in one process too, and the kernel drops them when their
 /// owner dies: a free busy byte is proof the owner is gone, never a guess from a pid.
+///
+/// Threads sharing one `PoolLock` share its open file description, which never conflicts with
+/// itself: `threads` gives the mutation and reserve bytes the same exclusion between threads
+/// of this process (a `Pool` shared between tasks) that the OFD lock gives between processes.
 final class PoolLock {
     private let file: FileDescriptor
+    private let threads = (mutation: NSRecursiveLock(), reserve: NSRecursiveLock())
     private static let mutationByte: Int64 = 0
     private static let reserveByte: Int64 = 16
 
@@ -29,6 +35,8 @@ final class PoolLock {
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withMutation<T>(_ body: () throws -> T) throws -> T {
         let deadline = MonotonicTime.now() + mutationWaitLimit
+        try hold(threads.mutation, "lock")
+        defer { threads.mutation.unlock() }
         while try !file.lock(Self.mutationByte, 1, wait: false) {
             guard MonotonicTime.now() < deadline else {
                 throw ProVideoError(.busy, "another process has held the pool's lock (\(file.path)) for "
@@ -48,6 +56,8 @@ final class PoolLock {
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withReserve<T>(_ body: () throws -> T) throws -> T {
         let deadline = MonotonicTime.now() + mutationWaitLimit
+        try hold(threads.reserve, "reserve lock")
+        defer { threads.reserve.unlock() }
         while try !file.lock(Self.reserveByte, 1, wait: false) {
             guard MonotonicTime.now() < deadline else {
                 throw ProVideoError(.busy, "another process has held the pool's reserve lock (\(file.path)) for "
@@ -63,9 +73,20 @@ final class PoolLock {
     /// Runs `body` holding the mutation lock if no other process holds it; nil without
     /// running it otherwise.
     func withMutationIfFree<T>(_ body: () throws -> T) throws -> T? {
+        guard threads.mutation.try() else { return nil }
+        defer { threads.mutation.unlock() }
         guard try file.lock(Self.mutationByte, 1, wait: false) else { return nil }
         defer { file.unlock(Self.mutationByte, 1) }
         return try body()
+    }
+
+    /// Takes `threads`' lock for this thread, waiting up to `mutationWaitLimit`.
+    /// - Throws: `.busy` when another thread of this process kept it that long.
+    private func hold(_ lock: NSRecursiveLock, _ what: String) throws {
+        guard lock.lock(before: Date(timeIntervalSinceNow: Double(mutationWaitLimit) / 1e9)) else {
+            throw ProVideoError(.busy, "another thread of this process has held the pool's \(what) (\(file.path)) for "
+                                + "\(mutationWaitLimit / 1_000_000_000) s; try again when it is done", path: file.path)
+        }
     }
 
     /// The reasons whose byte another open file description holds.

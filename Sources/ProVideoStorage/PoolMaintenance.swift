@@ -146,7 +146,7 @@ extension Pool {
                 problems.append("the capture \(files.id)'s file was granted \(granted) bytes but only \(data) are allocated")
             }
         }
-        let remaining = try remainingCapacity()
+        let remaining = try remainingCapacity
         if remaining > reserved {
             problems.append("remainingCapacity \(remaining) exceeds the \(reserved) bytes really reserved")
         }

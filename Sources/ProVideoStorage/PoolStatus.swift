@@ -1,7 +1,7 @@
 /// Everything `provideo status` reports, in the shape of `status --json`. Sizes in bytes.
-public struct PoolStatus: Codable, Sendable {
+public struct PoolStatus: Codable, Sendable, Equatable {
     /// One running capture.
-    public struct Capture: Codable, Sendable {
+    public struct Capture: Codable, Sendable, Equatable {
         /// The capture's id: its directory in the pool's `captures/`.
         public var id: String
         public var destination: String

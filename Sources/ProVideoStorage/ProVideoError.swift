@@ -39,6 +39,9 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
         case captureClosed
         /// The write path found one of its own rules broken (a defect): the capture stopped.
         case invariantViolated
+        /// The task running an async operation was cancelled at a point where stopping is
+        /// safe; the message says what was left as it was (see Docs/SWIFT-API.md).
+        case cancelled
     }
 
     public var code: Code

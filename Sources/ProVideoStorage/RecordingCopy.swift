@@ -37,6 +37,9 @@ enum RecordingCopy {
             guard try digest(source, length: length, calls: calls) == digest(target, length: length, calls: calls) else {
                 throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256)", path: temporary)
             }
+            // The last point where an async caller's cancellation is honoured: after the rename
+            // the copy is the recording.
+            try OperationContext.checkpoint("the copy to \(destination)")
             let rc = calls.renameNoReplace(temporary, destination)
             if rc == -EEXIST { throw RecordingMove.destinationExists(destination) }
             if rc < 0 { throw ProVideoError.system("renameat2", errno: -rc, path: destination) }
@@ -61,6 +64,7 @@ enum RecordingCopy {
         var kernelCopy = true
         var buffer = [UInt8](repeating: 0, count: chunk)
         while offset < length {
+            try OperationContext.checkpoint("the copy to \(target.path)")
             if kernelCopy {
                 let n = calls.copyFileRange(source.rawValue, offset, target.rawValue, offset, Int(length - offset))
                 if n > 0 {
@@ -90,6 +94,7 @@ enum RecordingCopy {
         var buffer = [UInt8](repeating: 0, count: chunk)
         var offset: Int64 = 0
         while offset < length {
+            try OperationContext.checkpoint("the verification of \(file.path)")
             let want = Int(min(Int64(chunk), length - offset))
             let n = try buffer.withUnsafeMutableBytes {
                 try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)

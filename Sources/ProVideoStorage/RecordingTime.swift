@@ -22,6 +22,6 @@ extension Pool {
     /// The recording time the remaining capacity holds at `bitrate` bits per second, in
     /// seconds, as seen now from every process; nil (unknown) for a bitrate ≤ 0.
     public func remainingDuration(atBitrate bitrate: Int64) throws -> Double? {
-        RecordingTime.seconds(bytes: try remainingCapacity(), atBitrate: bitrate)
+        RecordingTime.seconds(bytes: try remainingCapacity, atBitrate: bitrate)
     }
 }

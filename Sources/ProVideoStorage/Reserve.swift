@@ -125,6 +125,7 @@ struct Reserve {
         let fd = try FileDescriptor.open(path, O_WRONLY, direct: true)
         var offset = from
         while offset < to {
+            try OperationContext.checkpoint("zero-filling the reserve")
             let length = Int(min(Int64(chunk), to - offset))
             try fd.writeAll(UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<length]), at: offset, calls)
             offset += Int64(length)

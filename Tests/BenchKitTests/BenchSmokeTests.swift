@@ -30,7 +30,7 @@ import Testing
             let sizes = FrameSizes.constant(bitrate: 400_000_000, fps: 50, count: Self.frames)
             let plan = RunPlan(streams: 1, bitrate: 400_000_000, fps: 50, sizes: sizes, inputQueueFrames: 1_000,
                                writeSize: 1 << 20, scratchDirectory: files)
-            let remainingBefore = try pool.remainingCapacity()
+            let remainingBefore = try pool.remainingCapacity
             let run = try ModeRunner.run(mode, plan: plan, pools: [pool])
             // An input queue of 1000 frames and a 32 MiB reserve: no frame can be lost here.
             #expect(run.accounting.onTime + run.accounting.late == Self.frames)
@@ -39,8 +39,8 @@ import Testing
             #expect(run.samples.count == Self.frames)
             #expect(run.completionLatency.max > 0)
             // The capture was cancelled and the files removed: capacity and space come back.
-            #expect(try pool.remainingCapacity() == remainingBefore)
-            #expect(try pool.busyReasons().isEmpty)
+            #expect(try pool.remainingCapacity == remainingBefore)
+            #expect(try pool.busyReasons.isEmpty)
             #expect(try FileManager.default.contentsOfDirectory(atPath: files).isEmpty)
         }
     }
@@ -88,7 +88,7 @@ import Testing
                     #expect(Set((entry[key] as? [String: Any])?.keys.map { $0 } ?? []) == ["p50", "p99", "p999", "max"])
                 }
             }
-            #expect(try pool.busyReasons().isEmpty)
+            #expect(try pool.busyReasons.isEmpty)
         }
     }
 
@@ -112,7 +112,7 @@ import Testing
             // 8 MiB passes end before a commit: the warning says how many bytes --size needs.
             let warning = object?["durableWarning"] as? String ?? ""
             #expect(warning.range(of: #"pass --size [0-9]+ or more \(bytes"#, options: .regularExpression) != nil, "\(warning)")
-            #expect(try pool.remainingCapacity() == pool.initialCapacity)
+            #expect(try pool.remainingCapacity == pool.initialCapacity)
         }
     }
 

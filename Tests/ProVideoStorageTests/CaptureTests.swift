@@ -71,14 +71,14 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             #expect(throws: ProVideoError.self) { try capture.append(count: -1) { _ in calls += 1 } }
             #expect(calls == 0)
             try capture.cancel()
-            #expect(try pool.remainingCapacity() == pool.initialCapacity)
+            #expect(try pool.remainingCapacity == pool.initialCapacity)
         }
     }
 
     @Test(arguments: [0, 1])
     func tinyRecordingsAreExact(size: Int) throws {
         try withPool { (pool, scratch) throws in
-            let before = try pool.remainingCapacity()
+            let before = try pool.remainingCapacity
             let capture = try pool.startCapture(to: scratch + "/tiny", options: testOptions)
             let bytes = TestSupport.pattern(size, seed: 7)
             if size > 0 { try capture.append(bytes) }
@@ -86,8 +86,8 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             #expect(TestSupport.fileHolds(result.path, bytes))
             #expect(try FileManager.default.attributesOfItem(atPath: result.path)[.size] as? Int == size)
             let unit = Int64(pool.configuration.storage.blockSize)
-            #expect(try pool.remainingCapacity() == before - (Int64(size) + unit - 1) / unit * unit)
-            #expect(try pool.busyReasons().isEmpty)
+            #expect(try pool.remainingCapacity == before - (Int64(size) + unit - 1) / unit * unit)
+            #expect(try pool.busyReasons.isEmpty)
         }
     }
 
@@ -112,7 +112,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             let result = try capture.finish()
             #expect(result.length == 64 << 20)
             #expect(TestSupport.fileHolds(result.path, accepted))
-            #expect(try pool.remainingCapacity() == 0)
+            #expect(try pool.remainingCapacity == 0)
         }
     }
 
@@ -160,7 +160,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
                 usleep(10_000)
             }
             #expect(CaptureJournal.readCounter(capture.files.progress) == 50_005)
-            #expect(try pool.remainingCapacity() == pool.initialCapacity - pool.reserve("").rounded(50_005))
+            #expect(try pool.remainingCapacity == pool.initialCapacity - pool.reserve("").rounded(50_005))
             try capture.append(TestSupport.pattern(600_000, seed: 9))  // fills and writes the buffer whole
             let result = try capture.finish()
             #expect(TestSupport.fileHolds(result.path, frames.flatMap { $0 } + TestSupport.pattern(600_000, seed: 9)))
@@ -169,13 +169,13 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
 
     @Test func cancelReturnsTheCapacity() throws {
         try withPool { (pool, scratch) throws in
-            let before = try pool.remainingCapacity()
+            let before = try pool.remainingCapacity
             let capture = try pool.startCapture(to: scratch + "/discarded.mov", options: testOptions)
             try capture.append(TestSupport.pattern(5 << 20, seed: 1))
             try capture.cancel()
-            #expect(try pool.remainingCapacity() == before)
+            #expect(try pool.remainingCapacity == before)
             #expect(!FileManager.default.fileExists(atPath: scratch + "/discarded.mov"))
-            #expect(try pool.busyReasons().isEmpty)
+            #expect(try pool.busyReasons.isEmpty)
             #expect(throws: ProVideoError.self) { try capture.append([1]) }
         }
     }
@@ -186,7 +186,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
         try withPool { (pool, scratch) throws in
             let other = try Pool.open(at: pool.path)
             let capture = try pool.startCapture(to: scratch + "/a.mov", options: testOptions)
-            #expect(try other.busyReasons() == [.capturing])
+            #expect(try other.busyReasons == [.capturing])
             let second = try other.startCapture(to: scratch + "/b.mov", options: testOptions)
             let attempts: [() throws -> Void] = [{ _ = try other.resize(to: 64 << 20) }, { try other.destroy() }]
             for attempt in attempts {
@@ -198,9 +198,9 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             try capture.append([1, 2, 3])
             try second.append([4, 5])
             #expect(try capture.finish().length == 3)
-            #expect(try other.busyReasons() == [.capturing], "the second capture still runs")
+            #expect(try other.busyReasons == [.capturing], "the second capture still runs")
             #expect(try second.finish().length == 2)
-            #expect(try other.busyReasons().isEmpty)
+            #expect(try other.busyReasons.isEmpty)
             #expect(try pool.check().isEmpty)
         }
     }
@@ -237,8 +237,8 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
                 #expect(error?.code == code)
             }
             #expect(TestSupport.fileHolds(scratch + "/exists.mov", [42]))
-            #expect(try pool.busyReasons().isEmpty)
-            #expect(try pool.remainingCapacity() == pool.initialCapacity)
+            #expect(try pool.busyReasons.isEmpty)
+            #expect(try pool.remainingCapacity == pool.initialCapacity)
         }
     }
 
@@ -258,7 +258,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             #expect(listing.recordings.count == 1)
             #expect(listing.recordings.first?.destination == destination)
             #expect(listing.recordings.first.map { TestSupport.fileHolds($0.path, bytes) } == true)
-            #expect(try pool.busyReasons().isEmpty)
+            #expect(try pool.busyReasons.isEmpty)
         }
     }
 }

@@ -54,7 +54,7 @@ extension FilesystemTests {
                     #expect(try TestSupport.sha256sum(destination) == TestSupport.sha256Hex(input))
                     #expect(TestSupport.fileEquals(destination, input))
                     #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.mountPoint) == ["take.mov"])
-                    #expect(try pool.remainingCapacity() == 16 << 20, "the reserve was not restored whole")
+                    #expect(try pool.remainingCapacity == 16 << 20, "the reserve was not restored whole")
                     try FS.expectIdleAndConsistent(pool)
                 }
             }

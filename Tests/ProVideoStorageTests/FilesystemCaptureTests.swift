@@ -21,7 +21,7 @@ extension FS {
     /// The pool's state after a capture ended: nothing busy, no capture directory, and the
     /// accounting checks out.
     static func expectIdleAndConsistent(_ pool: Pool, sourceLocation: SourceLocation = #_sourceLocation) throws {
-        #expect(try pool.busyReasons().isEmpty, sourceLocation: sourceLocation)
+        #expect(try pool.busyReasons.isEmpty, sourceLocation: sourceLocation)
         #expect(!TestSupport.hasCapture(pool.path), "capture/ was left behind",
                 sourceLocation: sourceLocation)
         let problems = try pool.check()
@@ -45,20 +45,20 @@ extension FilesystemTests {
 
                 // 1000 frames of 4097 bytes.
                 let odd = TestSupport.frames(count: 1000, size: 4097, seed: 3)
-                var before = try pool.remainingCapacity()
+                var before = try pool.remainingCapacity
                 #expect(before == 64 << 20)
                 var result = try FS.capture(pool, odd, to: out + "/odd.mov")
                 #expect(result.path == out + "/odd.mov")
                 #expect(result.length == 4_097_000)
                 #expect(try TestSupport.statSizes(out + "/odd.mov").size == 4_097_000)
                 #expect(TestSupport.fileEquals(out + "/odd.mov", TestSupport.concatenated(odd)))
-                #expect(try pool.remainingCapacity() == before - TestSupport.roundUp(4_097_000, unit))
+                #expect(try pool.remainingCapacity == before - TestSupport.roundUp(4_097_000, unit))
                 #expect(try TestSupport.poolStatus(path).remainingCapacity == before - TestSupport.roundUp(4_097_000, unit))
                 try FS.expectIdleAndConsistent(pool)
 
                 // 1 byte and 0 bytes.
                 for length in [1, 0] {
-                    before = try pool.remainingCapacity()
+                    before = try pool.remainingCapacity
                     let frames = length == 0 ? [] : [[UInt8(0xA5)]]
                     let destination = out + "/tiny-\(length).mov"
                     result = try FS.capture(pool, frames, to: destination)
@@ -66,7 +66,7 @@ extension FilesystemTests {
                     #expect(FileManager.default.fileExists(atPath: destination))
                     #expect(TestSupport.fileHolds(destination, TestSupport.concatenated(frames)))
                     #expect(try TestSupport.statSizes(destination).size == Int64(length))
-                    #expect(try pool.remainingCapacity() == before - TestSupport.roundUp(Int64(length), unit))
+                    #expect(try pool.remainingCapacity == before - TestSupport.roundUp(Int64(length), unit))
                     try FS.expectIdleAndConsistent(pool)
                 }
 
@@ -91,7 +91,7 @@ extension FilesystemTests {
                 #expect(result.length == 64 << 20)
                 #expect(try TestSupport.statSizes(out + "/full.mov").size == 64 << 20)
                 #expect(TestSupport.fileEquals(out + "/full.mov", TestSupport.concatenated(accepted)))
-                #expect(try pool.remainingCapacity() == 0)
+                #expect(try pool.remainingCapacity == 0)
                 try FS.expectIdleAndConsistent(pool)
             }
         }
@@ -116,7 +116,7 @@ extension FilesystemTests {
                     #expect(try FileManager.default.contentsOfDirectory(atPath: tmp.mountPoint) == ["take.mov"],
                             "no temporary file may stay beside the destination")
                     // Copied out: the pool's file went back to the reserve whole.
-                    #expect(try pool.remainingCapacity() == 32 << 20)
+                    #expect(try pool.remainingCapacity == 32 << 20)
                     let status = try TestSupport.poolStatus(path)
                     #expect(status.remainingCapacity == 32 << 20)
                     try FS.expectReserveMatchesStat(path, status)
@@ -146,7 +146,7 @@ extension FilesystemTests {
                     try Data(existing).write(to: URL(fileURLWithPath: destination))
                     let early = #expect(throws: ProVideoError.self) { try pool.startCapture(to: destination, options: FS.options) }
                     #expect(early?.code == .destinationExists)
-                    #expect(try pool.busyReasons().isEmpty)
+                    #expect(try pool.busyReasons.isEmpty)
                     try FileManager.default.removeItem(atPath: destination)
 
                     // Taken while recording.
@@ -170,7 +170,7 @@ extension FilesystemTests {
                         #expect(held.path == error?.path)
                         #expect(TestSupport.fileEquals(held.path, input), "the kept recording differs from the input")
                     }
-                    #expect(try pool.busyReasons().isEmpty)
+                    #expect(try pool.busyReasons.isEmpty)
                     #expect(!TestSupport.hasCapture(path))
                     // The pool is usable again.
                     let next = try FS.capture(pool, [[1, 2, 3]], to: directory + "/next.mov")

@@ -32,14 +32,14 @@ import Testing
     }
 
     static func recordInterleaved(_ pool: Pool, count: Int, into directory: String) throws {
-        let before = try pool.remainingCapacity()
+        let before = try pool.remainingCapacity
         let unit = Int64(max(pool.directIOAlignment.io, pool.configuration.storage.blockSize))
         let streams = (0..<count).map { index in
             TestSupport.frames(count: 40 + index * 7, size: 50_000 + index * 4_099, seed: UInt64(index + 1))
         }
         let captures = try (0..<count).map { try pool.startCapture(to: directory + "/iso-\($0).mov", options: options) }
         #expect(try pool.status().captures.count == count)
-        #expect(try pool.busyReasons() == [.capturing])
+        #expect(try pool.busyReasons == [.capturing])
         for frame in 0..<streams.map(\.count).max()! {
             for (index, capture) in captures.enumerated() where frame < streams[index].count {
                 try capture.append(streams[index][frame])
@@ -54,10 +54,10 @@ import Testing
             #expect(exact, "iso-\(index).mov differs from its frames")
             total += TestSupport.roundUp(result.length, unit)
         }
-        let after = try pool.remainingCapacity()
+        let after = try pool.remainingCapacity
         #expect(after == before - total, "remaining \(after), before \(before), recorded \(total) (unit \(unit))")
         #expect(try pool.check() == [])
-        #expect(try pool.busyReasons().isEmpty)
+        #expect(try pool.busyReasons.isEmpty)
     }
 
     /// Three captures write round-robin into a 24 MiB pool until each is refused with storage
@@ -83,7 +83,7 @@ import Testing
     }
 
     static func fill(_ pool: Pool, into directory: String) throws {
-        let capacity = try pool.remainingCapacity()
+        let capacity = try pool.remainingCapacity
         let frameSize = 100_000
         let captures = try (0..<3).map { try pool.startCapture(to: directory + "/fill-\($0).mov", options: options) }
         var written: [[[UInt8]]] = [[], [], []]

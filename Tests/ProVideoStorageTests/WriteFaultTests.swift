@@ -157,7 +157,7 @@ import Testing
             let committed = capture!.committedLength
             #expect(committed > 0)
             #expect(throws: ProVideoError.self) { try capture!.finish() }
-            #expect(try pool.busyReasons() == [])  // a failed capture lets `recover` in at once
+            #expect(try pool.busyReasons == [])  // a failed capture lets `recover` in at once
             capture = nil  // the recorder gives up: its lock is released
             let reopened = try Pool.open(at: pool.path)
             // A commit in flight when the write failed may have landed too: at least `committed`.
@@ -166,7 +166,7 @@ import Testing
             #expect(salvaged.length >= committed && salvaged.length <= Int64(expected.count))
             #expect(TestSupport.fileHolds(destination, Array(expected.prefix(Int(salvaged.length)))))
             #expect(try reopened.check() == [])
-            #expect(try reopened.remainingCapacity() == pool.initialCapacity - reopened.reserve("").rounded(salvaged.length))
+            #expect(try reopened.remainingCapacity == pool.initialCapacity - reopened.reserve("").rounded(salvaged.length))
         }
     }
 }

@@ -74,7 +74,7 @@ import Testing
             let path = pool.path
             fault.current!.onDeliver = { request, _ in
                 guard case .slotWrite = request.tag else { return }
-                let busy = try? Pool.open(at: path).busyReasons()
+                let busy = try? Pool.open(at: path).busyReasons
                 heldWhileDelivered.update { $0.append(busy?.contains(.capturing) ?? false) }
             }
             for index in 0..<13 { try capture!.append(TestSupport.pattern(64 * Self.kib, seed: UInt64(index))) }
@@ -89,7 +89,7 @@ import Testing
             #expect(fault.current!.delivered.contains { $0.result == -ECANCELED })  // not started: cancelled
             #expect(heldWhileDelivered.current.count == 13)
             #expect(heldWhileDelivered.current.allSatisfy { $0 })
-            #expect(try pool.busyReasons() == [])
+            #expect(try pool.busyReasons == [])
             let before = TestSupport.readPrefix(capture!.files.data, 13 * 64 * Self.kib)
             usleep(2_000_000)
             // Compared outside #expect: a failing expectation would diff 832 KiB element by element.
@@ -111,7 +111,7 @@ import Testing
             while try Self.failCall(call, pool: pool.path, destination: scratch + "/take-\(ending)-\(call).mov",
                                     ending: ending) {
                 _ = try Pool.open(at: pool.path)  // salvages a failed capture
-                #expect(try pool.busyReasons() == [])
+                #expect(try pool.busyReasons == [])
                 #expect(try pool.check() == [])
                 call += 1
             }

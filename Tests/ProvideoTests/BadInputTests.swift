@@ -136,7 +136,7 @@ import Testing
                     #expect(error.code == .invalidDestination, "\(destination): \(error.code) \(error)")
                 }
             }
-            #expect(try library.busyReasons().isEmpty)
+            #expect(try library.busyReasons.isEmpty)
             #expect(CrashKit.snapshot(pool) == before)
             try CrashKit.expectSane(pool, "after refused destinations")
         }

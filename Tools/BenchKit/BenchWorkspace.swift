@@ -46,7 +46,7 @@ public final class BenchWorkspace {
         var pools: [Pool] = []
         for path in named.prefix(count) {
             let pool = try Pool.open(at: path)
-            let remaining = try pool.remainingCapacity()
+            let remaining = try pool.remainingCapacity
             guard remaining >= minimumBytes else {
                 throw BenchError("the pool at \(path) has \(ByteFormat.human(remaining)) of reserve left; this run needs "
                                  + "\(ByteFormat.human(minimumBytes)) per stream. Grow it (`provideo --pool \(path) resize "
@@ -65,7 +65,7 @@ public final class BenchWorkspace {
     static func defaultPoolUnfit(_ path: String, count: Int, minimumBytes: Int64) throws -> String? {
         guard FileManager.default.fileExists(atPath: path + "/pool.json") else { return "no pool at \(path)" }
         if count > 1 { return "the pool at \(path) runs one capture, this run needs \(count) (one per stream)" }
-        let remaining = try Pool.open(at: path).remainingCapacity()
+        let remaining = try Pool.open(at: path).remainingCapacity
         guard remaining >= minimumBytes else {
             return "the pool at \(path) has \(ByteFormat.human(remaining)) of reserve left, this run needs "
                 + "\(ByteFormat.human(minimumBytes)) (\(minimumBytes) bytes)"

@@ -101,7 +101,7 @@ enum BenchCommands {
         guard writeSize % alignment == 0 else {
             throw UsageError("--write-size must be a multiple of the pool's direct I/O alignment (\(alignment) bytes)")
         }
-        let remaining = try pool.remainingCapacity()
+        let remaining = try pool.remainingCapacity
         let bytes = min(bytesWanted, remaining) / Int64(writeSize) * Int64(writeSize)
         if remaining < bytesWanted {
             log("the pool's reserve holds \(ByteFormat.human(remaining)): writing \(ByteFormat.human(bytes)) per pass")

@@ -1,0 +1,96 @@
+/// The long pool operations as `async` functions. Each runs on a thread of its own
+/// (`OffThread`), never on the caller's task or actor, and reports progress to an optional
+/// `ProVideoProgress` handler on that thread. Cancellation is honoured only where stopping
+/// leaves the pool as if the operation had not run; Docs/SWIFT-API.md lists where it is not.
+extension Pool {
+    /// Creates a pool; see `create(at:capacity:zeroFill:group:maxCaptures:bandwidth:progress:)`.
+    /// - Parameter progress: bytes zero-filled of the capacity (only with `zeroFill`).
+    /// - Returns: the open pool, which may be shared between tasks.
+    /// - Throws: as the synchronous `create`; `.cancelled` when the task was cancelled while
+    ///   the reserve was being zero-filled (checked every 8 MiB): nothing of the pool is left.
+    public static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
+                              maxCaptures: Int? = nil, bandwidth: Int64? = nil,
+                              progress: ProVideoProgress? = nil) async throws -> Pool {
+        try await create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
+                         bandwidth: bandwidth, progress: progress, systemCalls: .live)
+    }
+
+    /// `create(at:capacity:zeroFill:group:maxCaptures:bandwidth:progress:) async` with system
+    /// calls a test swapped.
+    package static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
+                               maxCaptures: Int? = nil, bandwidth: Int64? = nil, progress: ProVideoProgress?,
+                               systemCalls: SystemCalls) async throws -> Pool {
+        try await OffThread.run("provideo-create", cancellable: true, progress: progress) {
+            try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
+                       bandwidth: bandwidth, progress: progress, systemCalls: systemCalls)
+        }
+    }
+
+    /// Opens the pool at `path` (see `resolvePath(_:environment:)`) and salvages every capture
+    /// whose recorder died, as `provideo recover` does; `salvaged` and `discarded` of the
+    /// result list what it did.
+    /// - Parameter progress: bytes of a salvaged recording copied to another filesystem.
+    /// - Throws: as `open(at:)`. Cancellation is ignored: a salvage, once started, runs to its
+    ///   end (an interrupted one would only be redone by the next open).
+    public static func recover(at path: String? = nil, progress: ProVideoProgress? = nil) async throws -> Pool {
+        try await OffThread.run("provideo-recover", cancellable: false, progress: progress) { try open(at: path) }
+    }
+
+    /// Restores the reserve toward `initialCapacity`, best effort (Apple:
+    /// `replenishCapacity()`); see the synchronous `replenishCapacity()` for the rules. Busy
+    /// reason `replenishing` while it runs.
+    /// - Returns: the bytes added to the reserve; 0 when it was already full.
+    /// - Throws: `.notEnoughSpace` when the filesystem could not take a single byte more;
+    ///   `.busy`; `.cancelled` when the task was cancelled before it started. Once it started
+    ///   it runs to its end (a grant from the filesystem is one fallocate(2)).
+    public func replenishCapacity() async throws -> Int {
+        try checkNotCancelled("the replenish")
+        return try await OffThread.run("provideo-replenish", cancellable: false, progress: nil) {
+            let result: ReplenishResult = try self.replenishCapacity()
+            return Int(result.added)
+        }
+    }
+
+    /// Sets `initialCapacity` and grows or shrinks the reserve; see the synchronous
+    /// `resize(to:)`. Busy reason `adjustingCapacity` while it runs.
+    /// - Parameter progress: called with (0, bytes to add or remove) before and with both equal
+    ///   after: a resize is one fallocate(2) or ftruncate(2), with nothing to count between.
+    /// - Returns: the new capacity in bytes.
+    /// - Throws: as `resize(to:)`; `.cancelled` when the task was cancelled before it started.
+    ///   Once it started it runs to its end.
+    @discardableResult
+    public func resize(to capacity: Int64, progress: ProVideoProgress? = nil) async throws -> Int64 {
+        try checkNotCancelled("the resize")
+        return try await OffThread.run("provideo-resize", cancellable: false, progress: progress) {
+            let change = abs(capacity - self.initialCapacity)
+            OperationContext.report(0, change)
+            let resized: Int64 = try self.resize(to: capacity)
+            OperationContext.report(change, change)
+            return resized
+        }
+    }
+
+    /// Moves a recording the pool holds to `destination`; see the synchronous
+    /// `moveHeldRecording(_:to:)`.
+    /// - Parameter progress: a copy to another filesystem reports its copy pass, then its two
+    ///   verification passes (the recording, then the copy), each from 0 to the recording's
+    ///   length in bytes. A rename reports nothing.
+    /// - Returns: the path the recording now has.
+    /// - Throws: as `moveHeldRecording(_:to:)`; `.cancelled` when the task was cancelled
+    ///   during the copy or its verification: nothing is left at the destination and the
+    ///   recording stays held, to be moved again. A cancellation after the copy's final rename
+    ///   is ignored (the move is done).
+    @discardableResult
+    public func moveHeldRecording(_ held: String, to destination: String? = nil,
+                                  progress: ProVideoProgress? = nil) async throws -> String {
+        try await OffThread.run("provideo-move", cancellable: true, progress: progress) {
+            let moved: String = try self.moveHeldRecording(held, to: destination)
+            return moved
+        }
+    }
+
+    /// - Throws: `.cancelled` when the current task is cancelled.
+    func checkNotCancelled(_ operation: String) throws {
+        if Task.isCancelled { throw ProVideoError(.cancelled, "cancelled: \(operation) did not start", path: path) }
+    }
+}
