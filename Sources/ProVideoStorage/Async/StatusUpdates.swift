@@ -1,0 +1,62 @@
+import Foundation
+import Synchronization
+
+extension Pool {
+    /// How often `statusUpdates()` looks even without an inotify event, in milliseconds: busy
+    /// reasons are OFD locks, which raise no event.
+    static let statusFallbackInterval: Int32 = 500
+    /// The shortest time between two looks after events, in microseconds: a capture's file
+    /// raises an event per write, far more often than anyone reads a status.
+    static let statusEventCoalescing: UInt32 = 50_000
+
+    /// The pool's status now, then again each time it changes, in this process or another:
+    /// capacity (a capture's progress, a grant, a replenish, a resize), busy reasons, the
+    /// running captures. A change shows within about half a second: the stream wakes on the
+    /// kernel's change notification (inotify on the pool directory, `captures/` and each
+    /// capture's directory) and at least every 500 ms, because busy reasons live in OFD locks,
+    /// which no notification reports, and on filesystems whose changes inotify does not see
+    /// (NFS, FUSE and other network filesystems changed by another machine) the timer alone
+    /// keeps it live. Only a status different from the last one yielded is yielded.
+    ///
+    /// Watching runs on a thread of its own; iterate from any task. The stream ends when the
+    /// iterating task is cancelled (the thread stops within 500 ms) or when the pool's
+    /// status can no longer be read (the pool was destroyed); when inotify is not available
+    /// (`fs.inotify.max_user_instances` reached), it runs on the timer alone.
+    /// Each look costs what `status()` costs: a few statx(2) calls and small reads per capture.
+    public func statusUpdates() -> AsyncStream<PoolStatus> {
+        let (stream, continuation) = AsyncStream.makeStream(of: PoolStatus.self, bufferingPolicy: .bufferingNewest(16))
+        let stopped = StopFlag()
+        continuation.onTermination = { _ in stopped.stop() }
+        let thread = Thread { [self] in
+            let watcher = try? ChangeWatcher(layout: layout)
+            var last: PoolStatus?
+            while !stopped.isStopped {
+                guard let status = try? status() else { break }
+                if status != last {
+                    continuation.yield(status)
+                    last = status
+                }
+                if let watcher {
+                    if watcher.wait(milliseconds: Self.statusFallbackInterval) {
+                        usleep(Self.statusEventCoalescing)
+                        _ = watcher.wait(milliseconds: 0)
+                    }
+                    watcher.refreshCaptureWatches()
+                } else {
+                    usleep(UInt32(Self.statusFallbackInterval) * 1000)
+                }
+            }
+            continuation.finish()
+        }
+        thread.name = "provideo-status"
+        thread.start()
+        return stream
+    }
+}
+
+/// Set once by the stream's termination, read by its watching thread.
+private final class StopFlag: Sendable {
+    private let flag = Atomic<Bool>(false)
+    func stop() { flag.store(true, ordering: .relaxed) }
+    var isStopped: Bool { flag.load(ordering: .relaxed) }
+}

@@ -1,0 +1,178 @@
+import Foundation
+import Glibc
+import Synchronization
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// The async API: a recorder written with tasks, status updates as a stream, and cancellation
+/// of the long operations at their safe points.
+@Suite struct AsyncAPITests {
+    static let options = CaptureOptions(bitrate: 40_000_000, bufferBudget: 2 << 20, writeSize: 256 << 10,
+                                        durabilityInterval: 100_000_000, grantSize: 1 << 20)
+
+    /// A small async recorder: one task owns the capture (handed to it, as the compiler
+    /// checks) and appends and finishes; another observes `statusUpdates()`. The observer saw
+    /// the idle pool, then `capturing` with the remaining capacity falling, then the idle pool
+    /// again with the capacity the finished recording left.
+    @Test func asyncRecorderWithStatusObserver() async throws {
+        let scratch = TestSupport.scratchDirectory("async-recorder")
+        defer { TestSupport.removeTree(scratch) }
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 32 << 20)
+        let initial = try pool.remainingCapacity
+        let log = StatusLog()
+        let observer = log.follow(pool, seconds: 30) { seen in
+            seen.contains { !$0.captures.isEmpty } && seen.last?.captures.isEmpty == true
+        }
+        await log.waitFor(count: 1)
+
+        let frames = TestSupport.frames(count: 48, size: 250_000, seed: 17)
+        let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
+        let recorder = Task {
+            for frame in frames {
+                try capture.append(frame)
+                try capture.poll()
+                try await Task.sleep(for: .milliseconds(40))
+            }
+            return try await capture.finish()
+        }
+        let result = try await recorder.value
+        await observer.value
+
+        #expect(result.length == 48 * 250_000)
+        #expect(TestSupport.fileEquals(scratch + "/take.mov", TestSupport.concatenated(frames)))
+        #expect(log.busyReasonChanges == [[], ["capturing"], []], "\(log.busyReasonChanges)")
+        let statuses = log.statuses
+        #expect(statuses.first?.remainingCapacity == initial)
+        let whileCapturing = statuses.filter { !$0.captures.isEmpty }.map(\.remainingCapacity)
+        #expect(Set(whileCapturing).count >= 3, "the capacity was seen at \(whileCapturing)")
+        #expect(whileCapturing == whileCapturing.sorted(by: >), "the capacity rose while capturing: \(whileCapturing)")
+        #expect(statuses.last?.remainingCapacity == (try pool.remainingCapacity))
+        #expect(try pool.remainingCapacity <= initial - result.length)
+        #expect(try pool.check() == [])
+        try pool.destroyAfterRemoving(scratch + "/take.mov")
+    }
+
+    /// A copy-finish (the rename out of the pool answers EXDEV) cancelled while it copies:
+    /// nothing is left in the destination's directory, the recording is held in the pool and
+    /// placeable, the pool passes `check`; the held recording then moves out whole.
+    @Test func cancelledCopyFinishLeavesNothingAtTheDestination() async throws {
+        let scratch = TestSupport.scratchDirectory("cancel-copy")
+        defer { TestSupport.removeTree(scratch) }
+        let poolPath = scratch + "/pool"
+        let outside = scratch + "/out"
+        try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
+        let pool = try await Pool.create(at: poolPath, capacity: 32 << 20, progress: nil,
+                                         systemCalls: Self.slowCopyOutOfCaptures(poolPath))
+        let frames = TestSupport.frames(count: 32, size: 250_000, seed: 23)
+        let capture = try pool.startCapture(to: outside + "/take.mov", options: Self.options)
+        for frame in frames { try capture.append(frame) }
+        let copied = ProgressLog()
+        let finishing = Task { try await capture.finish(progress: { done, _ in copied.record(done) }) }
+        while copied.latest < 1 << 20 { try await Task.sleep(for: .milliseconds(5)) }
+        finishing.cancel()
+        let outcome = await finishing.result
+
+        guard case .failure(let error as ProVideoError) = outcome else {
+            Issue.record("the cancelled finish ended with \(outcome)")
+            return
+        }
+        #expect(error.code == .cancelled, "\(error)")
+        #expect(try FileManager.default.contentsOfDirectory(atPath: outside) == [])
+        let held = try pool.listing().recordings
+        #expect(held.count == 1)
+        #expect(held.first?.path == error.path)
+        #expect(try pool.check() == [])
+        #expect(try pool.busyReasons.isEmpty)
+
+        let moved = try await pool.moveHeldRecording(try #require(held.first).path)
+        #expect(moved == outside + "/take.mov")
+        #expect(TestSupport.fileEquals(moved, TestSupport.concatenated(frames)))
+        #expect(try pool.listing().recordings.isEmpty)
+        #expect(try pool.check() == [])
+    }
+
+    /// A replenish whose task is cancelled before it starts does nothing and says so; one that
+    /// runs restores the reserve and returns the bytes it added (Apple's `Int`); a second one
+    /// adds nothing; a cancellation that races a running one leaves a consistent pool.
+    @Test func replenishCancelledBeforeItStartsAndReplenishThatRuns() async throws {
+        let scratch = TestSupport.scratchDirectory("cancel-replenish")
+        defer { TestSupport.removeTree(scratch) }
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 16 << 20)
+        let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
+        for frame in TestSupport.frames(count: 8, size: 250_000, seed: 5) { try capture.append(frame) }
+        try await capture.finish()
+        let remaining = try pool.remainingCapacity
+        #expect(remaining < 16 << 20)
+
+        let cancelled = Task { () async throws -> Int in
+            while !Task.isCancelled { await Task.yield() }
+            return try await pool.replenishCapacity()
+        }
+        cancelled.cancel()
+        await #expect(throws: ProVideoError.self) { try await cancelled.value }
+        #expect(try pool.remainingCapacity == remaining, "a cancelled replenish changed the reserve")
+
+        let racing = Task { try await pool.replenishCapacity() }
+        racing.cancel()
+        let raced = await racing.result
+        #expect(try pool.check() == [])
+        #expect(try pool.busyReasons.isEmpty)
+        let added = try await pool.replenishCapacity()
+        let addedFirst = (try? raced.get()) ?? 0
+        #expect(Int64(addedFirst + added) == (16 << 20) - remaining)
+        #expect(try pool.remainingCapacity == 16 << 20)
+        #expect(try await pool.replenishCapacity() == 0)
+        try pool.destroyAfterRemoving(scratch + "/take.mov")
+    }
+
+    /// Cancelling a zero-filling create (its progress handler slowed to 20 ms per 8 MiB, so
+    /// the cancellation lands midway) leaves no pool behind.
+    @Test func cancelledZeroFillLeavesNoPool() async throws {
+        let scratch = TestSupport.scratchDirectory("cancel-create")
+        defer { TestSupport.removeTree(scratch) }
+        let filled = ProgressLog()
+        let creating = Task {
+            try await Pool.create(at: scratch + "/pool", capacity: 64 << 20, zeroFill: true) { done, _ in
+                filled.record(done)
+                usleep(20_000)
+            }
+        }
+        while filled.latest == 0 { try await Task.sleep(for: .milliseconds(1)) }
+        creating.cancel()
+        let error = await #expect(throws: ProVideoError.self) { try await creating.value }
+        #expect(error?.code == .cancelled)
+        #expect(filled.latest < 64 << 20)
+        #expect(!FileManager.default.fileExists(atPath: scratch + "/pool"))
+    }
+
+    /// System calls whose rename out of `pool`'s captures answers EXDEV (as for a destination
+    /// on another disk), and whose copy goes 256 KiB at a time, 10 ms each, so a test can
+    /// cancel it midway.
+    static func slowCopyOutOfCaptures(_ pool: String) -> SystemCalls {
+        var calls = SystemCalls.live
+        calls.renameNoReplace = { from, to in
+            from.hasPrefix(pool + "/captures/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+        }
+        calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
+            usleep(10_000)
+            return FaultCallLog.emulatedCopy(fdIn, offsetIn, fdOut, offsetOut, min(length, 256 << 10))
+        }
+        return calls
+    }
+}
+
+/// The last byte count a progress handler reported.
+final class ProgressLog: Sendable {
+    private let done = Mutex<Int64>(0)
+    func record(_ bytes: Int64) { done.withLock { $0 = max($0, bytes) } }
+    var latest: Int64 { done.withLock { $0 } }
+}
+
+extension Pool {
+    /// Removes a test's recording and destroys the pool.
+    func destroyAfterRemoving(_ recording: String) throws {
+        try FileManager.default.removeItem(atPath: recording)
+        try destroy()
+    }
+}

@@ -1,0 +1,48 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// `Pool.statusUpdates()` watching a capture that another process makes.
+@Suite(.serialized) struct StatusUpdatesTests {
+    /// A `provideo record` child fed 20 MB/s through a pipe for 3 s: this process's stream
+    /// yields at least one status per second while the child writes, with the remaining
+    /// capacity falling, and one for each busy-reason change: idle, `capturing`, idle.
+    @Test func updatesFromACaptureInAnotherProcess() async throws {
+        let scratch = TestSupport.scratchDirectory("status-updates")
+        defer { TestSupport.removeTree(scratch) }
+        let poolPath = scratch + "/pool"
+        try #require(FS.provideo(poolPath, "create", "--capacity", "128M").status == 0)
+        defer { FS.destroyQuietly(poolPath) }
+        let pool = try Pool.open(at: poolPath)
+        let log = StatusLog()
+        let observer = log.follow(pool, seconds: 60) { seen in
+            seen.contains { !$0.captures.isEmpty } && seen.last?.busyReasons.isEmpty == true
+        }
+        await log.waitFor(count: 1)
+
+        let recorder = try MultiChannelRecordTests.Recorder(poolPath, scratch + "/take.mov")
+        let input = TestSupport.pattern(60 << 20, seed: 9)
+        for offset in stride(from: 0, to: input.count, by: 1 << 20) {
+            recorder.write(input[offset..<min(offset + (1 << 20), input.count)])
+            try await Task.sleep(for: .milliseconds(50))
+        }
+        #expect(recorder.finish() == 0, "\(recorder.stderr)")
+        await observer.value
+
+        #expect(TestSupport.fileEquals(scratch + "/take.mov", input))
+        #expect(log.busyReasonChanges == [[], ["capturing"], []], "\(log.busyReasonChanges)")
+        let statuses = log.statuses, times = log.times
+        let capturing = statuses.indices.filter { !statuses[$0].captures.isEmpty }
+        let first = try #require(capturing.first), last = try #require(capturing.last)
+        let gaps = zip(times[first...last].dropFirst(), times[first...last]).map { $0 - $1 }
+        #expect((gaps.max() ?? 0) <= 1.0, "an update came \(gaps.max() ?? 0) s after the one before")
+        #expect(times[last] - times[first] >= 2, "the capture was seen for \(times[last] - times[first]) s")
+        let written = capturing.map { statuses[$0].captures.first?.bytesWritten ?? 0 }
+        #expect(written == written.sorted() && Set(written).count >= 3, "bytes written seen: \(written)")
+        let remaining = capturing.map { statuses[$0].remainingCapacity }
+        #expect(remaining == remaining.sorted(by: >), "the capacity rose while capturing: \(remaining)")
+        try FileManager.default.removeItem(atPath: scratch + "/take.mov")
+    }
+}

@@ -1,0 +1,44 @@
+import Foundation
+import ProVideoStorage
+import Synchronization
+
+/// The statuses a `Pool.statusUpdates()` stream yielded, each with when it came (seconds on
+/// the monotonic clock), gathered by one task and read by another.
+package final class StatusLog: Sendable {
+    private let entries = Mutex<[(at: Double, status: PoolStatus)]>([])
+
+    package init() {}
+
+    package var statuses: [PoolStatus] { entries.withLock { $0.map(\.status) } }
+    package var times: [Double] { entries.withLock { $0.map(\.at) } }
+
+    /// Iterates `pool.statusUpdates()` into the log until `done` holds for the log's statuses
+    /// or `seconds` pass (the stream is then ended by cancelling the iterating task).
+    package func follow(_ pool: Pool, seconds: Double, until done: @escaping @Sendable ([PoolStatus]) -> Bool) -> Task<Void, Never> {
+        let follower = Task {
+            for await status in pool.statusUpdates() {
+                entries.withLock { $0.append((Double(DispatchTime.now().uptimeNanoseconds) / 1e9, status)) }
+                if done(statuses) { break }
+            }
+        }
+        Task {
+            try? await Task.sleep(for: .seconds(seconds))
+            follower.cancel()
+        }
+        return follower
+    }
+
+    /// Waits (at most 10 s) until the log holds at least `count` statuses.
+    package func waitFor(count: Int) async {
+        for _ in 0..<1000 where entries.withLock({ $0.count }) < count {
+            try? await Task.sleep(for: .milliseconds(10))
+        }
+    }
+
+    /// The busy reasons seen, each run of equal sets counted once: e.g. [[], ["capturing"], []].
+    package var busyReasonChanges: [[String]] {
+        statuses.map { $0.busyReasons.sorted() }.reduce(into: []) { runs, reasons in
+            if runs.last != reasons { runs.append(reasons) }
+        }
+    }
+}
