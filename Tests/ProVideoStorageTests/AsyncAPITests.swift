@@ -146,6 +146,66 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: scratch + "/pool"))
     }
 
+    /// One `Pool` shared by five tasks: four start, record and finish a capture each, at once,
+    /// while the fifth replenishes. Every recording is whole and the pool passes `check`: the
+    /// pool's locks exclude this process's threads as they exclude other processes.
+    @Test func onePoolSharedByConcurrentTasks() async throws {
+        let scratch = TestSupport.scratchDirectory("shared-pool")
+        defer { TestSupport.removeTree(scratch) }
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 48 << 20)
+        let takes = (0..<4).map { TestSupport.frames(count: 16, size: 200_000, seed: UInt64(40 + $0)) }
+        try await withThrowingTaskGroup(of: Void.self) { group in
+            for (index, frames) in takes.enumerated() {
+                group.addTask {
+                    let capture = try pool.startCapture(to: scratch + "/take-\(index).mov", options: Self.options)
+                    for frame in frames {
+                        try capture.append(frame)
+                        await Task.yield()
+                    }
+                    try await capture.finish()
+                }
+            }
+            group.addTask {
+                for _ in 0..<4 { _ = try await pool.replenishCapacity() }
+            }
+            try await group.waitForAll()
+        }
+        for (index, frames) in takes.enumerated() {
+            #expect(TestSupport.fileEquals(scratch + "/take-\(index).mov", TestSupport.concatenated(frames)))
+        }
+        #expect(try pool.check() == [])
+        #expect(try pool.busyReasons.isEmpty)
+    }
+
+    /// The pool's mutation and reserve locks exclude threads of one process sharing a `Pool`
+    /// (one open file description, which OFD locks never exclude from itself): a second
+    /// thread enters only after the first left, and `withMutationIfFree` declines meanwhile.
+    @Test func poolLocksExcludeThreadsOfOneProcess() async throws {
+        let scratch = TestSupport.scratchDirectory("lock-threads")
+        defer { TestSupport.removeTree(scratch) }
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 8 << 20)
+        for lockByte in ["mutation", "reserve"] {
+            let order = Mutex<[String]>([])
+            let holding = Mutex(false)
+            let first = Thread {
+                try? Self.take(lockByte, of: pool) {
+                    holding.withLock { $0 = true }
+                    usleep(200_000)
+                    order.withLock { $0.append("first leaves") }
+                }
+            }
+            first.start()
+            while !holding.withLock({ $0 }) { usleep(1_000) }
+            if lockByte == "mutation" { #expect(try pool.lock.withMutationIfFree { true } == nil) }
+            try Self.take(lockByte, of: pool) { order.withLock { $0.append("second enters") } }
+            #expect(order.withLock { $0 } == ["first leaves", "second enters"], "\(lockByte)")
+        }
+    }
+
+    private static func take(_ lockByte: String, of pool: Pool, _ body: () -> Void) throws {
+        if lockByte == "mutation" { try pool.lock.withMutation(body) } else { try pool.lock.withReserve(body) }
+    }
+
     /// System calls whose rename out of `pool`'s captures answers EXDEV (as for a destination
     /// on another disk), and whose copy goes 256 KiB at a time, 10 ms each, so a test can
     /// cancel it midway.
