@@ -88,6 +88,8 @@ public final class Pool: @unchecked Sendable {
     /// Creates a pool in `path` (created if missing; its parent must exist) with a reserve of
     /// `capacity` bytes, rounded up to the allocation unit.
     /// - Parameters:
+    ///   - path: the pool's directory.
+    ///   - capacity: the reserve's size in bytes.
     ///   - zeroFill: also write the reserve once with zeros, so captures overwrite written
     ///     extents instead of converting unwritten ones.
     ///   - group: the group whose members may use the pool (record, status, resize…): a name or
@@ -540,5 +542,6 @@ public struct ReplenishResult: Codable, Sendable, Equatable {
     public var added: Int64
     /// Bytes still missing to reach `initialCapacity` (0 when fully restored).
     public var missing: Int64
+    /// The pool's remaining capacity afterwards.
     public var remainingCapacity: Int64
 }

@@ -3,8 +3,17 @@
 /// `ProVideoProgress` handler on that thread. Cancellation is honoured only where stopping
 /// leaves the pool as if the operation had not run; Docs/SWIFT-API.md lists where it is not.
 extension Pool {
-    /// Creates a pool; see `create(at:capacity:zeroFill:group:maxCaptures:bandwidth:progress:)`.
-    /// - Parameter progress: bytes zero-filled of the capacity (only with `zeroFill`).
+    /// Creates a pool, as the synchronous
+    /// `create(at:capacity:zeroFill:group:maxCaptures:bandwidth:progress:)` does, on a thread
+    /// of its own: zero-filling a large reserve takes minutes.
+    /// - Parameters:
+    ///   - path: the pool's directory (created if missing; its parent must exist).
+    ///   - capacity: the reserve's size in bytes, rounded up to the allocation unit.
+    ///   - zeroFill: also write the reserve once with zeros.
+    ///   - group: the group whose members may use the pool; nil: this process's group.
+    ///   - maxCaptures: how many captures may run at once; nil: no limit.
+    ///   - bandwidth: the write bandwidth captures are admitted against, in bits per second.
+    ///   - progress: bytes zero-filled of the capacity (only with `zeroFill`).
     /// - Returns: the open pool, which may be shared between tasks.
     /// - Throws: as the synchronous `create`; `.cancelled` when the task was cancelled while
     ///   the reserve was being zero-filled (checked every 8 MiB): nothing of the pool is left.
@@ -29,7 +38,9 @@ extension Pool {
     /// Opens the pool at `path` (see `resolvePath(_:environment:)`) and salvages every capture
     /// whose recorder died, as `provideo recover` does; `salvaged` and `discarded` of the
     /// result list what it did.
-    /// - Parameter progress: bytes of a salvaged recording copied to another filesystem.
+    /// - Parameters:
+    ///   - path: the pool's directory; nil: `PROVIDEO_POOL`, else `defaultPath`.
+    ///   - progress: bytes of a salvaged recording copied to another filesystem.
     /// - Throws: as `open(at:)`. Cancellation is ignored: a salvage, once started, runs to its
     ///   end (an interrupted one would only be redone by the next open).
     public static func recover(at path: String? = nil, progress: ProVideoProgress? = nil) async throws -> Pool {
@@ -53,8 +64,10 @@ extension Pool {
 
     /// Sets `initialCapacity` and grows or shrinks the reserve; see the synchronous
     /// `resize(to:)`. Busy reason `adjustingCapacity` while it runs.
-    /// - Parameter progress: called with (0, bytes to add or remove) before and with both equal
-    ///   after: a resize is one fallocate(2) or ftruncate(2), with nothing to count between.
+    /// - Parameters:
+    ///   - capacity: the new `initialCapacity` in bytes, rounded up to the allocation unit.
+    ///   - progress: called with (0, bytes to add or remove) before and with both equal after:
+    ///     a resize is one fallocate(2) or ftruncate(2), with nothing to count between.
     /// - Returns: the new capacity in bytes.
     /// - Throws: as `resize(to:)`; `.cancelled` when the task was cancelled before it started.
     ///   Once it started it runs to its end.
@@ -72,9 +85,12 @@ extension Pool {
 
     /// Moves a recording the pool holds to `destination`; see the synchronous
     /// `moveHeldRecording(_:to:)`.
-    /// - Parameter progress: a copy to another filesystem reports its copy pass, then its two
-    ///   verification passes (the recording, then the copy), each from 0 to the recording's
-    ///   length in bytes. A rename reports nothing.
+    /// - Parameters:
+    ///   - held: the recording's path in the pool's `recordings/` (see `listing()`).
+    ///   - destination: where it goes; nil: the destination it was recorded for.
+    ///   - progress: a copy to another filesystem reports its copy pass, then its two
+    ///     verification passes (the recording, then the copy), each from 0 to the recording's
+    ///     length in bytes. A rename reports nothing.
     /// - Returns: the path the recording now has.
     /// - Throws: as `moveHeldRecording(_:to:)`; `.cancelled` when the task was cancelled
     ///   during the copy or its verification: nothing is left at the destination and the

@@ -153,7 +153,9 @@ public final class Capture {
     /// and go to disk) and must not keep the pointer. It cannot fail: produce the frame first
     /// if producing can fail. Otherwise as `append(_:)`: the room for the frame is found before
     /// the first piece (`fill` is never called for a refused frame).
-    /// - Parameter count: bytes in the frame; 0 counts an empty frame.
+    /// - Parameters:
+    ///   - count: bytes in the frame; 0 counts an empty frame.
+    ///   - fill: writes each piece of the frame, on the caller's thread (see above).
     /// - Throws: `.invalidArgument` for a negative `count`; otherwise as `append(_:)`.
     public func append(count: Int, filling fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
         let started = Self.now()
