@@ -62,8 +62,9 @@ import Testing
         let poolPath = scratch + "/pool"
         let outside = scratch + "/out"
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
+        let cancelled = DispatchSemaphore(value: 0)
         let pool = try await Pool.create(at: poolPath, capacity: 32 << 20, progress: nil,
-                                         systemCalls: Self.slowCopyOutOfCaptures(poolPath))
+                                         systemCalls: Self.copyOutOfCaptures(poolPath, pausingAt: 1 << 20, until: cancelled))
         let frames = TestSupport.frames(count: 32, size: 250_000, seed: 23)
         let capture = try pool.startCapture(to: outside + "/take.mov", options: Self.options)
         for frame in frames { try capture.append(frame) }
@@ -71,6 +72,7 @@ import Testing
         let finishing = Task { try await capture.finish(progress: { done, _ in copied.record(done) }) }
         while copied.latest < 1 << 20 { try await Task.sleep(for: .milliseconds(5)) }
         finishing.cancel()
+        cancelled.signal()
         let outcome = await finishing.result
 
         guard case .failure(let error as ProVideoError) = outcome else {
@@ -126,20 +128,22 @@ import Testing
         try pool.destroyAfterRemoving(scratch + "/take.mov")
     }
 
-    /// Cancelling a zero-filling create (its progress handler slowed to 20 ms per 8 MiB, so
-    /// the cancellation lands midway) leaves no pool behind.
+    /// Cancelling a zero-filling create midway (its progress handler waits for the
+    /// cancellation after the first 8 MiB) leaves no pool behind.
     @Test func cancelledZeroFillLeavesNoPool() async throws {
         let scratch = TestSupport.scratchDirectory("cancel-create")
         defer { TestSupport.removeTree(scratch) }
         let filled = ProgressLog()
+        let cancelled = DispatchSemaphore(value: 0)
         let creating = Task {
             try await Pool.create(at: scratch + "/pool", capacity: 64 << 20, zeroFill: true) { done, _ in
                 filled.record(done)
-                usleep(20_000)
+                if done == 8 << 20 { _ = cancelled.wait(timeout: .now() + 10) }
             }
         }
         while filled.latest == 0 { try await Task.sleep(for: .milliseconds(1)) }
         creating.cancel()
+        cancelled.signal()
         let error = await #expect(throws: ProVideoError.self) { try await creating.value }
         #expect(error?.code == .cancelled)
         #expect(filled.latest < 64 << 20)
@@ -177,6 +181,26 @@ import Testing
         #expect(try pool.busyReasons.isEmpty)
     }
 
+    /// The stream sees a resize (`pool.json` replaced, the reserve grown) and ends by itself
+    /// when the pool is destroyed.
+    @Test func statusUpdatesSeeAResizeAndEndWithThePool() async throws {
+        let scratch = TestSupport.scratchDirectory("status-resize")
+        defer { TestSupport.removeTree(scratch) }
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 8 << 20)
+        let log = StatusLog()
+        let observer = log.follow(pool, seconds: 30) { _ in false }
+        await log.waitFor(count: 1)
+        let resized = try await pool.resize(to: 12 << 20)
+        await log.waitUntil { $0.last?.remainingCapacity == resized }
+        let seen = log.statuses
+        #expect(seen.first?.initialCapacity == 8 << 20)
+        #expect(seen.last?.initialCapacity == resized && seen.last?.remainingCapacity == resized, "\(seen.count) statuses")
+        try pool.destroy()
+        let started = Date()
+        await observer.value
+        #expect(Date().timeIntervalSince(started) < 2, "the stream outlived the pool")
+    }
+
     /// The pool's mutation and reserve locks exclude threads of one process sharing a `Pool`
     /// (one open file description, which OFD locks never exclude from itself): a second
     /// thread enters only after the first left, and `withMutationIfFree` declines meanwhile.
@@ -207,15 +231,15 @@ import Testing
     }
 
     /// System calls whose rename out of `pool`'s captures answers EXDEV (as for a destination
-    /// on another disk), and whose copy goes 256 KiB at a time, 10 ms each, so a test can
-    /// cancel it midway.
-    static func slowCopyOutOfCaptures(_ pool: String) -> SystemCalls {
+    /// on another disk), and whose copy goes 256 KiB at a time and, once `pause` bytes are
+    /// copied, waits (at most 10 s) for `resume`, so a test cancels it at a known point.
+    static func copyOutOfCaptures(_ pool: String, pausingAt pause: Int64, until resume: DispatchSemaphore) -> SystemCalls {
         var calls = SystemCalls.live
         calls.renameNoReplace = { from, to in
             from.hasPrefix(pool + "/captures/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
         }
         calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
-            usleep(10_000)
+            if offsetIn == pause { _ = resume.wait(timeout: .now() + 10) }
             return FaultCallLog.emulatedCopy(fdIn, offsetIn, fdOut, offsetOut, min(length, 256 << 10))
         }
         return calls

@@ -30,7 +30,12 @@ package final class StatusLog: Sendable {
 
     /// Waits (at most 10 s) until the log holds at least `count` statuses.
     package func waitFor(count: Int) async {
-        for _ in 0..<1000 where entries.withLock({ $0.count }) < count {
+        await waitUntil { $0.count >= count }
+    }
+
+    /// Waits (at most 10 s) until `condition` holds for the statuses logged so far.
+    package func waitUntil(_ condition: ([PoolStatus]) -> Bool) async {
+        for _ in 0..<1000 where !condition(statuses) {
             try? await Task.sleep(for: .milliseconds(10))
         }
     }

@@ -12,7 +12,7 @@ extension Pool {
         get throws {
             try sharedPool.withLock { cached in
                 if let cached { return cached }
-                let pool = try open()
+                let pool = try open(at: nil)
                 cached = pool
                 return pool
             }

@@ -19,8 +19,8 @@ extension Pool {
     /// keeps it live. Only a status different from the last one yielded is yielded.
     ///
     /// Watching runs on a thread of its own; iterate from any task. The stream ends when the
-    /// iterating task is cancelled (the thread stops within 500 ms) or when the pool's
-    /// status can no longer be read (the pool was destroyed); when inotify is not available
+    /// iterating task is cancelled (the thread stops within 500 ms) or when the pool is
+    /// destroyed (its `pool.json` is gone); when inotify is not available
     /// (`fs.inotify.max_user_instances` reached), it runs on the timer alone.
     /// Each look costs what `status()` costs: a few statx(2) calls and small reads per capture.
     public func statusUpdates() -> AsyncStream<PoolStatus> {
@@ -31,19 +31,22 @@ extension Pool {
             let watcher = try? ChangeWatcher(layout: layout)
             var last: PoolStatus?
             while !stopped.isStopped {
-                guard let status = try? status() else { break }
-                if status != last {
+                // A read can fail while a capture's files are being removed: only a pool
+                // without its pool.json (destroyed) ends the stream.
+                if let status = try? status(), status != last {
                     continuation.yield(status)
                     last = status
+                } else if !FileSystem.exists(layout.configuration) {
+                    break
                 }
                 if let watcher {
                     if watcher.wait(milliseconds: Self.statusFallbackInterval) {
-                        usleep(Self.statusEventCoalescing)
+                        MonotonicTime.sleep(microseconds: Self.statusEventCoalescing)
                         _ = watcher.wait(milliseconds: 0)
                     }
                     watcher.refreshCaptureWatches()
                 } else {
-                    usleep(UInt32(Self.statusFallbackInterval) * 1000)
+                    MonotonicTime.sleep(microseconds: UInt32(Self.statusFallbackInterval) * 1000)
                 }
             }
             continuation.finish()
