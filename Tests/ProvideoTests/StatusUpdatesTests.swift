@@ -17,17 +17,24 @@ import Testing
         defer { FS.destroyQuietly(poolPath) }
         let pool = try Pool.open(at: poolPath)
         let log = StatusLog()
-        let observer = log.follow(pool, seconds: 60) { seen in
+        let observer = log.follow(pool, seconds: 300) { seen in
             seen.contains { !$0.captures.isEmpty } && seen.last?.busyReasons.isEmpty == true
         }
         await log.waitFor(count: 1)
 
         let recorder = try MultiChannelRecordTests.Recorder(poolPath, scratch + "/take.mov")
         let input = TestSupport.pattern(60 << 20, seed: 9)
-        for offset in stride(from: 0, to: input.count, by: 1 << 20) {
-            recorder.write(input[offset..<min(offset + (1 << 20), input.count)])
-            try await Task.sleep(for: .milliseconds(50))
-        }
+        // Fed from a thread of its own, so the child writes steadily however busy the
+        // cooperative pool is.
+        let fed = DispatchSemaphore(value: 0)
+        Thread {
+            for offset in stride(from: 0, to: input.count, by: 1 << 20) {
+                recorder.write(input[offset..<min(offset + (1 << 20), input.count)])
+                usleep(50_000)
+            }
+            fed.signal()
+        }.start()
+        while fed.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(50)) }
         #expect(recorder.finish() == 0, "\(recorder.stderr)")
         await observer.value
 

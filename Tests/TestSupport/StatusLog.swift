@@ -13,9 +13,11 @@ package final class StatusLog: Sendable {
     package var times: [Double] { entries.withLock { $0.map(\.at) } }
 
     /// Iterates `pool.statusUpdates()` into the log until `done` holds for the log's statuses
-    /// or `seconds` pass (the stream is then ended by cancelling the iterating task).
+    /// or `seconds` pass (the stream is then ended by cancelling the iterating task). The
+    /// iterating task runs on `ThreadExecutor.shared`, so the times it logs are when the
+    /// stream yielded, however busy the cooperative pool is.
     package func follow(_ pool: Pool, seconds: Double, until done: @escaping @Sendable ([PoolStatus]) -> Bool) -> Task<Void, Never> {
-        let follower = Task {
+        let follower = Task(executorPreference: ThreadExecutor.shared) { [self] in
             for await status in pool.statusUpdates() {
                 entries.withLock { $0.append((Double(DispatchTime.now().uptimeNanoseconds) / 1e9, status)) }
                 if done(statuses) { break }
