@@ -65,18 +65,17 @@ import Testing
         let poolPath = scratch + "/pool"
         let outside = scratch + "/out"
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
-        let cancelled = DispatchSemaphore(value: 0)
+        let canceller = Canceller()
         let pool = try await Pool.create(at: poolPath, capacity: 32 << 20, progress: nil,
-                                         systemCalls: Self.copyOutOfCaptures(poolPath, pausingAt: 1 << 20, until: cancelled))
+                                         systemCalls: Self.copyOutOfCaptures(poolPath, cancellingAt: 1 << 20, with: canceller))
         let frames = TestSupport.frames(count: 32, size: 250_000, seed: 23)
         let capture = try pool.startCapture(to: outside + "/take.mov", options: Self.options)
         for frame in frames { try capture.append(frame) }
         let copied = ProgressLog()
         let finishing = Task { try await capture.finish(progress: { done, _ in copied.record(done) }) }
-        while copied.latest < 1 << 20 { try await Task.sleep(for: .milliseconds(5)) }
-        finishing.cancel()
-        cancelled.signal()
+        canceller.set { finishing.cancel() }
         let outcome = await finishing.result
+        #expect(copied.latest >= 1 << 20 && copied.latest < 8_000_000, "the copy reported \(copied.latest) bytes")
 
         guard case .failure(let error as ProVideoError) = outcome else {
             Issue.record("the cancelled finish ended with \(outcome)")
@@ -131,22 +130,20 @@ import Testing
         try pool.destroyAfterRemoving(scratch + "/take.mov")
     }
 
-    /// Cancelling a zero-filling create midway (its progress handler waits for the
-    /// cancellation after the first 8 MiB) leaves no pool behind.
+    /// Cancelling a zero-filling create midway (its progress handler cancels the task after
+    /// the first 8 MiB) leaves no pool behind.
     @Test func cancelledZeroFillLeavesNoPool() async throws {
         let scratch = TestSupport.scratchDirectory("cancel-create")
         defer { TestSupport.removeTree(scratch) }
         let filled = ProgressLog()
-        let cancelled = DispatchSemaphore(value: 0)
+        let canceller = Canceller()
         let creating = Task {
             try await Pool.create(at: scratch + "/pool", capacity: 64 << 20, zeroFill: true) { done, _ in
                 filled.record(done)
-                if done == 8 << 20 { _ = cancelled.wait(timeout: .now() + 10) }
+                if done == 8 << 20 { canceller.cancel() }
             }
         }
-        while filled.latest == 0 { try await Task.sleep(for: .milliseconds(1)) }
-        creating.cancel()
-        cancelled.signal()
+        canceller.set { creating.cancel() }
         let error = await #expect(throws: ProVideoError.self) { try await creating.value }
         #expect(error?.code == .cancelled)
         #expect(filled.latest < 64 << 20)
@@ -199,9 +196,10 @@ import Testing
         #expect(seen.first?.initialCapacity == 8 << 20)
         #expect(seen.last?.initialCapacity == resized && seen.last?.remainingCapacity == resized, "\(seen.count) statuses")
         try pool.destroy()
-        let started = Date()
+        let destroyedAt = StatusLog.now
         await observer.value
-        #expect(Date().timeIntervalSince(started) < 2, "the stream outlived the pool")
+        let ended = try #require(log.endedAt)
+        #expect(ended - destroyedAt < 2, "the stream outlived the pool by \(ended - destroyedAt) s")
     }
 
     /// The pool's mutation and reserve locks exclude threads of one process sharing a `Pool`
@@ -234,18 +232,34 @@ import Testing
     }
 
     /// System calls whose rename out of `pool`'s captures answers EXDEV (as for a destination
-    /// on another disk), and whose copy goes 256 KiB at a time and, once `pause` bytes are
-    /// copied, waits (at most 10 s) for `resume`, so a test cancels it at a known point.
-    static func copyOutOfCaptures(_ pool: String, pausingAt pause: Int64, until resume: DispatchSemaphore) -> SystemCalls {
+    /// on another disk), and whose copy goes 256 KiB at a time and, on reaching `offset`,
+    /// cancels the finishing task through `canceller`: the cancellation lands at a known point
+    /// however late the test's own task runs.
+    static func copyOutOfCaptures(_ pool: String, cancellingAt offset: Int64, with canceller: Canceller) -> SystemCalls {
         var calls = SystemCalls.live
         calls.renameNoReplace = { from, to in
             from.hasPrefix(pool + "/captures/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
         }
         calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
-            if offsetIn == pause { _ = resume.wait(timeout: .now() + 10) }
+            if offsetIn == offset { canceller.cancel() }
             return FaultCallLog.emulatedCopy(fdIn, offsetIn, fdOut, offsetOut, min(length, 256 << 10))
         }
         return calls
+    }
+}
+
+/// Cancels a task from the thread of the operation it runs: `cancel()` waits until the test
+/// has `set` how to cancel it.
+final class Canceller: Sendable {
+    private let action = Mutex<(@Sendable () -> Void)?>(nil)
+
+    func set(_ cancel: @escaping @Sendable () -> Void) { action.withLock { $0 = cancel } }
+
+    func cancel() {
+        while true {
+            if let cancel = action.withLock({ $0 }) { return cancel() }
+            usleep(1_000)
+        }
     }
 }
 

@@ -6,11 +6,17 @@ import Synchronization
 /// the monotonic clock), gathered by one task and read by another.
 package final class StatusLog: Sendable {
     private let entries = Mutex<[(at: Double, status: PoolStatus)]>([])
+    private let end = Mutex<Double?>(nil)
 
     package init() {}
 
     package var statuses: [PoolStatus] { entries.withLock { $0.map(\.status) } }
     package var times: [Double] { entries.withLock { $0.map(\.at) } }
+    /// When the stream ended (or `follow` stopped iterating it), on the same clock as `times`.
+    package var endedAt: Double? { end.withLock { $0 } }
+
+    /// Now, on the clock of `times` and `endedAt`, in seconds.
+    package static var now: Double { Double(DispatchTime.now().uptimeNanoseconds) / 1e9 }
 
     /// Iterates `pool.statusUpdates()` into the log until `done` holds for the log's statuses
     /// or `seconds` pass (the stream is then ended by cancelling the iterating task). The
@@ -19,9 +25,10 @@ package final class StatusLog: Sendable {
     package func follow(_ pool: Pool, seconds: Double, until done: @escaping @Sendable ([PoolStatus]) -> Bool) -> Task<Void, Never> {
         let follower = Task(executorPreference: ThreadExecutor.shared) { [self] in
             for await status in pool.statusUpdates() {
-                entries.withLock { $0.append((Double(DispatchTime.now().uptimeNanoseconds) / 1e9, status)) }
+                entries.withLock { $0.append((Self.now, status)) }
                 if done(statuses) { break }
             }
+            end.withLock { $0 = Self.now }
         }
         Task {
             try? await Task.sleep(for: .seconds(seconds))
