@@ -12,6 +12,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 #include <linux/fiemap.h>
+#include <linux/ioprio.h>
 #include <stdio.h>
 #include <liburing.h>
 #include <blkid/blkid.h>
@@ -32,6 +33,18 @@ int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length) {
 
 int pv_rename_noreplace(const char *from, const char *to) {
     return NEG_ERRNO(renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE));
+}
+
+int pv_link(const char *from, const char *to) {
+    return NEG_ERRNO(link(from, to));
+}
+
+int pv_ioprio_set_idle(void) {
+    return NEG_ERRNO(syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)));
+}
+
+int pv_fadvise_dontneed(int fd, int64_t offset, int64_t length) {
+    return -posix_fadvise(fd, offset, length, POSIX_FADV_DONTNEED);
 }
 
 int64_t pv_copy_file_range(int fd_in, int64_t offset_in, int fd_out, int64_t offset_out, uint64_t length) {

@@ -5,8 +5,8 @@ import Glibc
 /// copy_file_range(2), resuming exactly where a partial copy stopped and asking only for the
 /// bytes still left; if copy_file_range fails it goes on with read/write from the same
 /// offset. The copy is flushed and checked (length and SHA-256 against the source) before it
-/// is renamed to the destination with `RENAME_NOREPLACE`, so no partial file is ever visible
-/// at the destination path.
+/// is published at the destination without clobbering (`NoClobberPublish`), so no partial
+/// file is ever visible at the destination path.
 enum RecordingCopy {
     static let chunk = 1 << 20
 
@@ -37,10 +37,7 @@ enum RecordingCopy {
             guard try digest(source, length: length, calls: calls) == digest(target, length: length, calls: calls) else {
                 throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256)", path: temporary)
             }
-            let rc = calls.renameNoReplace(temporary, destination)
-            if rc == -EEXIST { throw RecordingMove.destinationExists(destination) }
-            if rc < 0 { throw ProVideoError.system("renameat2", errno: -rc, path: destination) }
-            try FileSystem.syncDirectory(directory, calls)
+            try NoClobberPublish(calls: calls).publish(temporary, as: destination)
             return destination
         } catch {
             try? FileSystem.remove(temporary)
