@@ -300,6 +300,7 @@ public final class Pool {
         }
         let remaining = try remainingCapacity()
         let storage = configuration.storage
+        let landing = try landings()
         return PoolStatus(
             path: path, initialCapacity: initialCapacity, remainingCapacity: remaining,
             busyReasons: try busyReasons().names, filesystem: storage.filesystem,
@@ -307,7 +308,7 @@ public final class Pool {
             reservedBytesOnDisk: allocated, zeroFilled: configuration.zeroFilled,
             engine: journal.flatMap { $0.engine.isEmpty ? nil : $0.engine } ?? WriteEngineFactory.availableEngineName(),
             recordingSecondsRemaining: journal.flatMap { $0.bitrate > 0 ? Double(remaining) * 8 / Double($0.bitrate) : nil },
-            capture: capture)
+            capture: capture, landing: landing, landingBytes: landing.reduce(0) { $0 + $1.length })
     }
 
     // MARK: Resize and replenish

@@ -18,6 +18,8 @@ public struct PoolListing: Codable, Sendable {
     public var recordings: [HeldRecording]
     /// Recordings salvaged from dead recorders, oldest first, and where they went.
     public var recovered: [SalvagedRecording]
+    /// The recordings waiting to land, with their progress (also in `recordings`).
+    public var landing: [LandingProgress]?
 }
 
 extension Pool {
@@ -84,7 +86,8 @@ extension Pool {
     public func listing() throws -> PoolListing {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
         let held = files.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }
-        return PoolListing(capture: try status().capture, recordings: held, recovered: recoveredRecordings())
+        return PoolListing(capture: try status().capture, recordings: held, recovered: recoveredRecordings(),
+                           landing: try landings())
     }
 
     /// The salvage log (`recovered.json`), oldest first.

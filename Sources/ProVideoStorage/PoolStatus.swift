@@ -29,4 +29,9 @@ public struct PoolStatus: Codable, Sendable {
     /// Recording time left at the running capture's bitrate, in seconds.
     public var recordingSecondsRemaining: Double?
     public var capture: Capture?
+    /// The recordings waiting to land on their destination, with their progress.
+    public var landing: [LandingProgress]?
+    /// Bytes the pool's filesystem holds for recordings that have not landed yet: space the
+    /// reserve gets back only once they are published at their destination.
+    public var landingBytes: Int64?
 }

@@ -15,11 +15,7 @@ enum RecordingCopy {
     ///   or the verification fails. The temporary file is removed on every failure.
     static func copy(_ source: FileDescriptor, length: Int64, to destination: String, tag: String,
                      calls: SystemCalls) throws -> String {
-        let directory = FileSystem.parent(of: destination)
-        let suffix = ".provideo-\(DerivedName.shortened(tag, toBytes: 64)).partial"
-        let name = DerivedName.shortened(FileSystem.lastComponent(of: destination),
-                                         toBytes: DerivedName.maximumBytes - 1 - suffix.utf8.count)
-        let temporary = "\(directory)/.\(name)\(suffix)"
+        let temporary = temporaryPath(for: destination, tag: tag)
         if try isCopy(of: source, length: length, at: destination, calls: calls) {
             // A copy killed after its final rename, salvaged again: the destination is this copy.
             return destination
@@ -43,6 +39,15 @@ enum RecordingCopy {
             try? FileSystem.remove(temporary)
             throw error
         }
+    }
+
+    /// The hidden name a copy is written under beside `destination` until it is published:
+    /// ".<name>.provideo-<tag>.partial", shortened to fit NAME_MAX.
+    static func temporaryPath(for destination: String, tag: String) -> String {
+        let suffix = ".provideo-\(DerivedName.shortened(tag, toBytes: 64)).partial"
+        let name = DerivedName.shortened(FileSystem.lastComponent(of: destination),
+                                         toBytes: DerivedName.maximumBytes - 1 - suffix.utf8.count)
+        return "\(FileSystem.parent(of: destination))/.\(name)\(suffix)"
     }
 
     /// Whether `destination` exists with exactly `source`'s first `length` bytes.
@@ -79,17 +84,23 @@ enum RecordingCopy {
     /// SHA-256 of bytes [0, length) of `file`.
     static func digest(_ file: FileDescriptor, length: Int64, calls: SystemCalls) throws -> [UInt8] {
         let hash = try SHA256()
+        try read(file, from: 0, to: length, calls: calls) { hash.update($0) }
+        return hash.finish()
+    }
+
+    /// Reads bytes [start, end) of `file` (fewer when it ends first) in chunks, handing each to `body`.
+    static func read(_ file: FileDescriptor, from start: Int64, to end: Int64, calls: SystemCalls,
+                     _ body: (UnsafeRawBufferPointer) -> Void) throws {
         var buffer = [UInt8](repeating: 0, count: chunk)
-        var offset: Int64 = 0
-        while offset < length {
-            let want = Int(min(Int64(chunk), length - offset))
+        var offset = start
+        while offset < end {
+            let want = Int(min(Int64(chunk), end - offset))
             let n = try buffer.withUnsafeMutableBytes {
                 try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
             }
             if n == 0 { break }
-            buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             offset += Int64(n)
         }
-        return hash.finish()
     }
 }

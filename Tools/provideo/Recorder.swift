@@ -85,6 +85,9 @@ enum Recorder {
               + String(format: "%.1f s (%.1f Mbit/s)", seconds, rate)
               + " to \(result.path); engine \(stats.engine), \(stats.frames) appends, "
               + "waited for the disk \(stats.overruns) times, append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs")
+        if let destination = result.landingTo {
+            print("landing at \(destination) in the background: `provideo land` (or provideo-land.service) copies it there")
+        }
         if outcome.stoppedBySignal {
             CommandLineProgram.printError("note: stopped by a signal; the recording holds everything received until then")
         }

@@ -11,13 +11,18 @@ usage: provideo [--pool PATH] COMMAND
   resize SIZE                       set the capacity and grow or shrink the reserve
   replenish                         restore the reserve toward the capacity, best effort
   destroy                           remove the pool and its reserve
-  record DEST [--bitrate RATE] [--overrun wait|fail] [--durability SECONDS]
+  record DEST [--bitrate RATE] [--overrun wait|fail] [--durability SECONDS] [--land auto|finish|background]
                                     capture standard input into the pool, then move it to DEST
+                                    (another filesystem: in finish, or landing in the background;
+                                    auto: in the background for network filesystems)
   demo                              record a generated ProRes 422 HQ clip end to end
   recover                           salvage captures of recorders that died
   list [--json]                     recordings the pool holds, and the capture in progress
   move HELD [DEST]                  move a recording the pool holds to its destination (or DEST)
   check                             verify the pool's accounting against the disk
+  land [--watch] [--parallel N] [--rate RATE] [--retry SECONDS] [--interval SECONDS] [--json]
+                                    land the recordings waiting in the pool at their destinations
+                                    (idle I/O priority, resumable, verified); --watch keeps going
 The pool is --pool PATH, else $PROVIDEO_POOL, else \(Pool.defaultPath).
 SIZE: bytes, K/M/G/T (1024-based, "iB" optional) or KB/MB/GB/TB (1000-based).
 RATE: bits per second with SI suffixes (880M = 880,000,000 bit/s).
@@ -46,6 +51,7 @@ CommandLineProgram.run(usage: usage) {
     case "list": try Commands.list(poolPath, &arguments)
     case "move": try Commands.move(poolPath, &arguments)
     case "check": try Commands.check(poolPath, &arguments)
+    case "land": try LandCommand.run(poolPath, &arguments)
     default: throw UsageError("unknown command '\(command)'")
     }
 }

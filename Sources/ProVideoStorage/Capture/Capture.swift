@@ -270,7 +270,8 @@ public final class Capture {
         _ = engine.shutdown(waitNanoseconds: Int64(Self.stallLimit))
         defer { busy.release(.capturing) }
         let outcome = try pool.completeCapture(journal: journal, length: length)
-        return RecordingResult(path: outcome.path, length: length, statistics: statistics)
+        return RecordingResult(path: outcome.path, length: length, statistics: statistics,
+                               landingTo: outcome.landing ? journal.destination : nil)
     }
 
     /// Discards the recording and returns its capacity to the pool, once every request of the

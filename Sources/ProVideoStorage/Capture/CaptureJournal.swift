@@ -40,6 +40,9 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     var reserveTarget: Int64?
     /// Where the recording was placed.
     var placedAt: String?
+    /// Finishing keeps the recording in the pool to land in the background (`provideo land`)
+    /// when its destination is on another filesystem.
+    var landInBackground: Bool?
 
     static func load(_ path: String) throws -> CaptureJournal {
         let bytes = try FileSystem.readSmallFile(path)

@@ -23,6 +23,7 @@ extension Pool {
                                      alignment: directIOAlignment.io, bitrate: options.bitrate, engine: "",
                                      phase: .starting, startedAt: Date().timeIntervalSince1970,
                                      pid: ProcessIdentity.pid, reserveTarget: nil)
+        journal.landInBackground = try options.landing.landsInBackground(destination, poolDirectory: path)
         try lock.withMutation {
             let busy = try lock.heldByOthers()
             guard busy.isEmpty, try holder.tryHold(.capturing) else {
@@ -152,6 +153,8 @@ extension Pool {
         var reserveTarget: Int64
         /// Set when the recording could not reach its destination and stays in the pool.
         var problem: ProVideoError?
+        /// The recording stays in the pool to land at its destination in the background.
+        var landing = false
     }
 
     /// What to do when the destination exists at the end.
@@ -268,6 +271,7 @@ extension Pool {
         let sameFilesystem = try FileSystem.facts(directory).dev_major == FileSystem.facts(path).dev_major
             && FileSystem.facts(directory).dev_minor == FileSystem.facts(path).dev_minor
         if sameFilesystem { try sealRecording(length: length) }
+        if !sameFilesystem && journal.landInBackground == true { return try queueForLanding(journal, length: length) }
         let mover = RecordingMove(calls: calls)
         var target = destination
         do {
@@ -321,8 +325,9 @@ extension Pool {
         return "\(directory)/\(DerivedName.shortened(stem, toBytes: room))\(marker)\(ext)"
     }
 
-    /// Keeps the recording in `recordings/` with a note of where it was meant to go.
-    private func keepInPool(_ journal: CaptureJournal, length: Int64, problem: ProVideoError) throws -> Placement {
+    /// Keeps the recording in `recordings/` with a note of where it was meant to go (`landing`:
+    /// and that `provideo land` takes it there).
+    func keepInPool(_ journal: CaptureJournal, length: Int64, problem: ProVideoError, landing: Bool = false) throws -> Placement {
         try FileSystem.makeDirectory(layout.recordings, access: access)
         // Room for the note beside it, "<kept>.json", and that note's ".tmp" while it is written.
         let room = DerivedName.maximumBytes - "\(journal.id)-".utf8.count - ".json.tmp".utf8.count
@@ -330,7 +335,7 @@ extension Pool {
             + DerivedName.shortened(FileSystem.lastComponent(of: journal.destination), toBytes: room)
         try sealRecording(length: length)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
-                                 movingTo: nil)
+                                 movingTo: nil, landing: landing ? true : nil)
         try note.save(kept + ".json", calls, access: access)
         try FileSystem.rename(layout.captureData, kept)
         try FileSystem.syncDirectory(layout.recordings, calls)
@@ -377,6 +382,8 @@ public struct HeldRecording: Codable, Sendable {
     public var reason: String
     /// Set while `provideo move` moves it there, so a killed move is finished by `repair()`.
     public var movingTo: String?
+    /// true while it waits to land at its destination in the background (`provideo land`).
+    public var landing: Bool?
 
     func save(_ file: String, _ calls: SystemCalls, access: PoolAccess) throws {
         try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)), calls, access: access)

@@ -31,6 +31,9 @@ public struct CaptureOptions: Sendable {
     public var overrunPolicy: OverrunPolicy
     /// Default `.automatic`: io_uring, else pwrite.
     public var engine: EngineChoice
+    /// When a recording for another filesystem is copied there. Default `.automatic`: in the
+    /// background for network filesystems (`LandingMode`).
+    public var landing: LandingMode = .automatic
 
     public init(bitrate: Int64 = 880_000_000, bufferBudget: Int? = nil, writeSize: Int? = nil,
                 durabilityInterval: UInt64 = 1_000_000_000,
