@@ -45,9 +45,11 @@ package struct GlusterVolume {
             defer { _ = try? TestSupport.shell("\(cli) volume delete \(volume.name)") }
             try TestSupport.shell("\(cli) volume start \(volume.name)")
             defer { _ = try? TestSupport.shell("\(cli) volume stop \(volume.name) force") }
-            try TestSupport.shell("mount -t glusterfs \(host):/\(volume.name) \(volume.mountPoint)")
+            daemonizing("mount -t glusterfs \(host):/\(volume.name) \(volume.mountPoint)", log: scratch + "/mount.log")
             defer { _ = try? TestSupport.shell("umount \(volume.mountPoint) || umount -l \(volume.mountPoint)") }
-            try waitFor("the GlusterFS mount at \(volume.mountPoint)", seconds: 30) { isFuse(volume.mountPoint) }
+            try waitFor("the GlusterFS mount at \(volume.mountPoint) (\(logText(scratch + "/mount.log")))", seconds: 30) {
+                isFuse(volume.mountPoint)
+            }
             return try body(volume)
         }
     }
@@ -65,9 +67,23 @@ package struct GlusterVolume {
             try waitFor("glusterd to answer", seconds: 30) { answers() }
             return nil
         }
-        try TestSupport.shell("glusterd")
-        try waitFor("glusterd to start", seconds: 30) { daemonPid() != nil && answers() }
+        let log = "/tmp/provideo-tests/glusterd-start.log"
+        daemonizing("glusterd", log: log)
+        try waitFor("glusterd to start (\(logText(log)))", seconds: 30) { daemonPid() != nil && answers() }
         return daemonPid()
+    }
+
+    /// Runs a command that leaves a daemon behind (glusterd; the FUSE client of a mount) with
+    /// its output in `log`, through system(3): the daemon must not inherit a pipe of the test
+    /// (its reader would never see the end), and Foundation's `Process` was seen never to
+    /// reap such a command's shell. Success is judged by what the command should have made
+    /// (the caller waits for it), since Foundation may reap the shell first.
+    private static func daemonizing(_ command: String, log: String) {
+        _ = system("\(command) </dev/null >'\(log)' 2>&1")
+    }
+
+    private static func logText(_ log: String) -> String {
+        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
     }
 
     private static func daemonPid() -> Int32? {
@@ -84,11 +100,11 @@ package struct GlusterVolume {
         for _ in 0..<100 where kill(pid, 0) == 0 { usleep(100_000) }
     }
 
-    private static func waitFor(_ what: String, seconds: Double, _ ready: () -> Bool) throws {
+    private static func waitFor(_ what: @autoclosure () -> String, seconds: Double, _ ready: () -> Bool) throws {
         let deadline = Date(timeIntervalSinceNow: seconds)
         while !ready() {
             guard Date() < deadline else {
-                throw ProVideoError(.ioError, "timed out after \(Int(seconds)) s waiting for \(what)")
+                throw ProVideoError(.ioError, "timed out after \(Int(seconds)) s waiting for \(what())")
             }
             usleep(200_000)
         }
