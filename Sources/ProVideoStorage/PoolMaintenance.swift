@@ -48,6 +48,8 @@ extension Pool {
                                                                 to: target, tag: FileSystem.lastComponent(of: held))
             if outcome == .copied { try FileSystem.remove(held) }
             try FileSystem.remove(notePath)
+            // A take that was waiting to land: its progress record goes with it.
+            try FileSystem.remove(LandingRecord.path(forHeld: held))
             try FileSystem.syncDirectory(layout.recordings, calls)
             return target
         }

@@ -19,6 +19,8 @@ enum BenchCommands {
         let inPlace = arguments.flag("--in-place")
         let json = arguments.flag("--json")
         let plotPath = try arguments.option("--plot")
+        let landTo = try arguments.option("--land-to")
+        let landSize = try arguments.option("--land-size").map(SizeParser.bytes) ?? (4 << 30)
         try arguments.finish()
 
         guard let fps else { throw UsageError("--fps is required (frames per second: 25, 29.97 or 30000/1001)") }
@@ -29,7 +31,11 @@ enum BenchCommands {
             throw UsageError("\(name) must be at least 1, not \(value)")
         }
         if let plotPath { try checkWritable(plotPath) }
-        guard ["none", "writer"].contains(noise) else { throw UsageError("--noise is none or writer") }
+        guard ["none", "writer", "land"].contains(noise) else { throw UsageError("--noise is none, writer or land") }
+        if noise == "land" && landTo == nil {
+            throw UsageError("--noise land needs --land-to DIR: a directory on another filesystem (a GlusterFS mount)")
+        }
+        guard landSize > 0 else { throw UsageError("--land-size must be more than 0") }
         let modes: [BenchMode]
         if modeName == "all" {
             modes = BenchMode.allCases
@@ -55,9 +61,13 @@ enum BenchCommands {
         let bytesEach = sizes.total + (16 << 20)
         let workspace = try BenchWorkspace(paths: pools, count: poolCount, bytesEach: bytesEach, minimumBytes: bytesEach, log: log)
         defer { workspace.release() }
-        let (report, runs) = try Benchmark.run(
-            Benchmark.Settings(plan: plan, modes: modes, repeats: repeats, noise: noise == "writer",
-                               frameTrace: tracePath), workspace: workspace, log: log)
+        var settings = Benchmark.Settings(plan: plan, modes: modes, repeats: repeats, noise: noise == "writer",
+                                          frameTrace: tracePath)
+        if noise == "land" {
+            settings.landTo = landTo
+            settings.landSize = landSize
+        }
+        let (report, runs) = try Benchmark.run(settings, workspace: workspace, log: log)
         if let plotPath {
             let firsts = modes.compactMap { mode in runs.first { $0.mode == mode } }
             let title = "Append latency, \(streams) × \(String(format: "%.0f", Double(streamBitrate) / 1e6)) Mbit/s at "
@@ -138,6 +148,13 @@ enum BenchCommands {
         let limit = try SizeParser.bytes(try arguments.positional("the noise file's size limit"))
         try arguments.finish()
         NoiseWriter.run(file: file, limit: limit)
+    }
+
+    /// The landing neighbour's child process (started by `LandingNeighbour`).
+    static func landNeighbour(_ arguments: inout Arguments) throws {
+        let pool = try arguments.positional("the pool")
+        try arguments.finish()
+        LandingNeighbour.run(pool: pool)
     }
 
     private static func integer(_ arguments: inout Arguments, _ name: String, default value: Int) throws -> Int {

@@ -5,7 +5,8 @@ import ProVideoStorage
 
 let usage = """
 usage: provideo-bench [--pool PATH]... --streams N --bitrate RATE --fps FPS --duration SECONDS
-                      [--frame-trace FILE] [--mode pool|buffered|direct|all] [--noise none|writer]
+                      [--frame-trace FILE] [--mode pool|buffered|direct|all] [--noise none|writer|land]
+                      [--land-to DIR] [--land-size SIZE]
                       [--repeat K] [--input-queue FRAMES] [--buffer-budget SIZE] [--in-place]
                       [--json] [--plot FILE.svg]
        provideo-bench [--pool PATH] calibrate [--fio|--fio-hugetlb] [--size SIZE] [--write-size SIZE]
@@ -16,6 +17,9 @@ RATE is per stream, in bits per second with SI suffixes (880M = 880,000,000 bit/
 --frame-trace (one frame size in bytes per line) it is optional and scales the trace.
 --in-place: pool mode hands each frame's place in the capture's buffers to the recorder
 (Capture.append(count:filling:)), as an encoder or capture card writing there would: no copy.
+--noise land: a take of --land-size bytes (default 4G) waits in a scratch pool on the same
+filesystem and a separate process lands it in --land-to DIR (another filesystem, e.g. a GlusterFS
+mount) with `provideo land`'s code while the modes run.
 Pool mode needs one pool per stream: repeat --pool. The pool is --pool PATH, else
 $PROVIDEO_POOL, else \(Pool.defaultPath); when none exists there, scratch pools are created
 under /var/tmp and destroyed afterwards.
@@ -43,6 +47,8 @@ CommandLineProgram.run(usage: usage) {
     // Commands are matched as whole words: options with values may come first.
     if arguments.flag("noise-writer") {
         try BenchCommands.noiseWriter(&arguments)
+    } else if arguments.flag("land-neighbour") {
+        try BenchCommands.landNeighbour(&arguments)
     } else if arguments.flag("calibrate") {
         Interruption.install()
         try BenchCommands.calibrate(pools, &arguments)
