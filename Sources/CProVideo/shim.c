@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -41,6 +42,11 @@ int pv_link(const char *from, const char *to) {
 
 int pv_ioprio_set_idle(void) {
     return NEG_ERRNO(syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)));
+}
+
+int pv_sched_idle(void) {
+    struct sched_param param = { .sched_priority = 0 };
+    return NEG_ERRNO(sched_setscheduler(0, SCHED_IDLE, &param));
 }
 
 int pv_fadvise_dontneed(int fd, int64_t offset, int64_t length) {

@@ -22,6 +22,9 @@ int pv_link(const char *from, const char *to);
 /// ioprio_set(2) on the calling thread (IOPRIO_WHO_PROCESS, 0 = this thread) with the idle
 /// class: its I/O is served only when the disk has nothing else to do (BFQ, mq-deadline).
 int pv_ioprio_set_idle(void);
+/// sched_setscheduler(2) SCHED_IDLE on the calling thread: it runs only when a CPU has nothing
+/// else to run.
+int pv_sched_idle(void);
 /// posix_fadvise(2) POSIX_FADV_DONTNEED on [offset, offset+length): drops clean cached pages.
 int pv_fadvise_dontneed(int fd, int64_t offset, int64_t length);
 /// copy_file_range(2) between explicit offsets; returns bytes copied or -errno.

@@ -34,8 +34,8 @@ extension Pool {
         }
     }
 
-    /// Lands the recordings waiting to land, `parallel` at a time, each at idle I/O priority
-    /// (`IOPriority`), then returns their space to the reserve (`replenishCapacity`, when the
+    /// Lands the recordings waiting to land, `parallel` at a time, each on a thread at idle I/O
+    /// and CPU priority (`IdlePriority`), then returns their space to the reserve (`replenishCapacity`, when the
     /// pool is not busy; a later `land` or `replenish` does it otherwise).
     /// - Parameters:
     ///   - rate: a cap for each transfer, in bytes per second; nil for none.
@@ -55,9 +55,7 @@ extension Pool {
         let (layout, access, calls) = (self.layout, self.access, self.calls)
         let next = Mutex(0)
         let results = Mutex<[LandingResult]>([])
-        DispatchQueue.concurrentPerform(iterations: max(min(parallel, due.count), 0)) { _ in
-            // The idle class is per thread (ioprio_set(2) IOPRIO_WHO_PROCESS with 0).
-            try? IOPriority.becomeIdle()
+        let work: @Sendable () -> Void = {
             while !shouldStop() {
                 let index = next.withLock { value -> Int in defer { value += 1 }; return value }
                 guard index < due.count else { return }
@@ -79,6 +77,17 @@ extension Pool {
                 results.withLock { $0.append(result) }
             }
         }
+        // Threads of their own, never the caller's: the idle priorities stay with them.
+        let finished = DispatchGroup()
+        for _ in 0..<max(min(parallel, due.count), 0) {
+            finished.enter()
+            Thread {
+                try? IdlePriority.enter()
+                work()
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
         let done = results.withLock { $0 }
         if done.contains(where: \.landed) { _ = try? replenishCapacity() }
         return done
