@@ -4,7 +4,8 @@
 ///     pool.lock       OFD locks: mutations and busy reasons (see `PoolLock`)
 ///     reserve         the preallocated reserve; its size is the remaining capacity
 ///     capture/        the capture in progress, if any (see `CaptureJournal`)
-///     recordings/     finished recordings the pool still holds (destination taken or unreachable)
+///     recordings/     finished recordings the pool still holds (destination taken or unreachable,
+///                     or waiting to land: `<take>.landing` records its progress)
 ///     recovered.json  the recordings salvaged from dead recorders, and where they went
 ///     spare           preallocated room for the pool's own small files (`MetadataSpare`)
 struct PoolLayout: Sendable {

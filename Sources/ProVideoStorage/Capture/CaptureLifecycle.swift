@@ -39,7 +39,7 @@ extension Pool {
                 journal.capacityAtStart = try reserve(layout.reserve).size()
                 guard journal.capacityAtStart > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity; run `provideo replenish` "
-                                        + "or `provideo resize`", path: path)
+                                        + "or `provideo resize`" + landingHint(), path: path)
                 }
                 try createCaptureFiles(journal)
                 CrashPoint.hit("capture.journaled")

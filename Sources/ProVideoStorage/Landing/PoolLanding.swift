@@ -102,6 +102,15 @@ extension Pool {
         return placement
     }
 
+    /// "; N take(s) waiting to land hold X: …" when takes still waiting to land hold space the
+    /// reserve needs; "" otherwise.
+    func landingHint() -> String {
+        guard let waiting = try? landingRecordings(), !waiting.isEmpty else { return "" }
+        let held = waiting.reduce(0) { $0 + $1.length }
+        return "; \(waiting.count) take(s) waiting to land hold \(ByteFormat.human(held)): `provideo land` lands them "
+            + "and returns their space"
+    }
+
     /// The held recordings marked for landing whose file is there.
     func landingRecordings() throws -> [HeldRecording] {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
