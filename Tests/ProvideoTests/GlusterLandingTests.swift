@@ -123,7 +123,9 @@ struct GlusterLandingTests {
             #expect(lander.terminationStatus == 0)
             #expect(seen.count >= 2, "status showed the transfer \(seen.count) times")
             #expect(Set(seen.map(\.landedBytes)).count >= 2, "the bytes landed did not grow: \(seen.map(\.landedBytes))")
-            #expect(seen.allSatisfy { $0.length == 40 << 20 && $0.landedBytes < 40 << 20 })
+            // All of it landed while the copy is verified, before it is published.
+            #expect(seen.allSatisfy { $0.length == 40 << 20 && $0.landedBytes <= 40 << 20 })
+            #expect(seen.contains { $0.landedBytes < 40 << 20 })
             // 64 Mbit/s is 8 MB/s; a chunk's rate is measured, so allow for the disk's noise.
             #expect(seen.allSatisfy { ($0.bytesPerSecond ?? 0) > 1e6 && ($0.bytesPerSecond ?? 0) < 3e7 },
                     "\(seen.map { $0.bytesPerSecond ?? 0 })")
