@@ -7,8 +7,8 @@ let program = ProgramDescription(
     name: "provideo-bench",
     summary: "measure how Pro Video Storage pools hold real-time video streams against write(2) and O_DIRECT",
     globalOptions: [
-        OptionDescription("--pool", "PATH", "a pool to run in; repeat it for one pool per stream (else $PROVIDEO_POOL, "
-                          + "else \(Pool.defaultPath); scratch pools under /var/tmp when none is there or it is too small)"),
+        OptionDescription("--pool", "PATH", "the pool every stream records into (else $PROVIDEO_POOL, else "
+                          + "\(Pool.defaultPath); a scratch pool under /var/tmp when none is there or it is too small)"),
     ],
     commands: [
         CommandDescription("measure", summary: "simulated recorders deliver frames on a real-time clock into the pool (pool), "

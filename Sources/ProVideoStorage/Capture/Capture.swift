@@ -312,6 +312,14 @@ public final class Capture {
                              + "slower than the stream: raise the buffer budget or lower the bitrate", path: destination)
     }
 
+    /// The capture's file in the pool, for tools of this package that write it directly (the
+    /// bench's fio pass); call `ensureGranted` first so they write preallocated blocks only.
+    package var file: String { files.data }
+
+    /// Grants the capture's file its first `bytes` bytes now, on the caller's thread.
+    /// - Throws: `.storageFull` when the pool's reserve cannot give them; a grant's error.
+    package func ensureGranted(_ bytes: Int64) throws { try requireGranted(bytes) }
+
     /// Makes sure the capture's file is granted up to `end` bytes: the granter thread keeps it
     /// ahead, and this grants on the caller's thread only when a frame outran it.
     /// - Throws: `.storageFull` when the reserve has nothing left for it; a grant's error
