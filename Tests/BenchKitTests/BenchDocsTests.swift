@@ -20,7 +20,7 @@ import Testing
         let start = try #require(text.range(of: "`fio --name=provideo-calibrate"))
         let end = try #require(text[start.upperBound...].range(of: "`"))
         let documented = text[text.index(after: start.lowerBound)..<end.lowerBound].split(whereSeparator: \.isWhitespace).map(String.init)
-        let run = FioRun(file: "<pool>/capture/data", bytes: 8 << 30, blockSize: 4 << 20, queueDepth: 16,
+        let run = FioRun(file: "<pool>/captures/<id>/data", bytes: 8 << 30, blockSize: 4 << 20, queueDepth: 16,
                          fixedBuffers: true, hugePages: false)
         let arguments = ["fio"] + run.arguments.map { $0 == "--size=\(8 << 30)" ? "--size=<bytes>" : $0 }
         #expect(documented == arguments)

@@ -111,7 +111,9 @@ import Testing
                 #expect((object?["fioBandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
                 #expect((object?["efficiency"] as? NSNumber)?.doubleValue ?? 0 > 0)
                 let arguments = object?["fioArguments"] as? [String] ?? []
-                #expect(arguments.first == "fio" && arguments.contains("--filename=\(pool.path)/capture/data"), "\(arguments)")
+                // fio writes the capture's own granted file, captures/<id>/data.
+                let file = arguments.first { $0.hasPrefix("--filename=\(pool.path)/captures/") && $0.hasSuffix("/data") }
+                #expect(arguments.first == "fio" && file != nil, "\(arguments)")
             }
             // 8 MiB passes end before a commit: the warning says how many bytes --size needs.
             let warning = object?["durableWarning"] as? String ?? ""
