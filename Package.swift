@@ -47,6 +47,10 @@ let package = Package(
         .testTarget(
             name: "ProvideoTests", dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo", "TestSupport"],
             path: "Tests/ProvideoTests"),
+        // The README's library example, compiled and run as written (keep README.md in sync).
+        .testTarget(
+            name: "ReadmeExampleTests", dependencies: ["ProVideoStorage", "TestSupport"],
+            path: "Tests/ReadmeExampleTests"),
         .testTarget(
             name: "BenchKitTests", dependencies: ["BenchKit", "ProVideoStorage", "TestSupport"],
             path: "Tests/BenchKitTests"),

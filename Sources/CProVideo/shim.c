@@ -178,6 +178,10 @@ int pv_ofd_lock(int fd, int64_t start, int64_t length, int wait) {
     return ofd(fd, wait ? F_OFD_SETLKW : F_OFD_SETLK, F_WRLCK, start, length, NULL);
 }
 
+int pv_ofd_lock_shared(int fd, int64_t start, int64_t length) {
+    return ofd(fd, F_OFD_SETLK, F_RDLCK, start, length, NULL);
+}
+
 int pv_ofd_unlock(int fd, int64_t start, int64_t length) {
     return ofd(fd, F_OFD_SETLK, F_UNLCK, start, length, NULL);
 }

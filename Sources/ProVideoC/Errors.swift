@@ -30,6 +30,7 @@ extension ProVideoError.Code {
         case .ioError: PROVIDEO_E_IO
         case .captureClosed: PROVIDEO_E_CAPTURE_CLOSED
         case .invariantViolated: PROVIDEO_E_INVARIANT_VIOLATED
+        case .bandwidthExceeded: PROVIDEO_E_BANDWIDTH_EXCEEDED
         }
     }
 }

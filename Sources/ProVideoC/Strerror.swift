@@ -1,4 +1,5 @@
 import CProVideoAPI
+import ProVideoStorage
 
 /// Static descriptions: `provideo_strerror` returns pointers into these, valid for the life
 /// of the process (StaticString storage is in the binary's read-only data).
@@ -22,10 +23,10 @@ private let descriptions: [Int32: StaticString] = [
     PROVIDEO_E_INVALID_HANDLE.rawValue: "invalid handle",
     PROVIDEO_E_NULL_POINTER.rawValue: "NULL pointer argument",
     PROVIDEO_E_INTERNAL.rawValue: "internal error",
+    PROVIDEO_E_BANDWIDTH_EXCEEDED.rawValue: "the pool's admissible bandwidth would be exceeded",
 ]
 
 private let unknown: StaticString = "unknown error code"
-private let version: StaticString = "1.0.0"
 
 @c public func provideo_strerror(_ code: Int32) -> UnsafePointer<CChar> {
     let text = descriptions[code] ?? unknown
@@ -33,5 +34,5 @@ private let version: StaticString = "1.0.0"
 }
 
 @c public func provideo_version() -> UnsafePointer<CChar> {
-    UnsafeRawPointer(version.utf8Start).assumingMemoryBound(to: CChar.self)
+    UnsafeRawPointer(ProVideoStorageVersion.current.utf8Start).assumingMemoryBound(to: CChar.self)
 }

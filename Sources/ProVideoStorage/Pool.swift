@@ -72,24 +72,37 @@ public final class Pool {
     ///   - group: the group whose members may use the pool (record, status, resize…): a name or
     ///     a number. nil: this process's group. The pool directory becomes `user:group` with
     ///     mode 2770 and every pool file group read/write (see `PoolAccess`).
+    ///   - maxCaptures: how many captures may run at once; nil (the default) for no limit; 1
+    ///     keeps Apple's semantics (a second capture fails with `.busy`, `capturing`).
+    ///   - bandwidth: the durable write bandwidth captures are admitted against, in bits per
+    ///     second (`measureBandwidth()` measures it); nil: no admission.
     ///   - progress: called with (bytes done, bytes total) while zero-filling.
     /// - Throws: `.poolExists`, `.unsupported` (with the reason), `.invalidArgument` for a
     ///   capacity ≤ 0, a path that is not a directory or an unknown group,
     ///   `.permissionDenied` when this user may not give the pool that group (not a member),
     ///   `.notEnoughSpace` (the capacity and the pool's own files must fit), `.ioError`.
     public static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
+                              maxCaptures: Int? = nil, bandwidth: Int64? = nil,
                               progress: ((Int64, Int64) -> Void)? = nil) throws -> Pool {
-        try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, progress: progress, systemCalls: .live)
+        try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
+                   bandwidth: bandwidth, progress: progress, systemCalls: .live)
     }
 
     /// `create(at:capacity:zeroFill:group:progress:)` with system calls a test swapped.
     package static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
+                               maxCaptures: Int? = nil, bandwidth: Int64? = nil,
                                progress: ((Int64, Int64) -> Void)? = nil,
                                systemCalls: SystemCalls) throws -> Pool {
         guard !path.isEmpty else { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = FileSystem.absolute(path)
         guard capacity > 0 else {
             throw ProVideoError(.invalidArgument, "the capacity must be more than 0 bytes")
+        }
+        if let maxCaptures, maxCaptures < 1 {
+            throw ProVideoError(.invalidArgument, "a pool must take at least 1 capture at a time, not \(maxCaptures)")
+        }
+        if let bandwidth, bandwidth < 1 {
+            throw ProVideoError(.invalidArgument, "the bandwidth must be more than 0 bit/s, not \(bandwidth)")
         }
         if FileSystem.exists(path) && !FileSystem.isDirectory(path) {
             throw ProVideoError(.invalidArgument, "\(path) exists and is not a directory", path: path)
@@ -136,7 +149,8 @@ public final class Pool {
             throw error
         }
         let configuration = PoolConfiguration(format: PoolConfiguration.currentFormat, initialCapacity: 0,
-                                              storage: storage, zeroFilled: zeroFill)
+                                              storage: storage, zeroFilled: zeroFill, maxCaptures: maxCaptures,
+                                              bandwidth: bandwidth)
         let pool = try Pool(path: path, configuration: configuration, calls: systemCalls)
         do {
             try pool.allocateFirstReserve(capacity: capacity, zeroFill: zeroFill, progress: progress)
@@ -226,7 +240,7 @@ public final class Pool {
                                     + "\(layout.recordings); move them out with `provideo move`, then destroy the pool",
                                     path: path)
             }
-            if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
+            try salvageDeadCaptures()
             // The reserve goes first: killed here, the pool is still valid, with no capacity,
             // and destroy can simply run again.
             for file in [layout.reserve, layout.newReserve, layout.recoveredLog, layout.spare] { try FileSystem.remove(file) }
@@ -236,6 +250,7 @@ public final class Pool {
             CrashPoint.hit("destroy.configurationRemoved")
             try FileSystem.remove(layout.configuration + ".tmp")
             try FileSystem.removeDirectory(layout.recordings)
+            try FileSystem.removeDirectory(layout.captures)
         }
         try FileSystem.remove(layout.lock)
         try? FileSystem.removeDirectory(path)
@@ -254,6 +269,7 @@ public final class Pool {
             try FileSystem.remove(file)
         }
         try? FileSystem.removeDirectory(layout.recordings)
+        try? FileSystem.removeDirectory(layout.captures)
         try? FileSystem.removeDirectory(layout.directory)
         return true
     }
@@ -269,15 +285,23 @@ public final class Pool {
     /// The alignment of every direct write into the pool, in bytes.
     public var directIOAlignment: DirectIOAlignment { configuration.storage.directIOAlignment }
 
-    /// Bytes a capture can still write: the reserve's size, less what a running capture has
-    /// written. The same number in every process; a capture publishes its progress as each
-    /// write completes.
+    /// How many captures may run at once (`create(maxCaptures:)`); nil: no limit.
+    public var maxCaptures: Int? { (try? PoolConfiguration.load(layout.configuration))?.captureLimit ?? configuration.captureLimit }
+
+    /// The durable write bandwidth captures are admitted against, in bits per second; nil when
+    /// the pool has none (every capture is admitted). Captures may declare together
+    /// `admissibleShare` of it.
+    public var bandwidth: Int64? { (try? PoolConfiguration.load(layout.configuration))?.bandwidth ?? configuration.bandwidth }
+
+    /// Bytes captures can still write, together: the reserve's size plus what each capture
+    /// was granted and has not written yet. The same number in every process; a capture
+    /// publishes its progress as each write completes.
     public func remainingCapacity() throws -> Int64 {
-        if let journal = try? CaptureJournal.load(layout.captureJournal) {
-            let landed = CaptureJournal.readCounter(layout.captureProgress)
-            return max(journal.capacityAtStart - reserve(layout.reserve).rounded(landed), 0)
+        let reserveFile = reserve(layout.reserve)
+        return captureFiles().reduce(try reserveFile.size()) { total, files in
+            let granted = (try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0
+            return total + max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
         }
-        return try reserve(layout.reserve).size()
     }
 
     /// What the pool is doing now, as seen from every process.
@@ -286,42 +310,47 @@ public final class Pool {
     /// A snapshot of everything `provideo status` shows.
     public func status() throws -> PoolStatus {
         let reserveFile = reserve(layout.reserve)
-        let journal = try? CaptureJournal.load(layout.captureJournal)
         var allocated = try reserveFile.allocatedBytes()
-        var capture: PoolStatus.Capture?
-        if let journal {
-            if FileSystem.exists(layout.captureData) {
-                allocated += Int64(try FileSystem.facts(layout.captureData).allocated_bytes)
-            }
-            capture = PoolStatus.Capture(destination: journal.destination, engine: journal.engine,
-                                         bytesWritten: CaptureJournal.readCounter(layout.captureProgress),
-                                         committedBytes: CaptureJournal.readCommitted(layout.captureCommit),
-                                         bitrate: journal.bitrate, pid: journal.pid)
+        var captures: [PoolStatus.Capture] = []
+        for (files, journal) in runningCaptures() {
+            let facts = try? FileSystem.facts(files.data)
+            allocated += facts.map { Int64($0.allocated_bytes) } ?? 0
+            captures.append(PoolStatus.Capture(
+                id: files.id, destination: journal.destination, engine: journal.engine,
+                bytesWritten: CaptureJournal.readCounter(files.progress),
+                committedBytes: CaptureJournal.readCommitted(files.commit), grantedBytes: facts.map { Int64($0.size) } ?? 0,
+                bitrate: journal.bitrate, pid: journal.pid, admittedOverBandwidth: journal.admittedOverBandwidth ?? false))
         }
         let remaining = try remainingCapacity()
-        let storage = configuration.storage
+        let current = (try? PoolConfiguration.load(layout.configuration)) ?? configuration
+        let storage = current.storage
+        let admitted = captures.reduce(Int64(0)) { $0 + $1.bitrate }
         let landing = try landings()
         return PoolStatus(
-            path: path, initialCapacity: initialCapacity, remainingCapacity: remaining,
+            path: path, initialCapacity: current.initialCapacity, remainingCapacity: remaining,
             busyReasons: try busyReasons().names, filesystem: storage.filesystem,
             directIOAlignment: storage.directIOAlignment, device: storage.device,
-            reservedBytesOnDisk: allocated, zeroFilled: configuration.zeroFilled,
-            engine: journal.flatMap { $0.engine.isEmpty ? nil : $0.engine } ?? WriteEngineFactory.availableEngineName(),
-            recordingSecondsRemaining: journal.flatMap { $0.bitrate > 0 ? Double(remaining) * 8 / Double($0.bitrate) : nil },
-            capture: capture, landing: landing, landingBytes: landing.reduce(0) { $0 + $1.length })
+            reservedBytesOnDisk: allocated, zeroFilled: current.zeroFilled,
+            engine: captures.first.flatMap { $0.engine.isEmpty ? nil : $0.engine } ?? WriteEngineFactory.availableEngineName(),
+            recordingSecondsRemaining: admitted > 0 ? Double(remaining) * 8 / Double(admitted) : nil,
+            maxCaptures: current.captureLimit, bandwidth: current.bandwidth,
+            admissibleBitrate: current.bandwidth.map { Int64(Double($0) * Self.admissibleShare) },
+            admittedBitrate: admitted, captures: captures, landing: landing,
+            landingBytes: landing.reduce(0) { $0 + $1.length })
     }
 
     // MARK: Resize and replenish
 
     /// Sets `initialCapacity` to `capacity` bytes (rounded up to the allocation unit) and
-    /// grows or shrinks the reserve to it. Busy reason `adjustingCapacity` while it runs.
+    /// grows or shrinks the reserve to it. Busy reason `adjustingCapacity` while it runs;
+    /// refused while a capture runs (a capture cannot start while it runs).
     /// - Returns: the new capacity in bytes.
     /// - Throws: `.busy`; `.notEnoughSpace` with the missing bytes, the reserve left exactly as
     ///   it was; `.invalidArgument` for a capacity ≤ 0.
     @discardableResult
     public func resize(to capacity: Int64) throws -> Int64 {
         guard capacity > 0 else { throw ProVideoError(.invalidArgument, "the capacity must be more than 0 bytes") }
-        return try whileBusy(.adjustingCapacity, action: "resize the pool") {
+        return try whileBusy(.adjustingCapacity, action: "resize the pool") { try lock.withReserve {
             let reserve = reserve(layout.reserve)
             let target = reserve.rounded(capacity)
             let current = try reserve.size()
@@ -350,22 +379,26 @@ public final class Pool {
             }
             CrashPoint.hit("resize.allocated")
             return target
-        }
+        } }
     }
 
     /// Restores the reserve toward `initialCapacity` from the filesystem's free space, best
     /// effort: it may add less than was missing, and the result says so. Busy reason
-    /// `replenishing` while it runs.
-    /// - Throws: `.notEnoughSpace` when it could add nothing; `.busy`.
+    /// `replenishing` while it runs. It runs beside running captures and never takes what they
+    /// were granted: the reserve grows to `initialCapacity` less their grants.
+    /// - Throws: `.notEnoughSpace` when it could add nothing; `.busy` (a resize or another
+    ///   replenish is running).
     @discardableResult
     public func replenishCapacity() throws -> ReplenishResult {
-        try whileBusy(.replenishing, action: "replenish the pool") {
-            let reserve = reserve(layout.reserve)
-            let before = try reserve.size()
-            let added = try refill(reserve, by: configuration.initialCapacity - before)
+        try whileBusy(.replenishing, action: "replenish the pool", besideCaptures: true) {
+            let (added, missing) = try lock.withReserve {
+                let reserve = reserve(layout.reserve)
+                let wanted = configuration.initialCapacity - capturesHold() - (try reserve.size())
+                let added = try refill(reserve, by: wanted)
+                return (added, max(wanted - added, 0))
+            }
             CrashPoint.hit("replenish.allocated")
-            return ReplenishResult(added: added, missing: max(configuration.initialCapacity - before - added, 0),
-                                   remainingCapacity: before + added)
+            return ReplenishResult(added: added, missing: missing, remainingCapacity: try remainingCapacity())
         }
     }
 
@@ -410,15 +443,17 @@ public final class Pool {
     }
 
     /// Runs `body` holding `reason`, after checking under the mutation lock that nothing else
-    /// is running: of two processes that start at once, exactly one gets in.
-    func whileBusy<T>(_ reason: BusyReasons, action: String, _ body: () throws -> T) throws -> T {
+    /// is running (but captures, when `besideCaptures`): of two processes that start at once,
+    /// exactly one gets in.
+    func whileBusy<T>(_ reason: BusyReasons, action: String, besideCaptures: Bool = false,
+                      _ body: () throws -> T) throws -> T {
         let holder = try PoolLock(path: layout.lock, access: access)
         try lock.withMutation {
-            let busy = try lock.heldByOthers()
+            let busy = try lock.heldByOthers().subtracting(besideCaptures ? .capturing : [])
             guard busy.isEmpty, try holder.tryHold(reason) else { throw busyError(busy.isEmpty ? reason : busy, action: action) }
             do {
-                // A dead capture (one `open` could not repair) is salvaged before the reserve changes.
-                if FileSystem.exists(layout.captureDirectory) { _ = try salvageDeadCapture() }
+                // Dead captures (ones `open` could not repair) are salvaged before the reserve changes.
+                try salvageDeadCaptures()
                 configuration = try PoolConfiguration.load(layout.configuration)
             } catch {
                 holder.release(reason)
@@ -429,30 +464,36 @@ public final class Pool {
         return try body()
     }
 
-    /// Repairs what a killed process left: salvages a capture whose owner is gone, discards a
-    /// half-built reserve, frees blocks a killed grow left past the reserve's end.
+    /// Repairs what a killed process left: salvages each capture whose owner is gone (running
+    /// captures are left alone), discards a half-built reserve, frees blocks a killed grow left
+    /// past the reserve's end, cuts a reserve that a power cut left larger than
+    /// `initialCapacity` less the captures' grants.
     func repair() throws {
         // Opening does not wait for a process that is changing the pool (a long move, a
         // zero-filling create): the next open repairs instead.
         _ = try lock.withMutationIfFree {
-            guard try lock.heldByOthers().isEmpty else { return }
-            if FileSystem.exists(layout.captureDirectory), let recording = try salvageDeadCapture() {
-                salvaged.append(recording)
-            }
-            try FileSystem.remove(layout.newReserve)
-            // A power cut between writing pool.json.tmp and renaming it leaves the temporary;
-            // only pool.json counts, and no one else is writing it (no lock is held).
-            try FileSystem.remove(layout.configuration + ".tmp")
-            try finishKilledMoves()
-            let reserveFile = reserve(layout.reserve)
-            try reserveFile.trimPastEnd()
-            // A shrink killed between recording the capacity and cutting the reserve.
-            configuration = try PoolConfiguration.load(layout.configuration)
-            if try reserveFile.size() > configuration.initialCapacity {
-                try reserveFile.open(nocow: false).truncate(configuration.initialCapacity, calls)
-            }
-            access.spare?.refill(to: reserveFile.headroom(reaching: configuration.initialCapacity), calls, access: access)
+            salvaged += try salvageDeadCaptures()
+            guard try lock.heldByOthers().subtracting(.capturing).isEmpty else { return }
+            try lock.withReserve { try repairReserve() }
         }
+    }
+
+    private func repairReserve() throws {
+        try FileSystem.remove(layout.newReserve)
+        // A power cut between writing pool.json.tmp and renaming it leaves the temporary;
+        // only pool.json counts, and no one else is writing it (no lock is held).
+        try FileSystem.remove(layout.configuration + ".tmp")
+        try finishKilledMoves()
+        let reserveFile = reserve(layout.reserve)
+        try reserveFile.trimPastEnd()
+        // A shrink killed between recording the capacity and cutting the reserve, or a grant
+        // whose reserve cut a power cut lost.
+        configuration = try PoolConfiguration.load(layout.configuration)
+        let limit = max(configuration.initialCapacity - capturesHold(), 0) / reserveFile.unit * reserveFile.unit
+        if try reserveFile.size() > limit {
+            try reserveFile.open(nocow: false).truncate(limit, calls)
+        }
+        access.spare?.refill(to: reserveFile.headroom(reaching: configuration.initialCapacity), calls, access: access)
     }
 }
 

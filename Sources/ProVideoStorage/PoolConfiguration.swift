@@ -2,7 +2,8 @@ import Foundation
 
 /// The pool's durable configuration, stored as `pool.json`.
 struct PoolConfiguration: Codable, Sendable, Equatable {
-    static let currentFormat = 1
+    /// 2: several captures at once (`captures/`), `maxCaptures`, `bandwidth`.
+    static let currentFormat = 2
 
     var format: Int
     /// The size the administrator chose, in bytes.
@@ -11,6 +12,14 @@ struct PoolConfiguration: Codable, Sendable, Equatable {
     var storage: StorageFacts
     /// Whether the reserve was written with zeros once at creation (`create --zero`).
     var zeroFilled: Bool
+    /// How many captures may run at once; nil: no limit. Pools of format 1 took one.
+    var maxCaptures: Int?
+    /// The durable write bandwidth the pool can sustain, in bits per second (measured at
+    /// create or set by the administrator); nil: unknown, captures are not admitted against it.
+    var bandwidth: Int64?
+
+    /// The most captures that may run at once, nil for no limit.
+    var captureLimit: Int? { format < 2 ? 1 : maxCaptures }
 
     static func load(_ path: String) throws -> PoolConfiguration {
         let bytes = try FileSystem.readSmallFile(path)

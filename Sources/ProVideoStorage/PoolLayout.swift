@@ -3,7 +3,7 @@
 ///     pool.json       configuration: initialCapacity, alignment, device (replaced atomically)
 ///     pool.lock       OFD locks: mutations and busy reasons (see `PoolLock`)
 ///     reserve         the preallocated reserve; its size is the remaining capacity
-///     capture/        the capture in progress, if any (see `CaptureJournal`)
+///     captures/<id>/  each capture in progress (see `CaptureFiles`, `CaptureJournal`)
 ///     recordings/     finished recordings the pool still holds (destination taken or unreachable,
 ///                     or waiting to land: `<take>.landing` records its progress)
 ///     recovered.json  the recordings salvaged from dead recorders, and where they went
@@ -14,15 +14,33 @@ struct PoolLayout: Sendable {
     var configuration: String { directory + "/pool.json" }
     var lock: String { directory + "/pool.lock" }
     var reserve: String { directory + "/reserve" }
-    /// A reserve being rebuilt after a capture; renamed over `reserve` when allocated.
+    /// A reserve being built by `create`; renamed to `reserve` when allocated.
     var newReserve: String { directory + "/reserve.new" }
-    var captureDirectory: String { directory + "/capture" }
-    var captureJournal: String { captureDirectory + "/capture.json" }
-    var captureData: String { captureDirectory + "/data" }
-    var captureProgress: String { captureDirectory + "/progress" }
-    var captureCommit: String { captureDirectory + "/commit" }
+    var captures: String { directory + "/captures" }
+    /// The files of capture `id`.
+    func capture(_ id: String) -> CaptureFiles { CaptureFiles(directory: captures + "/" + id) }
+    /// Where a pool of format 1 kept its one capture; `repair()` moves one found there into
+    /// `captures/`.
+    var legacyCapture: String { directory + "/capture" }
     var recordings: String { directory + "/recordings" }
     var recoveredLog: String { directory + "/recovered.json" }
     /// Preallocated room for the pool's own files (`MetadataSpare`).
     var spare: String { directory + "/spare" }
+}
+
+/// The files of one capture, in `captures/<id>/`:
+///
+///     capture.json   the journal (`CaptureJournal`), replaced atomically
+///     data           the recording's bytes from offset 0; its size is the space granted so far
+///     progress       one block: bytes landed so far (for remainingCapacity); the capture's
+///                    owner holds an OFD lock on its byte 0 for the capture's whole life
+///     commit         two 16-byte commit records at offsets 0 and 512
+struct CaptureFiles: Sendable, Equatable {
+    let directory: String
+
+    var id: String { FileSystem.lastComponent(of: directory) }
+    var journal: String { directory + "/capture.json" }
+    var data: String { directory + "/data" }
+    var progress: String { directory + "/progress" }
+    var commit: String { directory + "/commit" }
 }

@@ -2,12 +2,15 @@ import Glibc
 
 /// The pool's lock file. Byte 0 serializes short state changes between processes; bytes 1…3
 /// are the busy reasons, each held with an OFD lock (fcntl(2) `F_OFD_SETLK`) by the process
-/// doing that work for as long as it runs. OFD locks belong to an open file description, so
+/// doing that work for as long as it runs (`capturing` shared, by every running capture);
+/// byte 16 serializes changes of the reserve's size (grants, returns, replenish), which must
+/// not wait behind a long mutation such as a move's copy. OFD locks belong to an open file description, so
 /// they conflict between two opens in one process too, and the kernel drops them when their
 /// owner dies: a free busy byte is proof the owner is gone, never a guess from a pid.
 final class PoolLock {
     private let file: FileDescriptor
     private static let mutationByte: Int64 = 0
+    private static let reserveByte: Int64 = 16
 
     init(path: String, access: PoolAccess) throws {
         file = try access.openCreating(path, O_RDWR)
@@ -38,6 +41,25 @@ final class PoolLock {
         return try body()
     }
 
+    /// Runs `body` holding the reserve lock (byte 16): every change of the reserve's size
+    /// (a grant to a capture, a capture's return, a replenish, a repair) is made under it, so
+    /// that each reads the size it changes. Waits up to `mutationWaitLimit`, polling every
+    /// millisecond (holders keep it for one fallocate or ftruncate).
+    /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
+    func withReserve<T>(_ body: () throws -> T) throws -> T {
+        let deadline = MonotonicTime.now() + mutationWaitLimit
+        while try !file.lock(Self.reserveByte, 1, wait: false) {
+            guard MonotonicTime.now() < deadline else {
+                throw ProVideoError(.busy, "another process has held the pool's reserve lock (\(file.path)) for "
+                                    + "\(mutationWaitLimit / 1_000_000_000) s; a process is stopped inside a reserve "
+                                    + "change: try again", path: file.path)
+            }
+            MonotonicTime.sleep(microseconds: 1_000)
+        }
+        defer { file.unlock(Self.reserveByte, 1) }
+        return try body()
+    }
+
     /// Runs `body` holding the mutation lock if no other process holds it; nil without
     /// running it otherwise.
     func withMutationIfFree<T>(_ body: () throws -> T) throws -> T? {
@@ -58,6 +80,12 @@ final class PoolLock {
     /// Takes `reason`'s byte on this open file description; false if another holds it.
     func tryHold(_ reason: BusyReasons) throws -> Bool {
         try file.lock(Self.byte(reason), 1, wait: false)
+    }
+
+    /// Takes `reason`'s byte shared, as every running capture holds `capturing`: others see
+    /// the reason until the last holder releases it. False while another holds it exclusively.
+    func tryHoldShared(_ reason: BusyReasons) throws -> Bool {
+        try file.lockShared(Self.byte(reason), 1)
     }
 
     func release(_ reason: BusyReasons) {

@@ -13,7 +13,8 @@ public struct SalvagedRecording: Codable, Sendable, Equatable {
 
 /// What `provideo list` shows.
 public struct PoolListing: Codable, Sendable {
-    public var capture: PoolStatus.Capture?
+    /// Every running capture, in every process.
+    public var captures: [PoolStatus.Capture]
     /// Recordings kept in the pool because their destination could not take them.
     public var recordings: [HeldRecording]
     /// Recordings salvaged from dead recorders, oldest first, and where they went.
@@ -84,11 +85,11 @@ extension Pool {
         }
     }
 
-    /// The capture in progress and the recordings the pool holds.
+    /// The captures in progress and the recordings the pool holds.
     public func listing() throws -> PoolListing {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
         let held = files.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }
-        return PoolListing(capture: try status().capture, recordings: held, recovered: recoveredRecordings(),
+        return PoolListing(captures: try status().captures, recordings: held, recovered: recoveredRecordings(),
                            landing: try landings())
     }
 
@@ -109,7 +110,9 @@ extension Pool {
     /// Checks the pool's accounting against what the filesystem really allocated. Returns one
     /// sentence per problem; empty when the pool is consistent:
     /// - the reserve is fully allocated and holds no blocks past its end;
-    /// - `remainingCapacity` does not exceed what is really reserved;
+    /// - `remainingCapacity` does not exceed what is really reserved, and the reserve and the
+    ///   captures' grants together do not exceed `initialCapacity`;
+    /// - each running capture's file is fully allocated up to what it was granted;
     /// - no capture is left without a live owner (it would be salvaged by `open`);
     /// - the reserve's size is a whole number of allocation units.
     public func check() throws -> [String] {
@@ -135,17 +138,27 @@ extension Pool {
                 problems.append("the held recording \(held.path) holds blocks past its end")
             }
         }
-        let busy = try busyReasons()
-        if FileSystem.exists(layout.captureDirectory) && !busy.contains(.capturing) {
-            problems.append("a capture is in the pool with no live recorder; run `provideo recover`")
-        }
-        if let journal = try? CaptureJournal.load(layout.captureJournal), busy.contains(.capturing) {
-            let (data, _) = try reserve(layout.captureData).extents()
-            if try remainingCapacity() > journal.capacityAtStart || data < journal.capacityAtStart {
-                problems.append("the capture's file holds \(data) bytes, less than the capacity it reports")
+        var reserved = mapped
+        for files in captureFiles() {
+            guard CaptureClaim.isAlive(files) else {
+                problems.append("the capture \(files.id) is in the pool with no live recorder; run `provideo recover`")
+                continue
             }
-        } else if try remainingCapacity() > mapped {
-            problems.append("remainingCapacity \(try remainingCapacity()) exceeds the \(mapped) bytes really reserved")
+            let granted = (try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0
+            let (data, _) = try reserve(files.data).extents()
+            reserved += data
+            if data < granted {
+                problems.append("the capture \(files.id)'s file was granted \(granted) bytes but only \(data) are allocated")
+            }
+        }
+        let remaining = try remainingCapacity()
+        if remaining > reserved {
+            problems.append("remainingCapacity \(remaining) exceeds the \(reserved) bytes really reserved")
+        }
+        let capacity = initialCapacity
+        if size + capturesHold() > capacity {
+            problems.append("the reserve (\(size) bytes) and the captures' grants (\(capturesHold()) bytes) exceed "
+                            + "the pool's capacity of \(capacity) bytes")
         }
         return problems
     }

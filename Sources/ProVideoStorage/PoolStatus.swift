@@ -1,15 +1,22 @@
 /// Everything `provideo status` reports, in the shape of `status --json`. Sizes in bytes.
 public struct PoolStatus: Codable, Sendable {
+    /// One running capture.
     public struct Capture: Codable, Sendable {
+        /// The capture's id: its directory in the pool's `captures/`.
+        public var id: String
         public var destination: String
         public var engine: String
         /// Bytes that reached the disk so far.
         public var bytesWritten: Int64
         /// Bytes a crash cannot lose (flushed and committed).
         public var committedBytes: Int64
+        /// Bytes the pool's reserve granted to the capture's file so far (written or not).
+        public var grantedBytes: Int64
         /// Expected bitrate in bits per second.
         public var bitrate: Int64
         public var pid: Int32
+        /// Whether it was started over the pool's admissible bandwidth (`record --force`).
+        public var admittedOverBandwidth: Bool
     }
 
     public var path: String
@@ -26,9 +33,18 @@ public struct PoolStatus: Codable, Sendable {
     public var zeroFilled: Bool
     /// The running capture's engine, else the engine a capture would use now.
     public var engine: String
-    /// Recording time left at the running capture's bitrate, in seconds.
+    /// Recording time left at the running captures' bitrates together, in seconds.
     public var recordingSecondsRemaining: Double?
-    public var capture: Capture?
+    /// How many captures may run at once; nil: no limit.
+    public var maxCaptures: Int?
+    /// The durable write bandwidth captures are admitted against, in bits per second.
+    public var bandwidth: Int64?
+    /// The bitrate captures may declare together (`Pool.admissibleShare` of `bandwidth`).
+    public var admissibleBitrate: Int64?
+    /// The bitrates the running captures declared, together, in bits per second.
+    public var admittedBitrate: Int64
+    /// Every running capture, in every process.
+    public var captures: [Capture]
     /// The recordings waiting to land on their destination, with their progress.
     public var landing: [LandingProgress]?
     /// Bytes the pool's filesystem holds for recordings that have not landed yet: space the

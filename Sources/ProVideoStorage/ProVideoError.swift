@@ -19,6 +19,9 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
         case storageFull
         /// Every capture buffer was in flight and the overrun policy gave up.
         case overrun
+        /// Starting the capture would take the pool's running captures past its admissible
+        /// bandwidth (see `Pool.bandwidth`); the message names the numbers.
+        case bandwidthExceeded
         /// The destination of a capture exists; it is never overwritten.
         case destinationExists
         /// The destination's directory does not exist, is not a directory or is not writable.

@@ -65,7 +65,11 @@ enum RecordingCopy {
         while offset < length {
             if kernelCopy {
                 let n = calls.copyFileRange(source.rawValue, offset, target.rawValue, offset, Int(length - offset))
-                if n > 0 { offset += Int64(n); continue }
+                if n > 0 {
+                    offset += Int64(n)
+                    CopyProgress.report(.copying, offset, length)
+                    continue
+                }
                 if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
                 // 0 before the end, EXDEV, EINVAL, ENOSYS, EOPNOTSUPP, EIO…: go on by hand.
                 kernelCopy = false
@@ -78,6 +82,7 @@ enum RecordingCopy {
             guard n > 0 else { throw ProVideoError(.ioError, "\(source.path) ended at \(offset) of \(length) bytes", path: source.path) }
             try buffer.withUnsafeBytes { try target.writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<n]), at: offset, calls) }
             offset += Int64(n)
+            CopyProgress.report(.copying, offset, length)
         }
     }
 
@@ -101,6 +106,7 @@ enum RecordingCopy {
             if n == 0 { break }
             buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             offset += Int64(n)
+            CopyProgress.report(.verifying, offset - start, end - start)
         }
     }
 }

@@ -153,13 +153,13 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
                 usleep(10_000)
             }
             #expect(capture.committedLength == 50_005)
-            #expect(CaptureJournal.readCommitted(pool.layout.captureCommit) == 50_005)
+            #expect(CaptureJournal.readCommitted(capture.files.commit) == 50_005)
             // No whole buffer landed yet: polls publish the length within `progressInterval`.
-            for _ in 0..<100 where CaptureJournal.readCounter(pool.layout.captureProgress) < 50_005 {
+            for _ in 0..<100 where CaptureJournal.readCounter(capture.files.progress) < 50_005 {
                 try capture.poll()
                 usleep(10_000)
             }
-            #expect(CaptureJournal.readCounter(pool.layout.captureProgress) == 50_005)
+            #expect(CaptureJournal.readCounter(capture.files.progress) == 50_005)
             #expect(try pool.remainingCapacity() == pool.initialCapacity - pool.reserve("").rounded(50_005))
             try capture.append(TestSupport.pattern(600_000, seed: 9))  // fills and writes the buffer whole
             let result = try capture.finish()
@@ -180,26 +180,54 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
         }
     }
 
-    @Test func busyPoolRefusesOtherWork() throws {
+    /// While captures run, a second capture starts beside them (the default), resize and
+    /// destroy are refused with `capturing`, and replenish proceeds.
+    @Test func runningCapturesRefuseResizeAndDestroyOnly() throws {
         try withPool { (pool, scratch) throws in
             let other = try Pool.open(at: pool.path)
             let capture = try pool.startCapture(to: scratch + "/a.mov", options: testOptions)
             #expect(try other.busyReasons() == [.capturing])
-            for attempt in [{ _ = try other.startCapture(to: scratch + "/b.mov", options: testOptions) },
-                            { try other.resize(to: 64 << 20) }, { try other.destroy() },
-                            { try other.replenishCapacity() }] {
+            let second = try other.startCapture(to: scratch + "/b.mov", options: testOptions)
+            let attempts: [() throws -> Void] = [{ _ = try other.resize(to: 64 << 20) }, { try other.destroy() }]
+            for attempt in attempts {
                 let error = #expect(throws: ProVideoError.self) { try attempt() }
                 #expect(error?.code == .busy)
                 #expect(error?.message.contains("capturing") == true)
             }
-            try capture.finish()
+            #expect(try other.replenishCapacity().missing == 0)
+            try capture.append([1, 2, 3])
+            try second.append([4, 5])
+            #expect(try capture.finish().length == 3)
+            #expect(try other.busyReasons() == [.capturing], "the second capture still runs")
+            #expect(try second.finish().length == 2)
             #expect(try other.busyReasons().isEmpty)
+            #expect(try pool.check().isEmpty)
+        }
+    }
+
+    /// A pool created with `maxCaptures: 1` keeps Apple's semantics: a second capture fails
+    /// with `capturing`, naming the running one.
+    @Test func oneCapturePoolRefusesASecond() throws {
+        try TestSupport.withScratch("one-capture") { scratch in
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 16 << 20, maxCaptures: 1)
+            defer { try? pool.destroy() }
+            #expect(pool.maxCaptures == 1)
+            let capture = try pool.startCapture(to: scratch + "/a.mov", options: testOptions)
+            let error = #expect(throws: ProVideoError.self) {
+                _ = try Pool.open(at: pool.path).startCapture(to: scratch + "/b.mov", options: testOptions)
+            }
+            #expect(error?.code == .busy)
+            #expect(error?.message.contains("capturing") == true)
+            #expect(error?.message.contains(scratch + "/a.mov") == true)
+            try capture.cancel()
+            let next = try pool.startCapture(to: scratch + "/b.mov", options: testOptions)
+            try next.cancel()
         }
     }
 
     @Test func destinationIsCheckedAtStart() throws {
         try withPool { (pool, scratch) throws in
-            FileManager.default.createFile(atPath: scratch + "/exists.mov", contents: Data([42]))
+            #expect(FileManager.default.createFile(atPath: scratch + "/exists.mov", contents: Data([42])))
             let cases: [(String, ProVideoError.Code)] = [
                 (scratch + "/missing/take.mov", .invalidDestination), (scratch + "/exists.mov", .destinationExists),
                 (pool.path + "/take.mov", .invalidDestination),
@@ -222,7 +250,7 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
             let capture = try pool.startCapture(to: destination, options: testOptions)
             let bytes = TestSupport.pattern(1_000_000, seed: 9)
             try capture.append(bytes)
-            FileManager.default.createFile(atPath: destination, contents: Data("precious".utf8))
+            #expect(FileManager.default.createFile(atPath: destination, contents: Data("precious".utf8)))
             let error = #expect(throws: ProVideoError.self) { try capture.finish() }
             #expect(error?.code == .destinationExists)
             #expect(TestSupport.fileHolds(destination, Array("precious".utf8)))

@@ -82,7 +82,7 @@ extension CrashTests {
                 switches["copyFails"] = true
                 var calls = SystemCalls.live
                 calls.renameNoReplace = { from, to in
-                    if switches["exdev"] && (from.hasSuffix("/capture/data") || from.contains("/recordings/")) {
+                    if switches["exdev"] && (TestSupport.isCaptureData(from) || from.contains("/recordings/")) {
                         _ = switches.count("exdev")
                         return -EXDEV
                     }
@@ -96,7 +96,7 @@ extension CrashTests {
                     return SystemCalls.live.copyFileRange(fdIn, offsetIn, fdOut, offsetOut, length)
                 }
                 calls.pread = { fd, buffer, count, offset in
-                    if switches["copyFails"] && TestSupport.path(of: fd).hasSuffix("/capture/data") {
+                    if switches["copyFails"] && TestSupport.isCaptureData(TestSupport.path(of: fd)) {
                         _ = switches.count("preadFailed")
                         return -Int(EIO)
                     }
@@ -133,7 +133,7 @@ extension CrashTests {
                 #expect(listing.recordings.first?.path == held)
                 #expect(listing.recordings.first?.destination == destination)
                 #expect(listing.recordings.first?.length == Int64(input.count))
-                #expect(listing.capture == nil)
+                #expect(listing.captures.isEmpty)
                 let capacityLeft = 16 * Self.mib - TestSupport.roundUp(Int64(input.count), CrashKit.unit)
                 #expect(try pool.remainingCapacity() == capacityLeft)
                 #expect(try pool.busyReasons().isEmpty, "capturing was not released")

@@ -67,10 +67,10 @@ extension CrashTests {
                     // Feed only once the capture is running (its journal names the engine): starting
                     // it flushes files, which can take seconds on this shared disk, and is not part
                     // of what a kill during recording may lose.
-                    let journal = pool + "/capture/capture.json"
+                    let journal = { TestSupport.onlyCapture(pool) + "/capture.json" }
                     let live = Date(timeIntervalSinceNow: 30)
                     while recorder.isRunning && Date() < live
-                            && !(FileManager.default.contents(atPath: journal).map { !String(decoding: $0, as: UTF8.self).contains("\"starting\"") } ?? false) {
+                            && !(FileManager.default.contents(atPath: journal()).map { !String(decoding: $0, as: UTF8.self).contains("\"starting\"") } ?? false) {
                         usleep(5_000)
                     }
                     var sent = 0

@@ -32,7 +32,7 @@ extension CrashTests {
                 case "openedByStatus":
                     // Any command opens the pool, and opening salvages.
                     let status = try CrashKit.status(pool)
-                    #expect(status.busyReasons.isEmpty && status.capture == nil)
+                    #expect(status.busyReasons.isEmpty && status.captures.isEmpty)
                     #expect(TestSupport.fileEquals(destination, input), "status did not salvage the recording")
                     let sane = try CrashKit.expectSane(pool, variant)
                     #expect(sane.remainingCapacity == holding)
@@ -191,7 +191,8 @@ struct ChildProcessOnlyMove {
             if rc == 0 && final { kill(getpid(), SIGKILL) }
             return rc
         }
-        let pool = try Pool.open(at: try #require(environment["PROVIDEO_CRASH_CHILD_POOL"]), systemCalls: calls)
+        let poolPath: String = try #require(environment["PROVIDEO_CRASH_CHILD_POOL"])
+        let pool = try Pool.open(at: poolPath, systemCalls: calls)
         _ = try pool.moveHeldRecording(try #require(environment["PROVIDEO_CRASH_CHILD_HELD"]))
         Issue.record("the move returned: the swapped rename did not kill the process")
     }

@@ -5,9 +5,9 @@ import Testing
 @testable import ProVideoStorage
 
 extension CrashTests {
-    /// Two `provideo record` processes started at the same moment on one pool: exactly one
-    /// wins and keeps recording, the other exits 1 with the busy error; the winner then
-    /// finishes normally. 50 times.
+    /// Two `provideo record` processes started at the same moment on a pool that takes one
+    /// capture at a time (`--max-captures 1`): exactly one wins and keeps recording, the other
+    /// exits 1 with the busy error; the winner then finishes normally. 50 times.
     @Suite struct StartRace {
         static let iterations = 50
 
@@ -15,7 +15,7 @@ extension CrashTests {
             _ = CrashKit.ignoreSIGPIPE
             try TestSupport.withScratch("crash-race") { dir in
                 let pool = dir + "/pool"
-                try CrashKit.createPool(pool, capacity: "16M")
+                try CrashKit.createPool(pool, capacity: "16M", options: ["--max-captures", "1"])
                 defer { _ = try? CrashKit.provideo(pool, ["destroy"]) }
                 let capacity = try CrashKit.status(pool).initialCapacity
                 var winners = [0, 0]
@@ -50,7 +50,7 @@ extension CrashTests {
                     #expect(winner.isRunning, "iteration \(iteration): both recorders ended")
                     let during = try CrashKit.status(pool)
                     #expect(during.busyReasons == ["capturing"], "iteration \(iteration): busy \(during.busyReasons)")
-                    #expect(during.capture?.destination == destinations[1 - loserIndex])
+                    #expect(during.captures.first?.destination == destinations[1 - loserIndex])
                     winners[1 - loserIndex] += 1
 
                     let payload = TestSupport.pattern(1000 + iteration, seed: UInt64(iteration))
@@ -75,14 +75,14 @@ extension CrashTests {
             }
         }
 
-        /// While a capture runs, a resize, a replenish, a destroy and another record are refused
-        /// with the busy error (exit 1), not queued, and change nothing; the capture then
-        /// finishes normally.
+        /// While a capture runs in a one-capture pool, a resize, a destroy and another record
+        /// are refused with the busy error (exit 1), not queued, and change nothing; a replenish
+        /// runs beside it and adds nothing; the capture then finishes normally.
         @Test func operationsDuringACaptureAreRefused() throws {
             _ = CrashKit.ignoreSIGPIPE
             try TestSupport.withScratch("crash-busy") { dir in
                 let pool = dir + "/pool"
-                try CrashKit.createPool(pool, capacity: "16M")
+                try CrashKit.createPool(pool, capacity: "16M", options: ["--max-captures", "1"])
                 defer { _ = try? CrashKit.provideo(pool, ["destroy"]) }
                 let destination = dir + "/take.bin"
                 let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", destination, "--bitrate", "20M"],
@@ -98,11 +98,15 @@ extension CrashTests {
                 while try CrashKit.status(pool).busyReasons != ["capturing"] && Date() < deadline { usleep(20_000) }
                 try #require(try CrashKit.status(pool).busyReasons == ["capturing"])
                 let state = try Data(contentsOf: URL(fileURLWithPath: pool + "/pool.json"))
-                for command in [["resize", "32M"], ["resize", "8M"], ["replenish"], ["destroy"], ["record", dir + "/other.bin"]] {
+                for command in [["resize", "32M"], ["resize", "8M"], ["destroy"], ["record", dir + "/other.bin"]] {
                     let outcome = try CrashKit.provideo(pool, command, input: command[0] == "record" ? Array("x".utf8) : nil)
                     #expect(outcome.reason == .exit && outcome.status == 1 && outcome.stderr.contains("busy"),
                             "\(command) during a capture: \(outcome)")
                 }
+                // Replenish runs beside captures: the reserve and the capture's grant already make
+                // the capacity, so it adds nothing.
+                let replenish = try CrashKit.provideo(pool, ["replenish"])
+                #expect(replenish.reason == .exit && replenish.status == 0, "replenish during a capture: \(replenish)")
                 #expect(try Data(contentsOf: URL(fileURLWithPath: pool + "/pool.json")) == state)
                 #expect(!CrashKit.exists(dir + "/other.bin"))
                 #expect(recorder.isRunning)

@@ -79,7 +79,7 @@ import Testing
             #expect(failure?.location?.hasPrefix("ProVideoStorage/CommitPipeline.swift:") == true, "\(String(describing: failure?.location))")
             #expect(committedBefore > 0)
             #expect(capture!.committedLength == committedBefore)
-            #expect(CaptureJournal.readCommitted(pool.layout.captureCommit) == committedBefore)
+            #expect(CaptureJournal.readCommitted(capture!.files.commit) == committedBefore)
             let records = fault.current!.events.filter {
                 if case .queued(let request, _) = $0 { return request.tag == .commitRecord }
                 return false
@@ -93,19 +93,19 @@ import Testing
     /// System calls that log the steps of a finish: fdatasync and fsync with the path they
     /// flush, renames; at each directory flush, whether the journal already records the
     /// placement (it must not: the journal records a step only once it is durable).
-    static func logging(into log: Shared<[String]>, journal: String, forceCopy: Bool) -> SystemCalls {
+    static func logging(into log: Shared<[String]>, pool: String, forceCopy: Bool) -> SystemCalls {
         var calls = SystemCalls.live
         calls.fdatasync = { fd in
             log.update { $0.append("fdatasync \(TestSupport.path(of: fd))") }
             return SystemCalls.live.fdatasync(fd)
         }
         calls.fsync = { fd in
-            let placed = (try? CaptureJournal.load(journal))?.placedAt != nil
+            let placed = (try? CaptureJournal.load(TestSupport.onlyCapture(pool) + "/capture.json"))?.placedAt != nil
             log.update { $0.append("fsync \(TestSupport.path(of: fd))\(placed ? " (journal already placed)" : "")") }
             return SystemCalls.live.fsync(fd)
         }
         calls.renameNoReplace = { from, to in
-            if forceCopy && from.hasSuffix("/capture/data") { return -EXDEV }
+            if forceCopy && TestSupport.isCaptureData(from) { return -EXDEV }
             log.update { $0.append("rename \(from) -> \(to)") }
             return SystemCalls.live.renameNoReplace(from, to)
         }
@@ -121,7 +121,7 @@ import Testing
         try TestSupport.withScratch("durability-order-\(copy)") { scratch in
             let log = Shared<[String]>([])
             let path = scratch + "/pool"
-            let calls = Self.logging(into: log, journal: path + "/capture/capture.json", forceCopy: copy)
+            let calls = Self.logging(into: log, pool: path, forceCopy: copy)
             let pool = try Pool.create(at: path, capacity: 32 << 20, systemCalls: calls)
             defer { try? pool.destroy() }
             let destination = scratch + "/take.mov"
@@ -142,7 +142,7 @@ import Testing
                 let temporary = String(steps[published].dropFirst("rename ".count).prefix { $0 != " " })
                 #expect(steps[..<published].contains("fsync \(temporary)"), "the copy was not flushed before its rename: \(steps)")
             } else {
-                #expect(steps[..<published].contains("fdatasync \(path)/capture/data"),
+                #expect(steps[..<published].contains("fdatasync \(capture.files.data)"),
                         "the data was not flushed before the rename: \(steps)")
             }
         }
@@ -155,7 +155,7 @@ import Testing
         try TestSupport.withScratch("durability-corrupt") { scratch in
             var calls = SystemCalls.live
             calls.renameNoReplace = { from, to in
-                from.hasSuffix("/capture/data") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+                TestSupport.isCaptureData(from) ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
             }
             calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
                 let n = SystemCalls.live.copyFileRange(fdIn, offsetIn, fdOut, offsetOut, length)

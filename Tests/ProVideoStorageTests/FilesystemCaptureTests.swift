@@ -22,7 +22,7 @@ extension FS {
     /// accounting checks out.
     static func expectIdleAndConsistent(_ pool: Pool, sourceLocation: SourceLocation = #_sourceLocation) throws {
         #expect(try pool.busyReasons().isEmpty, sourceLocation: sourceLocation)
-        #expect(!FileManager.default.fileExists(atPath: pool.path + "/capture"), "capture/ was left behind",
+        #expect(!TestSupport.hasCapture(pool.path), "capture/ was left behind",
                 sourceLocation: sourceLocation)
         let problems = try pool.check()
         #expect(problems == [], "check: \(problems)", sourceLocation: sourceLocation)
@@ -162,7 +162,7 @@ extension FilesystemTests {
                             "no partial file may stay beside the destination")
 
                     let listing = try TestSupport.poolListing(path)
-                    #expect(listing.capture == nil)
+                    #expect(listing.captures.isEmpty)
                     #expect(listing.recordings.count == 1)
                     if let held = listing.recordings.first {
                         #expect(held.destination == destination)
@@ -171,7 +171,7 @@ extension FilesystemTests {
                         #expect(TestSupport.fileEquals(held.path, input), "the kept recording differs from the input")
                     }
                     #expect(try pool.busyReasons().isEmpty)
-                    #expect(!FileManager.default.fileExists(atPath: path + "/capture"))
+                    #expect(!TestSupport.hasCapture(path))
                     // The pool is usable again.
                     let next = try FS.capture(pool, [[1, 2, 3]], to: directory + "/next.mov")
                     #expect(TestSupport.fileHolds(next.path, [1, 2, 3]))

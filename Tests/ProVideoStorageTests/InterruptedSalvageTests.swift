@@ -24,12 +24,12 @@ import Testing
                 usleep(5_000)
             }
             #expect(capture!.committedLength == Int64(frame.count))
-            let journal = try CaptureJournal.load(path + "/capture/capture.json")
+            let journal = try CaptureJournal.load(TestSupport.onlyCapture(path) + "/capture.json")
             capture = nil  // the recorder dies: its lock goes with it
             // The state a salvage leaves when killed right after its rename to the sibling.
-            FileManager.default.createFile(atPath: destination, contents: Data("someone else's".utf8))
+            #expect(FileManager.default.createFile(atPath: destination, contents: Data("someone else's".utf8)))
             let sibling = Pool.recoveredName(destination, id: journal.id)
-            try FileSystem.rename(path + "/capture/data", sibling)
+            try FileSystem.rename(TestSupport.onlyCapture(path) + "/data", sibling)
             let reopened = try Pool.open(at: path)
             let salvaged = try #require(reopened.salvaged.first)
             #expect(salvaged.path == sibling)

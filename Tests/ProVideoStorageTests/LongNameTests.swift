@@ -16,7 +16,7 @@ import Testing
     static var copying: SystemCalls {
         var calls = SystemCalls.live
         calls.renameNoReplace = { from, to in
-            from.hasSuffix("/capture/data") || from.contains("/recordings/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+            TestSupport.isCaptureData(from) || from.contains("/recordings/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
         }
         return calls
     }
@@ -65,7 +65,7 @@ import Testing
             let capture = try pool.startCapture(to: destination, options: testOptions)
             let frame = TestSupport.pattern(300_007, seed: 2)
             try capture.append(frame)
-            FileManager.default.createFile(atPath: destination, contents: Data("taken".utf8))
+            #expect(FileManager.default.createFile(atPath: destination, contents: Data("taken".utf8)))
             let error = #expect(throws: ProVideoError.self) { try capture.finish() }
             #expect(error?.code == .destinationExists)
             let held = try #require(try pool.listing().recordings.first)

@@ -13,7 +13,7 @@ import Testing
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
             var calls = SystemCalls.live
             calls.renameNoReplace = { from, to in
-                from.hasSuffix("/capture/data") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+                TestSupport.isCaptureData(from) ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
             }
             calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
                 try? FileManager.default.removeItem(atPath: out)  // the copy's directory goes away

@@ -90,10 +90,10 @@ import Testing
             #expect(heldWhileDelivered.current.count == 13)
             #expect(heldWhileDelivered.current.allSatisfy { $0 })
             #expect(try pool.busyReasons() == [])
-            let before = TestSupport.readPrefix(pool.layout.captureData, 13 * 64 * Self.kib)
+            let before = TestSupport.readPrefix(capture!.files.data, 13 * 64 * Self.kib)
             usleep(2_000_000)
             // Compared outside #expect: a failing expectation would diff 832 KiB element by element.
-            let unchanged = TestSupport.readPrefix(pool.layout.captureData, 13 * 64 * Self.kib) == before
+            let unchanged = TestSupport.readPrefix(capture!.files.data, 13 * 64 * Self.kib) == before
             #expect(unchanged, "bytes of the capture file changed after the error returned")
             if let failure { #expect(throws: failure) { try capture!.append([1]) } }
             capture = nil
@@ -185,7 +185,7 @@ import Testing
                 usleep(10_000)
             }
             #expect(capture.committedLength == 100_000)
-            let onDisk = Array(TestSupport.readPrefix(pool.layout.captureData, 100_000)[40_000..<60_000])
+            let onDisk = Array(TestSupport.readPrefix(capture.files.data, 100_000)[40_000..<60_000])
             let whole = onDisk == Array(expected[40_000..<60_000]) || onDisk == patch
             #expect(whole, "the patched bytes on disk are a mix of old and new")
             expected.replaceSubrange(40_000..<60_000, with: patch)

@@ -8,7 +8,7 @@ import Testing
 /// for a group, recorder services of that group and root record into it in turn, and every
 /// one of them can go on using it; a user outside the group is told which group to join and
 /// can read nothing. Users and the group are created by the test and removed afterwards.
-@Suite(.serialized, .enabled(if: TestSupport.isRoot))
+@Suite(.serialized, .enabled(if: TestSupport.isRoot, "needs root: loop filesystems, users and groups"))
 struct AccessTests {
     static let group = "pvtest-video"
     static let admin = "pvtest-admin"

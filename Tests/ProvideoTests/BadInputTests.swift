@@ -7,7 +7,12 @@ import Testing
 /// Bad input to the CLI and the library: a clear error, the documented exit status (2 for a
 /// usage error, 1 for an operation refused), and nothing changed on disk.
 @Suite struct BadInputTests {
-    static let badSizes = ["12x", "-1", "", "9223372036854775808", "99999999999999999999", "1.5G", "0"]
+    static let badSizes = ["12x", "-1", "", "9223372036854775808", "99999999999999999999", "1.5", "1.5X", "0", "4095"]
+
+    /// What the message about a bad size says: the minimum for a number too small.
+    static func refusal(_ size: String) -> String {
+        ["0", "4095"].contains(size) ? "the minimum is 4.0 MiB (4194304 bytes)" : "invalid size '\(size)'"
+    }
 
     /// A pool in a scratch directory for `body`, destroyed afterwards.
     private func withPool(_ name: String = #function, capacity: String = "16M",
@@ -38,7 +43,7 @@ import Testing
         try TestSupport.withScratch("badinput-create") { dir in
             let pool = dir + "/pool"
             let outcome = try CrashKit.provideo(pool, ["create", "--capacity", size])
-            expectRefused(outcome, status: 2, [size == "0" ? "more than 0" : "invalid size '\(size)'"], "create --capacity '\(size)'")
+            expectRefused(outcome, status: 2, [Self.refusal(size)], "create --capacity '\(size)'")
             #expect(CrashKit.contents(dir).isEmpty, "create left \(CrashKit.contents(dir))")
         }
     }
@@ -48,7 +53,7 @@ import Testing
         try withPool { _, pool in
             let before = CrashKit.snapshot(pool)
             let outcome = try CrashKit.provideo(pool, ["resize", size])
-            expectRefused(outcome, status: 2, [size == "0" ? "more than 0" : "invalid size '\(size)'"], "resize '\(size)'")
+            expectRefused(outcome, status: 2, [Self.refusal(size)], "resize '\(size)'")
             #expect(CrashKit.snapshot(pool) == before, "resize '\(size)' changed the pool")
         }
     }

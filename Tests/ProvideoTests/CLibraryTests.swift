@@ -150,7 +150,8 @@ import Testing
         try TestSupport.withScratch { scratch in
             let plugin = try Plugin(scratch: scratch)
             let pool = scratch + "/pool"
-            try FS.createPool(pool, capacity: "4M")
+            // One capture at a time, so that a running recorder makes the pool busy.
+            try FS.createPool(pool, capacity: "4M", options: ["--max-captures", "1"])
             let full = scratch + "/full.mov"
             let result = try plugin.record(frames: 40, size: "1280x720", pool: pool, location: full)
             #expect(result.status != 0)

@@ -18,7 +18,7 @@ import Testing
             let input = (recorder.standardInput as! Pipe).fileHandleForWriting
             try input.write(contentsOf: Data(TestSupport.pattern(300_000, seed: 3)))
             let deadline = Date().addingTimeInterval(10)
-            while (try? TestSupport.poolStatus(pool).capture?.bytesWritten) ?? 0 == 0 && Date() < deadline { usleep(50_000) }
+            while (try? TestSupport.poolStatus(pool).captures.first?.bytesWritten) ?? 0 == 0 && Date() < deadline { usleep(50_000) }
             kill(recorder.processIdentifier, SIGKILL)
             recorder.waitUntilExit()
             let result = try FS.provideo(pool, "recover")

@@ -9,7 +9,7 @@ import Testing
 /// destination's, before every step of a pool's life. Each step either works or fails with
 /// exit 1 and a message; afterwards `status`, `list` and `check` work and the pool is
 /// consistent; and once the resource is freed, the same step succeeds.
-@Suite(.serialized, .enabled(if: TestSupport.isRoot))
+@Suite(.serialized, .enabled(if: TestSupport.isRoot, "needs root: loop filesystems, users and groups"))
 struct ExhaustionTests {
     enum Resource: String, CaseIterable { case space, inodes }
 
@@ -59,7 +59,7 @@ struct ExhaustionTests {
     /// A step's result under exhaustion: 0, or 1 with a message (never a crash or a usage error).
     static func expectWorkedOrFailedCleanly(_ result: TestSupport.ProcessResult, _ context: String,
                                             sourceLocation: SourceLocation = #_sourceLocation) {
-        #expect(result.status == 0 || (result.status == 1 && result.stderr.hasPrefix("error: ")),
+        #expect(result.status == 0 || (result.status == 1 && result.stderr.hasPrefix("provideo: ")),
                 "\(context): exit \(result.status): \(result.stderr)", sourceLocation: sourceLocation)
     }
 
@@ -116,7 +116,7 @@ struct ExhaustionTests {
         // create
         try Self.exhaust(resource, mount)
         let refused = try FS.provideo(pool, "create", "--capacity", "8M")
-        #expect(refused.status == 1 && refused.stderr.hasPrefix("error: "), "create: \(refused.stderr)")
+        #expect(refused.status == 1 && refused.stderr.hasPrefix("provideo: "), "create: \(refused.stderr)")
         #expect(!FileManager.default.fileExists(atPath: pool), "a failed create left \(CrashKit.contents(pool))")
         Self.release(mount)
         try FS.createPool(pool, capacity: "8M")
@@ -132,7 +132,7 @@ struct ExhaustionTests {
         } else {
             #expect(!FileManager.default.fileExists(atPath: out + "/a.mov"))
             #expect(try TestSupport.poolStatus(pool).remainingCapacity == 8 << 20, "the reserve must stay whole")
-            #expect(!FileManager.default.fileExists(atPath: pool + "/capture"), "a refused capture left capture/")
+            #expect(!TestSupport.hasCapture(pool), "a refused capture left capture/")
         }
         try Self.expectUsable(pool, "after record (rename)")
         Self.release(mount)
@@ -151,7 +151,7 @@ struct ExhaustionTests {
                 if result.status == 1 {
                     let remaining = try TestSupport.poolStatus(pool).remainingCapacity
                     #expect(remaining == before, "\(blocks) blocks: reserve not whole (\(remaining) of \(before)): \(result.stderr)")
-                    #expect(!FileManager.default.fileExists(atPath: pool + "/capture"), "\(blocks) blocks: capture/ left")
+                    #expect(!TestSupport.hasCapture(pool), "\(blocks) blocks: capture/ left")
                 }
                 try Self.expectUsable(pool, "after a record with \(blocks) blocks free")
                 Self.release(mount)
@@ -169,7 +169,9 @@ struct ExhaustionTests {
             try input.write(contentsOf: Data(take[(take.count / 4)...]))
             try input.close()
             recorder.waitUntilExit()
-            #expect(recorder.terminationStatus == 0, "a recorder on a filesystem that filled up failed")
+            let recorderError = String(decoding: (recorder.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(),
+                                       as: UTF8.self)
+            #expect(recorder.terminationStatus == 0, "a recorder on a filesystem that filled up failed: \(recorderError)")
             let fillingLands = TestSupport.fileHolds(out + "/filling.mov", take)
             #expect(fillingLands, "filling.mov differs from its input")
             try Self.expectUsable(pool, "after recording while the filesystem filled")
@@ -180,7 +182,7 @@ struct ExhaustionTests {
         // resize: a grow fails cleanly, a shrink always works on a full filesystem
         try Self.exhaust(resource, mount)
         result = try FS.provideo(pool, "resize", "16M")
-        #expect(result.status == 1 && result.stderr.hasPrefix("error: "), "grow: \(result.stderr)")
+        #expect(result.status == 1 && result.stderr.hasPrefix("provideo: "), "grow: \(result.stderr)")
         try Self.expectUsable(pool, "after a refused grow")
         result = try FS.provideo(pool, "resize", "4M")
         if resource == .space {

@@ -146,7 +146,7 @@ struct FilesystemRecordTests {
                     #expect(capture.statistics.engine == "pwrite")
                     let during = try TestSupport.poolStatus(path)
                     #expect(during.engine == "pwrite")
-                    #expect(during.capture?.engine == "pwrite")
+                    #expect(during.captures.first?.engine == "pwrite")
                     #expect(during.busyReasons == ["capturing"])
                     let result = try capture.finish()
                     #expect(result.statistics.engine == "pwrite")

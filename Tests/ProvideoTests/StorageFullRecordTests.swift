@@ -9,10 +9,10 @@ import Testing
     @Test func whatFitsIsKeptAndTheRestIsReported() throws {
         try TestSupport.withScratch("storage-full") { scratch in
             let pool = scratch + "/pool"
-            try FS.createPool(pool, capacity: "700K")
+            try FS.createPool(pool, capacity: "4M")
             defer { FS.destroyQuietly(pool) }
             let capacity = Int(try TestSupport.poolStatus(pool).initialCapacity)
-            let input = TestSupport.pattern(3_000_000, seed: 5)
+            let input = TestSupport.pattern(6_000_000, seed: 5)
             let result = try FS.provideo(pool, "record", scratch + "/take.mov", stdin: Data(input))
             #expect(result.status == 1)
             #expect(result.stderr.contains("storage full"), "\(result.stderr)")

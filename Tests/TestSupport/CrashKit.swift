@@ -79,8 +79,8 @@ package enum CrashKit {
     }
 
     /// Creates a pool with the CLI; throws (failing the test) when that fails.
-    package static func createPool(_ pool: String, capacity: String = "16M") throws {
-        try FS.createPool(pool, capacity: capacity)
+    package static func createPool(_ pool: String, capacity: String = "16M", options: [String] = []) throws {
+        try FS.createPool(pool, capacity: capacity, options: options)
     }
 
     package static func status(_ pool: String) throws -> PoolStatus { try TestSupport.poolStatus(pool) }
@@ -110,7 +110,7 @@ package enum CrashKit {
                 sourceLocation: sourceLocation)
         let status = try status(pool)
         #expect(status.busyReasons.isEmpty, "\(context): busy \(status.busyReasons)", sourceLocation: sourceLocation)
-        #expect(status.capture == nil, "\(context): a capture is still reported", sourceLocation: sourceLocation)
+        #expect(status.captures.isEmpty, "\(context): a capture is still reported", sourceLocation: sourceLocation)
         let reserve = stat(pool + "/reserve") ?? (0, 0)
         #expect(status.remainingCapacity <= reserve.allocated,
                 "\(context): remainingCapacity \(status.remainingCapacity) > the reserve's \(reserve.allocated) allocated bytes",
@@ -123,6 +123,7 @@ package enum CrashKit {
                 sourceLocation: sourceLocation)
         #expect(reserve.size % unit == 0, "\(context): reserve size \(reserve.size)", sourceLocation: sourceLocation)
         let leftovers = contents(pool).filter { ["capture", "reserve.new", "pool.json.tmp"].contains($0) }
+            + contents(pool + "/captures").map { "captures/" + $0 }
         #expect(leftovers.isEmpty, "\(context): left in the pool: \(leftovers)", sourceLocation: sourceLocation)
         return status
     }
@@ -150,7 +151,7 @@ package enum CrashKit {
     }
 
     /// The committed length a capture recorded (`capture/commit`), 0 when there is none.
-    package static func committed(_ pool: String) -> Int64 { CaptureJournal.readCommitted(pool + "/capture/commit") }
+    package static func committed(_ pool: String) -> Int64 { CaptureJournal.readCommitted(TestSupport.onlyCapture(pool) + "/commit") }
 
     /// The names passed to `CrashPoint.hit` anywhere in Sources/ProVideoStorage.
     package static func crashPointsInSources() throws -> Set<String> {

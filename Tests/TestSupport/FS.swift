@@ -15,8 +15,8 @@ package enum FS {
     }
 
     /// Creates a pool with the CLI, fails the test (throws) if that fails.
-    package static func createPool(_ pool: String, capacity: String) throws {
-        let result = try provideo(pool, "create", "--capacity", capacity)
+    package static func createPool(_ pool: String, capacity: String, options: [String] = []) throws {
+        let result = try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", capacity] + options)
         try #require(result.status == 0, "create failed: \(result.stderr)")
     }
 
@@ -30,6 +30,26 @@ package enum FS {
             defer { destroyQuietly(pool) }
             return try body(fs, pool)
         }
+    }
+
+    /// Runs `body` with a scratch directory and a pool created by the CLI at `<scratch>/pool`;
+    /// both are removed afterwards, even when `body` throws.
+    package static func withScratchPool<T>(_ name: String = #function, capacity: String,
+                                           _ body: (_ directory: String, _ pool: String) throws -> T) throws -> T {
+        try TestSupport.withScratch(name) { directory in
+            let pool = directory + "/pool"
+            try createPool(pool, capacity: capacity)
+            defer { destroyQuietly(pool) }
+            return try body(directory, pool)
+        }
+    }
+
+    /// Starts `provideo --pool POOL record DEST ARGS...` reading from a pipe; returns the
+    /// process and the pipe's writing end.
+    package static func startRecorder(_ pool: String, _ destination: String, _ arguments: [String] = [])
+        throws -> (process: Process, input: FileHandle) {
+        let process = try TestSupport.start("provideo", ["--pool", pool, "record", destination] + arguments, stdinPipe: true)
+        return (process, (process.standardInput as! Pipe).fileHandleForWriting)
     }
 
     /// Destroys a pool if it is still there (cleanup; failures are ignored).

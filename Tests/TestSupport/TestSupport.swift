@@ -14,6 +14,23 @@ package enum TestSupport {
 
     package static var isRoot: Bool { geteuid() == 0 }
 
+    /// Whether `path` is a capture's data file in a pool (`captures/<id>/data`).
+    package static func isCaptureData(_ path: String) -> Bool {
+        path.hasSuffix("/data") && FileSystemPath.parent(FileSystemPath.parent(path)).hasSuffix("/captures")
+    }
+
+    /// The directory of the pool's capture (`captures/<id>`; the first when several run), ""
+    /// when there is none.
+    package static func onlyCapture(_ pool: String) -> String {
+        let names = ((try? FileManager.default.contentsOfDirectory(atPath: pool + "/captures")) ?? []).sorted()
+        return names.first.map { pool + "/captures/" + $0 } ?? ""
+    }
+
+    /// Whether any capture's files are in the pool.
+    package static func hasCapture(_ pool: String) -> Bool {
+        !onlyCapture(pool).isEmpty || FileManager.default.fileExists(atPath: pool + "/capture")
+    }
+
     /// A fresh directory under /tmp/provideo-tests; remove it with `removeTree`.
     package static func scratchDirectory(_ name: String = #function) -> String {
         let base = "/tmp/provideo-tests"
@@ -408,5 +425,13 @@ package final class ReadWriteGate: @unchecked Sendable {
         pthread_rwlock_wrlock(lock)
         defer { pthread_rwlock_unlock(lock) }
         return try body()
+    }
+}
+
+/// Path arithmetic for test predicates.
+enum FileSystemPath {
+    static func parent(_ path: String) -> String {
+        guard let slash = path.lastIndex(of: "/") else { return "" }
+        return String(path[..<slash])
     }
 }

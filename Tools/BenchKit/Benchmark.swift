@@ -64,7 +64,7 @@ public enum Benchmark {
                 log("\(label): \(plan.streams) stream(s) for \(seconds) s")
                 let frames = plan.sizes.sizes.count * plan.streams
                 var elapsed = 0
-                let run = try ModeRunner.run(mode, plan: plan, pools: workspace.pools, progress: progress) {
+                let run = try ModeRunner.run(mode, plan: plan, pool: workspace.pool, progress: progress) {
                     elapsed += 1
                     if seconds >= 5 && elapsed % 5 == 0 {
                         log("  \(label): \(progress.frames.load(ordering: .relaxed))/\(frames) frames, "

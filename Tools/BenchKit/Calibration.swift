@@ -66,7 +66,11 @@ public enum Calibration {
         /// Set when a durable pass made fewer than `minimumCommits` commits: its figure is then
         /// closer to the raw one than a recording's would be.
         public var durableWarning: String?
+        /// Set when the passes of one side differ by more than `maximumSpread` of their median:
+        /// the disk was not steady, and the medians are rough.
+        public var spreadWarning: String?
         public var engine: String
+        /// fio's command line, program name first, as Docs/BENCHMARKS.md documents it.
         public var fioArguments: [String]?
         public var passes: [Pass]
     }
@@ -93,11 +97,12 @@ public enum Calibration {
         }
         var passes: [Pass] = []
         var fioArguments: [String]?
-        let captureData = pool.path + "/capture/data"
         for index in 0..<settings.repeats {
             let fioFirst = index % 2 == 1
             let (ours, fioBandwidth) = try withCapture(pool, destination, raw) { capture -> (Double, Double?) in
                 engine = capture.statistics.engine
+                try capture.ensureGranted(settings.bytes)
+                let captureData = capture.file
                 let fio = FioRun(file: captureData, bytes: settings.bytes, blockSize: settings.writeSize,
                                  queueDepth: settings.queueDepth, fixedBuffers: engine == "io_uring",
                                  hugePages: settings.fioHugePages)
@@ -111,7 +116,7 @@ public enum Calibration {
                 return (ours, fioBandwidth)
             }
             let (durableBandwidth, durableCommits) = try withCapture(pool, destination, durable) { capture in
-                let bandwidth = try settled(captureData) { try ourPass(capture, source: source, bytes: settings.bytes) }
+                let bandwidth = try settled(capture.file) { try ourPass(capture, source: source, bytes: settings.bytes) }
                 return (bandwidth, capture.statistics.commits)
             }
             let pass = Pass(bandwidth: ours, durableBandwidth: durableBandwidth, durableCommits: durableCommits,
@@ -122,15 +127,21 @@ public enum Calibration {
         }
         let withFio = settings.withFio
         let fewest = passes.map(\.durableCommits).min() ?? 0
+        let durableMedian = Percentiles.median(passes.map(\.durableBandwidth))
+        // Enough bytes for minimumCommits + 1 commit intervals at the durable rate measured.
+        let sizeNeeded = Int64((durableMedian * Double(minimumCommits + 1) * Double(settings.durabilityInterval) / 1e9)
+            .rounded(.up))
         let warning = fewest >= minimumCommits ? nil
-            : "a durable pass made only \(fewest) commit(s): pass a larger --size (at least \(minimumCommits + 1) seconds of "
-            + "writing) for a figure to size recordings against"
+            : "a durable pass made only \(fewest) commit(s): pass --size \(sizeNeeded) or more (bytes: "
+            + "\(minimumCommits + 1) commit intervals at the durable bandwidth) for a figure to size recordings against"
         return Report(bandwidth: Percentiles.median(passes.map(\.bandwidth)),
                       durableBandwidth: Percentiles.median(passes.map(\.durableBandwidth)),
                       fioBandwidth: withFio ? Percentiles.median(passes.compactMap(\.fioBandwidth)) : nil,
                       efficiency: withFio ? Percentiles.median(passes.compactMap(\.efficiency)) : nil,
                       bytes: settings.bytes, writeSize: settings.writeSize, queueDepth: settings.queueDepth,
-                      durabilityInterval: Double(settings.durabilityInterval) / 1e9, durableWarning: warning, engine: engine, fioArguments: withFio ? fioArguments : nil, passes: passes)
+                      durabilityInterval: Double(settings.durabilityInterval) / 1e9, durableWarning: warning,
+                      spreadWarning: spreadWarning(passes), engine: engine,
+                      fioArguments: withFio ? fioArguments.map { ["fio"] + $0 } : nil, passes: passes)
     }
 
     /// Runs `measure` after flushing what the previous side wrote all the way to the device
@@ -145,6 +156,24 @@ public enum Calibration {
         }
         usleep(500_000)
         return try measure()
+    }
+
+    /// The largest spread, (max − min) / median, of one side's passes taken as steady.
+    static let maximumSpread = 0.25
+
+    /// A warning when the raw or durable passes (or fio's) spread more than `maximumSpread`.
+    static func spreadWarning(_ passes: [Pass]) -> String? {
+        let sides: [(String, [Double])] = [("raw", passes.map(\.bandwidth)), ("durable", passes.map(\.durableBandwidth)),
+                                           ("fio", passes.compactMap(\.fioBandwidth))]
+        let spread = sides.compactMap { name, values -> String? in
+            guard values.count > 1, let low = values.min(), let high = values.max() else { return nil }
+            let median = Percentiles.median(values)
+            guard median > 0, (high - low) / median > maximumSpread else { return nil }
+            return "\(name) \(megabytes(low)) … \(megabytes(high)) (\(Int(((high - low) / median * 100).rounded()))% of the median)"
+        }
+        guard !spread.isEmpty else { return nil }
+        return "the passes spread more than \(Int(maximumSpread * 100))%: " + spread.joined(separator: "; ")
+            + ". The disk was not steady (other I/O?): rerun with more --repeat and read the medians as rough"
     }
 
     /// Commits a durable pass needs for its figure to reflect their cost.

@@ -14,6 +14,9 @@ public struct Arguments {
 
     public init(_ words: [String]) { self.words = words }
 
+    /// The words not consumed yet.
+    public var remaining: [String] { words }
+
     /// Removes `--name` and reports whether it was there.
     public mutating func flag(_ name: String) -> Bool {
         guard let index = words.firstIndex(of: name) else { return false }
@@ -33,6 +36,18 @@ public struct Arguments {
         return value
     }
 
+    /// Removes `--name`, `--name NUMBER` or `--name=NUMBER` (`status --watch [SECONDS]`):
+    /// nil when absent, `whenBare` when given without a number.
+    public mutating func optionalNumber(_ name: String, whenBare: String) throws -> String? {
+        if words.contains(where: { $0.hasPrefix(name + "=") }) { return try option(name) }
+        guard let index = words.firstIndex(of: name) else { return nil }
+        if index + 1 < words.count, Double(words[index + 1]) != nil {
+            return try option(name)
+        }
+        words.remove(at: index)
+        return whenBare
+    }
+
     /// Removes and returns the next positional word.
     public mutating func positional(_ what: String) throws -> String {
         guard let index = words.firstIndex(where: { !$0.hasPrefix("--") || $0 == "--" }) else {
@@ -44,38 +59,5 @@ public struct Arguments {
     /// Fails on anything left over.
     public func finish() throws {
         if let extra = words.first { throw UsageError("unexpected argument '\(extra)'") }
-    }
-}
-
-/// Running a command-line program: exit codes 0 (ok), 1 (operation failed), 2 (usage).
-public enum CommandLineProgram {
-    /// Runs `body`, printing errors to standard error and exiting with the matching status.
-    public static func run(usage: String, _ body: () throws -> Void) -> Never {
-        do {
-            try body()
-            exit(0)
-        } catch let error as UsageError {
-            // The one line that says what was wrong, not buried under the whole usage text.
-            let program = (CommandLine.arguments.first ?? "").split(separator: "/").last.map(String.init) ?? ""
-            printError("\(error.description)\nsee `\(program) --help`")
-            exit(2)
-        } catch let error as ProVideoError {
-            printError("error: \(error.message)")
-            exit(1)
-        } catch {
-            printError("error: \(error)")
-            exit(1)
-        }
-    }
-
-    public static func printError(_ text: String) {
-        FileHandle.standardError.write(Data((text + "\n").utf8))
-    }
-
-    /// Prints `value` as one JSON object with sorted keys.
-    public static func printJSON<T: Encodable>(_ value: T) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        print(String(decoding: try encoder.encode(value), as: UTF8.self))
     }
 }

@@ -5,11 +5,11 @@ import ProVideoStorage
 
 /// The commands: parse their options, run BenchKit, print.
 enum BenchCommands {
-    static func measure(_ pools: [String], _ arguments: inout Arguments) throws {
+    static func measure(_ pool: String?, _ arguments: inout Arguments) throws {
         let streams = try integer(&arguments, "--streams", default: 1)
         let fps = try number(&arguments, "--fps")
         let duration = try number(&arguments, "--duration")
-        let bitrate = try arguments.option("--bitrate").map(SizeParser.bitrate)
+        let bitrate = try arguments.option("--bitrate").map(SizeParser.videoBitrate)
         let tracePath = try arguments.option("--frame-trace")
         let modeName = try arguments.option("--mode") ?? "all"
         let noise = try arguments.option("--noise") ?? "none"
@@ -48,18 +48,18 @@ enum BenchCommands {
         let sizes: FrameSizes
         if let tracePath {
             sizes = FrameSizes.trace(try FrameSizes.readTrace(tracePath), bitrate: bitrate, fps: fps, count: frames)
-        } else if let bitrate, bitrate >= 8 {
+        } else if let bitrate {
             sizes = FrameSizes.constant(bitrate: bitrate, fps: fps, count: frames)
         } else {
-            throw UsageError("--bitrate (at least 8 bit/s) or --frame-trace is required")
+            throw UsageError("--bitrate (at least 1M, bits per second) or --frame-trace is required")
         }
         let streamBitrate = bitrate ?? Int64((Double(sizes.total) * 8 / duration).rounded())
         let plan = RunPlan(streams: streams, bitrate: streamBitrate, fps: fps, sizes: sizes, inputQueueFrames: inputQueue,
                            scratchDirectory: "", bufferBudget: bufferBudget, inPlace: inPlace)
-        let poolCount = modes.contains(.pool) ? streams : 1
-        // The stream's bytes, and the capture's final padded block and allocation rounding.
+        // Each stream's bytes, and its capture's final padded block, allocation rounding and
+        // grants not yet written (Docs/MULTI-CHANNEL.md).
         let bytesEach = sizes.total + (16 << 20)
-        let workspace = try BenchWorkspace(paths: pools, count: poolCount, bytesEach: bytesEach, minimumBytes: bytesEach, log: log)
+        let workspace = try BenchWorkspace(path: pool, minimumBytes: bytesEach * Int64(modes.contains(.pool) ? streams : 1), log: log)
         defer { workspace.release() }
         var settings = Benchmark.Settings(plan: plan, modes: modes, repeats: repeats, noise: noise == "writer",
                                           frameTrace: tracePath)
@@ -83,7 +83,7 @@ enum BenchCommands {
     }
 
 
-    static func calibrate(_ pools: [String], _ arguments: inout Arguments) throws {
+    static func calibrate(_ poolPath: String?, _ arguments: inout Arguments) throws {
         let fioHugePages = arguments.flag("--fio-hugetlb")
         let withFio = arguments.flag("--fio") || fioHugePages
         let json = arguments.flag("--json")
@@ -103,10 +103,10 @@ enum BenchCommands {
         }
         if fioHugePages { try FioRun.checkHugePages(for: writeSize * queueDepth) }
         let bytesWanted = wanted ?? (8 << 30)
-        let workspace = try BenchWorkspace(paths: Array(pools.prefix(1)), count: 1, bytesEach: bytesWanted + (16 << 20),
-                                           minimumBytes: Int64(writeSize), log: log)
+        let workspace = try BenchWorkspace(path: poolPath, minimumBytes: Int64(writeSize),
+                                           scratchBytes: bytesWanted + (16 << 20), log: log)
         defer { workspace.release() }
-        let pool = workspace.pools[0]
+        let pool = workspace.pool
         let alignment = pool.directIOAlignment.io
         guard writeSize % alignment == 0 else {
             throw UsageError("--write-size must be a multiple of the pool's direct I/O alignment (\(alignment) bytes)")
@@ -140,6 +140,7 @@ enum BenchCommands {
             print("  size recordings against the durable bandwidth: it is what a recording, which commits, sustains")
         }
         if report.efficiency != nil { print("efficiency is ours / fio on the raw side (no commits on either)") }
+        if let warning = report.spreadWarning { print("warning: \(warning)") }
     }
 
     /// The noisy neighbour's child process (started by `NoisyNeighbour`).

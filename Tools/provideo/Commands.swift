@@ -8,57 +8,97 @@ import ProVideoStorage
 enum Commands {
     static func create(_ path: String, _ arguments: inout Arguments) throws {
         guard let text = try arguments.option("--capacity") else { throw UsageError("create needs --capacity SIZE") }
-        let capacity = try SizeParser.bytes(text)
+        let capacity = try capacity(text)
         let zero = arguments.flag("--zero")
+        let json = arguments.flag("--json")
         let group = try arguments.option("--group")
+        let maxCaptures = try arguments.option("--max-captures").map(Captures.maxCaptures)
+        let bandwidth = try arguments.option("--bandwidth").map(SizeParser.bitrate)
         try arguments.finish()
-        guard capacity > 0 else { throw UsageError("the capacity must be more than 0 bytes") }
         if group?.isEmpty == true { throw UsageError("--group needs a group name") }
-        var lastPercent = -1
-        let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group) { done, total in
-            let percent = Int(done * 100 / max(total, 1))
-            if percent != lastPercent {
-                lastPercent = percent
-                CommandLineProgram.printError("zero-filling the reserve: \(percent)% (\(ByteFormat.human(done)) of \(ByteFormat.human(total)))")
-            }
+        var progress = ProgressLine("zero-filling the reserve", total: capacity)
+        let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group, maxCaptures: maxCaptures,
+                                   bandwidth: bandwidth) { done, total in
+            progress.total = total
+            progress.update(done)
+        }
+        if zero { progress.finish() }
+        let measured = bandwidth == nil ? try Captures.measure(pool) : nil
+        if json {
+            return try CommandLineProgram.printJSON(CommandReports.Capacity(path: pool.path, initialCapacity: pool.initialCapacity,
+                                                                            zeroFilled: zero, bandwidth: pool.bandwidth,
+                                                                            maxCaptures: pool.maxCaptures))
         }
         print("created a pool of \(ByteFormat.human(pool.initialCapacity)) (\(pool.initialCapacity) bytes) at \(pool.path)")
+        if let measured { print(measured) }
     }
 
     static func status(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
+        let exactBytes = arguments.flag("--bytes")
+        let rate = try RecordingRate.read(&arguments)
+        let watch = try arguments.optionalNumber("--watch", whenBare: "1")
         try arguments.finish()
-        let status = try openPool(path).status()
-        if json { return try CommandLineProgram.printJSON(status) }
-        let device = status.device
-        print("""
-        pool        \(status.path) (\(status.filesystem)\(device.path.map { " on \($0)" } ?? ""))
-        capacity    \(ByteFormat.human(status.initialCapacity))
-        remaining   \(ByteFormat.human(status.remainingCapacity))\(status.recordingSecondsRemaining.map { String(format: $0 < 10 ? " (%.1f s at the capture's bitrate)" : " (%.0f s at the capture's bitrate)", $0) } ?? "")
-        on disk     \(ByteFormat.human(status.reservedBytesOnDisk)) allocated
-        busy        \(status.busyReasons.isEmpty ? "no" : status.busyReasons.joined(separator: ", "))
-        direct I/O  aligned to \(status.directIOAlignment.offset) B (offset), \(status.directIOAlignment.memory) B (memory)
-        device      sectors \(device.logicalSectorSize) B logical, \(device.physicalSectorSize) B physical; optimal I/O \(device.optimalIOSize) B
-        engine      \(status.engine)
-        """)
-        if let capture = status.capture {
-            print("capture     → \(capture.destination): \(ByteFormat.human(capture.bytesWritten)) written, "
-                  + "\(ByteFormat.human(capture.committedBytes)) committed (pid \(capture.pid))")
+        if let watch {
+            guard let interval = Double(watch), interval >= 0.1, interval <= 86_400 else {
+                throw UsageError("--watch takes seconds between views, from 0.1 to 86400, not '\(watch)'")
+            }
+            if json { throw UsageError("--watch redraws the human view; for scripts, use `provideo metrics` or status --json") }
+            return try StatusWatch(pool: try openPool(path), interval: interval, rate: rate, exactBytes: exactBytes).run()
         }
-        LandingLines.printStatus(status)
+        let status = try openPool(path).status()
+        if json { return try CommandLineProgram.printJSON(StatusReport(status: status, rate: rate)) }
+        print(StatusView(status: status, rate: rate, exactBytes: exactBytes).lines.joined(separator: "\n"))
+    }
+
+    /// `metrics`: the pool's state in the Prometheus text format, on standard output or
+    /// written atomically to `--output FILE` (a textfile collector never reads half a file).
+    static func metrics(_ path: String, _ arguments: inout Arguments) throws {
+        let output = try arguments.option("--output")
+        try arguments.finish()
+        let pool = try openPool(path)
+        let text = Metrics(status: try pool.status(), listing: try pool.listing()).text
+        guard let output else { return print(text, terminator: "") }
+        let temporary = output + ".tmp"
+        do {
+            try text.write(toFile: temporary, atomically: false, encoding: .utf8)
+            guard rename(temporary, output) == 0 else { throw CocoaError(.fileWriteUnknown) }
+        } catch {
+            try? FileManager.default.removeItem(atPath: temporary)
+            throw ProVideoError(.ioError, "cannot write the metrics to \(output): check that its directory exists and is writable")
+        }
+    }
+
+    /// `codecs`: every name `status --codec` takes, with its bitrate.
+    static func codecs(_ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
+        try arguments.finish()
+        if json {
+            return try CommandLineProgram.printJSON(CodecTable.all)
+        }
+        for codec in CodecTable.all {
+            print(codec.name.padding(toLength: 26, withPad: " ", startingAt: 0) + TimeFormat.bitrate(codec.bitrate))
+        }
+        print("sources: Apple ProRes White Paper (target data rates); Avid DNxHR Codec Bandwidth Specifications")
     }
 
     static func resize(_ path: String, _ arguments: inout Arguments) throws {
-        let capacity = try SizeParser.bytes(try arguments.positional("SIZE"))
+        let json = arguments.flag("--json")
+        let capacity = try capacity(try arguments.positional("SIZE"))
         try arguments.finish()
-        guard capacity > 0 else { throw UsageError("the capacity must be more than 0 bytes") }
         let size = try openPool(path).resize(to: capacity)
+        if json { return try CommandLineProgram.printJSON(CommandReports.Capacity(path: path, initialCapacity: size)) }
         print("the pool's capacity is now \(ByteFormat.human(size)) (\(size) bytes)")
     }
 
     static func replenish(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
         let result = try openPool(path).replenishCapacity()
+        if json {
+            return try CommandLineProgram.printJSON(CommandReports.Replenish(
+                path: path, added: result.added, missing: result.missing, remainingCapacity: result.remainingCapacity))
+        }
         if result.missing == 0 {
             print("replenished: added \(ByteFormat.human(result.added)); remaining capacity \(ByteFormat.human(result.remainingCapacity))")
         } else {
@@ -68,24 +108,30 @@ enum Commands {
     }
 
     static func destroy(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
+        var remainsOnly = false
         do {
             try openPool(path).destroy()
-            print("destroyed the pool at \(path)")
         } catch let error as ProVideoError where error.code == .poolNotFound {
-            guard try Pool.removeRemains(at: path) else { throw error }
-            print("removed what an interrupted destroy left at \(path)")
+            guard try Pool.removeRemains(at: path) else {
+                throw ProVideoError(.poolNotFound, "no pool at \(path): nothing to destroy", path: path)
+            }
+            remainsOnly = true
         }
+        if json { return try CommandLineProgram.printJSON(CommandReports.Destroy(path: path, removedRemainsOnly: remainsOnly)) }
+        print(remainsOnly ? "removed what an interrupted destroy left at \(path)" : "destroyed the pool at \(path)")
     }
 
     static func record(_ path: String, _ arguments: inout Arguments) throws {
         var options = CaptureOptions()
-        if let rate = try arguments.option("--bitrate") { options.bitrate = try SizeParser.bitrate(rate) }
+        if let rate = try arguments.option("--bitrate") { options.bitrate = try SizeParser.videoBitrate(rate) }
         switch try arguments.option("--overrun") {
         case nil, "wait": break
         case "fail": options.overrunPolicy = .fail
         case let other?: throw UsageError("--overrun takes wait or fail, not '\(other)'")
         }
+        options.admitOverBandwidth = arguments.flag("--force")
         if let text = try arguments.option("--durability") {
             guard let seconds = Double(text), seconds >= 0 else { throw UsageError("--durability takes seconds, e.g. 1 or 0.5") }
             options.durabilityInterval = UInt64(seconds * 1e9)
@@ -96,14 +142,17 @@ enum Commands {
             }
             options.landing = landing
         }
+        let json = arguments.flag("--json")
         let destination = try arguments.positional("DEST")
         try arguments.finish()
         let capture = try openPool(path).startCapture(to: destination, options: options)
         _ = pv_install_stop_signals(0)
-        let started = Date()
         let outcome: Recorder.Outcome
+        let copyProgress = CopyProgressDisplay.start()
+        defer { copyProgress.stop() }
         do {
             outcome = try Recorder.capture(from: 0, into: capture)
+            copyProgress.stop()  // its last line before the summary
         } catch var error as ProVideoError where error.code == .ioError || error.code == .notEnoughSpace {
             // The capture failed and let go of the pool: salvage its committed part right now, so
             // the take is at its destination without waiting for a later command.
@@ -112,7 +161,17 @@ enum Commands {
             }
             throw error
         }
-        try Recorder.report(outcome, seconds: Date().timeIntervalSince(started))
+        try Recorder.report(outcome, poolPath: path, json: json)
+    }
+
+    /// A capacity as typed, at least `Pool.minimumCapacity`.
+    static func capacity(_ text: String) throws -> Int64 {
+        let bytes = try SizeParser.bytes(text)
+        guard bytes >= Pool.minimumCapacity else {
+            throw UsageError("a capacity of \(bytes) bytes is too small: the minimum is "
+                             + "\(ByteFormat.human(Pool.minimumCapacity)) (\(Pool.minimumCapacity) bytes), one capture write")
+        }
+        return bytes
     }
 
     /// Opens the pool and says on standard error what opening it salvaged.
@@ -136,9 +195,15 @@ enum Commands {
     }
 
     static func recover(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
         let pool = try Pool.open(at: path)
         if let failure = pool.repairFailure { throw failure }
+        if json {
+            return try CommandLineProgram.printJSON(CommandReports.Recover(
+                path: path, salvaged: pool.salvaged, discarded: pool.discarded,
+                recoveredEarlier: max(try pool.listing().recovered.count - pool.salvaged.count, 0)))
+        }
         for recording in pool.salvaged {
             print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path)")
         }
@@ -159,9 +224,7 @@ enum Commands {
         let pool = try openPool(path)
         let listing = try pool.listing()
         if json { return try CommandLineProgram.printJSON(listing) }
-        if let capture = listing.capture {
-            print("capturing → \(capture.destination): \(ByteFormat.human(capture.bytesWritten)) written (pid \(capture.pid))")
-        }
+        for capture in listing.captures { print(Captures.line(capture, size: ByteFormat.significant)) }
         if listing.recordings.isEmpty { print("the pool holds no recordings") }
         for held in listing.recordings {
             print("\(held.path)  \(ByteFormat.human(held.length))  meant for \(held.destination): \(held.reason)")
@@ -174,21 +237,28 @@ enum Commands {
     }
 
     static func move(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         let held = try arguments.positional("HELD (a recording `provideo list` shows)")
         let destination = try? arguments.positional("DEST")
         try arguments.finish()
+        let copyProgress = CopyProgressDisplay.start()
         let target = try openPool(path).moveHeldRecording(held, to: destination)
+        copyProgress.stop()
+        if json { return try CommandLineProgram.printJSON(CommandReports.Move(held: held, path: target)) }
         print("moved \(held) to \(target); run `provideo replenish` to return the space to the reserve")
     }
 
     static func check(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
         let problems = try openPool(path).check()
-        if problems.isEmpty {
-            print("ok: the pool's accounting matches the disk")
-            return
+        if json {
+            try CommandLineProgram.printJSON(CommandReports.Check(path: path, ok: problems.isEmpty, problems: problems))
+        } else {
+            if problems.isEmpty { print("ok: the pool's accounting matches the disk") }
+            for problem in problems { print("problem: \(problem)") }
         }
-        for problem in problems { print("problem: \(problem)") }
+        if problems.isEmpty { return }
         throw ProVideoError(.corruptState, "the pool at \(path) failed \(problems.count) check(s)")
     }
 }

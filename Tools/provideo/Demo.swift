@@ -18,11 +18,13 @@ enum Demo {
             throw ProVideoError(.invalidArgument, "the demo needs \(tool): install it with `apt-get install ffmpeg`")
         }
         let pool: Pool
+        var created = false
         do {
             pool = try Pool.open(at: path)
         } catch let error as ProVideoError where error.code == .poolNotFound {
             print("no pool at \(path): creating one of \(ByteFormat.human(poolCapacity))")
             pool = try Pool.create(at: path, capacity: poolCapacity)
+            created = true
         }
         print("== pool before ==")
         try printStatus(pool)
@@ -41,13 +43,13 @@ enum Demo {
         print("== recording \(seconds) s of 1280x720p25 ProRes 422 HQ from ffmpeg into the pool ==")
         try ffmpeg.run()
         let capture = try pool.startCapture(to: destination, options: CaptureOptions(bitrate: 150_000_000))
-        let started = Date()
-        let result = try Recorder.capture(from: pipe.fileHandleForReading.fileDescriptor, into: capture).result
+        let outcome = try Recorder.capture(from: pipe.fileHandleForReading.fileDescriptor, into: capture)
+        let result = outcome.result
         ffmpeg.waitUntilExit()
         guard ffmpeg.terminationStatus == 0 else {
             throw ProVideoError(.ioError, "ffmpeg failed (status \(ffmpeg.terminationStatus)); the partial recording is at \(result.path)")
         }
-        try Recorder.report(Recorder.Outcome(result: result), seconds: Date().timeIntervalSince(started))
+        try Recorder.report(outcome, poolPath: pool.path)
 
         let frames = try probeFrames(result.path)
         let expected = seconds * 25
@@ -58,6 +60,13 @@ enum Demo {
             throw ProVideoError(.ioError, "the recording has \(frames) frames, expected \(expected)")
         }
         print("demo ok: \(result.path)")
+        print("the clip is \(result.path): remove it with `rm \(result.path)`")
+        if !Recorder.wasCopied(result, poolPath: pool.path) {
+            print("the clip took its space from the reserve (the pool's file was renamed to it): "
+                  + "`provideo --pool \(pool.path) replenish` returns that space to the pool")
+        }
+        print("the pool is \(pool.path)" + (created ? " (the demo created it)" : "")
+              + ": `provideo --pool \(pool.path) destroy` removes it")
     }
 
     static func printStatus(_ pool: Pool) throws {

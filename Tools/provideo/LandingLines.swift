@@ -3,12 +3,12 @@ import ProVideoStorage
 
 /// The landing lines `status` and `list` add to their human output.
 enum LandingLines {
-    static func printStatus(_ status: PoolStatus) {
+    /// The lines `status` adds (none when nothing waits to land).
+    static func status(_ status: PoolStatus) -> [String] {
         let landing = status.landing ?? []
-        guard !landing.isEmpty else { return }
-        print("landing     \(landing.count) recording(s), \(ByteFormat.human(status.landingBytes ?? 0)) held in the pool "
-              + "until they land (`provideo land`)")
-        for progress in landing { print("            " + describe(progress)) }
+        guard !landing.isEmpty else { return [] }
+        return ["landing     \(landing.count) recording(s), \(ByteFormat.human(status.landingBytes ?? 0)) held in the pool "
+                + "until they land (`provideo land`)"] + landing.map { "            " + describe($0) }
     }
 
     static func printList(_ landing: [LandingProgress]) {

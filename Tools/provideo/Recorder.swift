@@ -16,6 +16,9 @@ enum Recorder {
         var droppedReads = 0
         var storageFull = false
         var stoppedBySignal = false
+        /// From the first byte of input to the end of input (or the stop): the input's own
+        /// time, without the encoder's start-up before its first byte.
+        var inputSeconds: Double = 0
     }
 
     /// After SIGINT/SIGTERM/SIGHUP the input is still read, for at most this long, so the
@@ -31,6 +34,7 @@ enum Recorder {
         var dropped: (bytes: Int64, reads: Int) = (0, 0)
         var storageFull = false
         var stopDeadline: Date?
+        var firstInput: Date?
         while true {
             if stopDeadline == nil && pv_stop_requested() != 0 {
                 stopDeadline = Date(timeIntervalSinceNow: Double(stopGraceMilliseconds) / 1000)
@@ -48,6 +52,7 @@ enum Recorder {
                 if errno == EINTR { continue }
                 throw ProVideoError(.ioError, "reading the input failed: \(String(cString: strerror(errno)))")
             }
+            if firstInput == nil { firstInput = Date() }
             do {
                 try buffer.withUnsafeBytes { try capture.append(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             } catch let error as ProVideoError where error.code == .overrun {
@@ -72,21 +77,35 @@ enum Recorder {
             try capture.cancel()
             throw ProVideoError(.invalidArgument, "no input arrived: nothing was recorded and no file was created")
         }
+        let inputSeconds = firstInput.map { Date().timeIntervalSince($0) } ?? 0
         return Outcome(result: try capture.finish(), droppedBytes: dropped.bytes, droppedReads: dropped.reads,
-                       storageFull: storageFull, stoppedBySignal: stopDeadline != nil)
+                       storageFull: storageFull, stoppedBySignal: stopDeadline != nil, inputSeconds: inputSeconds)
     }
 
-    /// Prints the one-line summary; throws (exit 1) when the recording is not the whole input.
-    static func report(_ outcome: Outcome, seconds: Double) throws {
+    /// Prints the one-line summary (or, with `json`, the summary as JSON); throws (exit 1)
+    /// when the recording is not the whole input.
+    static func report(_ outcome: Outcome, poolPath: String, json: Bool = false) throws {
         let result = outcome.result
         let stats = result.statistics
-        let rate = seconds > 0 ? Double(result.length) * 8 / seconds / 1e6 : 0
-        print("recorded \(ByteFormat.human(result.length)) (\(result.length) bytes) in "
-              + String(format: "%.1f s (%.1f Mbit/s)", seconds, rate)
-              + " to \(result.path); engine \(stats.engine), \(stats.frames) appends, "
-              + "waited for the disk \(stats.overruns) times, append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs")
-        if let destination = result.landingTo {
-            print("landing at \(destination) in the background: `provideo land` (or provideo-land.service) copies it there")
+        let seconds = outcome.inputSeconds
+        let bitrate = seconds > 0 ? Double(result.length) * 8 / seconds : 0
+        let copied = wasCopied(result, poolPath: poolPath)
+        if json {
+            try CommandLineProgram.printJSON(CommandReports.Record(
+                path: result.path, length: result.length, seconds: seconds, inputBitrate: Int64(bitrate),
+                copiedAndVerified: copied, engine: stats.engine, appends: stats.frames, overruns: stats.overruns,
+                shortWritesRetried: stats.shortWritesRetried, commits: stats.commits,
+                appendLatencyP99Nanoseconds: stats.appendLatency.percentile(0.99), droppedBytes: outcome.droppedBytes,
+                storageFull: outcome.storageFull, stoppedBySignal: outcome.stoppedBySignal))
+        } else {
+            print("recorded \(ByteFormat.human(result.length)) (\(result.length) bytes) of input at "
+                  + String(format: "%.1f Mbit/s over %.1f s", bitrate / 1e6, seconds)
+                  + (copied ? "; copied to another filesystem and verified at " : " to ") + result.path
+                  + "; engine \(stats.engine), \(stats.frames) appends, waited for the disk \(stats.overruns) times, "
+                  + "append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs")
+            if let destination = result.landingTo {
+                print("landing at \(destination) in the background: `provideo land` (or provideo-land.service) copies it there")
+            }
         }
         if outcome.stoppedBySignal {
             CommandLineProgram.printError("note: stopped by a signal; the recording holds everything received until then")
@@ -101,5 +120,12 @@ enum Recorder {
                                 + "were dropped (--overrun fail), so \(result.path) has gaps; use --overrun wait to hold the "
                                 + "input back instead")
         }
+    }
+
+    /// Whether the recording is on another filesystem than its pool (st_dev differs): it was
+    /// copied there and verified, not renamed, and took no space from the reserve.
+    static func wasCopied(_ result: RecordingResult, poolPath: String) -> Bool {
+        func device(_ path: String) -> Int? { (try? FileManager.default.attributesOfItem(atPath: path))?[.systemNumber] as? Int }
+        return device(result.path) != device(poolPath)
     }
 }

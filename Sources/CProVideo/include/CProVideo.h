@@ -71,6 +71,9 @@ int64_t pv_cached_bytes(int fd, int64_t offset, int64_t length);
 /// Takes a write lock on [start, start+length). `wait` blocks (F_OFD_SETLKW).
 /// -EAGAIN when another open file description holds a conflicting lock and `wait` is 0.
 int pv_ofd_lock(int fd, int64_t start, int64_t length, int wait);
+// A shared (read) OFD lock: many open file descriptions may hold one range at once; it
+// conflicts only with an exclusive lock (and F_OFD_GETLK with F_WRLCK sees it).
+int pv_ofd_lock_shared(int fd, int64_t start, int64_t length);
 int pv_ofd_unlock(int fd, int64_t start, int64_t length);
 /// 1 when another open file description holds a lock on the range, 0 when it is free.
 int pv_ofd_is_locked(int fd, int64_t start, int64_t length);

@@ -62,7 +62,10 @@ typedef enum provideo_code {
     PROVIDEO_E_INVARIANT_VIOLATED = -15,  /* a defect in the library: the capture stopped */
     PROVIDEO_E_INVALID_HANDLE = -16,      /* NULL, closed, forged or wrong-kind handle */
     PROVIDEO_E_NULL_POINTER = -17,        /* a required pointer argument was NULL */
-    PROVIDEO_E_INTERNAL = -18             /* an unexpected error inside the library */
+    PROVIDEO_E_INTERNAL = -18,            /* an unexpected error inside the library */
+    PROVIDEO_E_BANDWIDTH_EXCEEDED = -19   /* the running captures and this one exceed the
+                                             pool's admissible bandwidth: the message has the
+                                             numbers */
 } provideo_code;
 
 /* Why a pool cannot start a capture now (bit flags of provideo_pool_status.busy_reasons). */

@@ -5,9 +5,9 @@ import Glibc
 /// `append` frames, patch earlier bytes with `write(_:at:)`, then `finish()` (the recording
 /// moves to its destination) or `cancel()`. Use it from one thread.
 ///
-/// The capture writes into the pool's reserve itself (the reserve file is renamed into the
-/// capture), so every write overwrites preallocated blocks: the write path never allocates
-/// disk space or memory. Frames go into a fixed set of aligned buffers (`BufferRing`); a full
+/// The capture writes into a file of its own whose blocks the pool's reserve granted ahead of
+/// the write head (`CaptureGranter`, on a thread of its own), so every write overwrites
+/// preallocated blocks: the write path never allocates disk space or memory. Frames go into a fixed set of aligned buffers (`BufferRing`); a full
 /// buffer is written with `O_DIRECT` at its offset while the next one fills, and durability
 /// commits run beside the writes (`CommitPipeline`). Docs/WRITE-PATH.md has the state machine.
 ///
@@ -26,14 +26,17 @@ public final class Capture {
     public internal(set) var statistics: CaptureStatistics
 
     let pool: Pool
+    let files: CaptureFiles
     let journal: CaptureJournal
-    let busy: PoolLock
+    let claim: CaptureClaim
+    let granter: CaptureGranter
     let data: FileDescriptor
     let progress: FileDescriptor
     let commitFile: FileDescriptor
     let engine: WriteEngine
     let alignment: Int
-    let capacity: Int64
+    /// The bytes granted to the capture's file so far: it may write below this offset.
+    var capacity: Int64
     let memory: AlignedBuffer
     let patchBuffer: AlignedBuffer
     let commitRecord: AlignedBuffer
@@ -58,18 +61,20 @@ public final class Capture {
     /// How often other processes see the capture's length change, at most, in nanoseconds.
     static let progressInterval: UInt64 = 250_000_000
 
-    init(pool: Pool, journal: CaptureJournal, busy: PoolLock, data: FileDescriptor, options: CaptureOptions) throws {
+    init(pool: Pool, files: CaptureFiles, journal: CaptureJournal, claim: CaptureClaim, data: FileDescriptor,
+         granter: CaptureGranter, options: CaptureOptions) throws {
         self.pool = pool
+        self.files = files
         self.journal = journal
-        self.busy = busy
+        self.claim = claim
+        self.granter = granter
         self.data = data
         self.options = options
         self.destination = journal.destination
-        let layout = pool.layout
-        progress = try FileDescriptor.open(layout.captureProgress, O_RDWR, direct: true)
-        commitFile = try FileDescriptor.open(layout.captureCommit, O_RDWR | O_DSYNC)
+        progress = try FileDescriptor.open(files.progress, O_RDWR, direct: true)
+        commitFile = try FileDescriptor.open(files.commit, O_RDWR | O_DSYNC)
         alignment = journal.alignment
-        capacity = journal.capacityAtStart
+        capacity = granter.grantedBytes
         let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: pool.configuration.storage.device.optimalIOSize)
         let count = options.bufferCount(writeSize: slotSize)
         guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),
@@ -97,10 +102,17 @@ public final class Capture {
         published = (0, Self.now())
     }
 
+    // A capture dropped without `finish()` or `cancel()` stops granting; its files wait for
+    // the next `Pool.open` or `provideo recover`, which salvages them.
+    deinit { _ = granter.stop() }
+
     static func now() -> UInt64 { MonotonicTime.now() }
 
-    /// Bytes the recording can still grow by.
-    public var remainingCapacity: Int64 { capacity - length }
+    /// Bytes the recording can still grow by: what its file was granted beyond `length`, plus
+    /// the pool's reserve not yet granted to any capture (reads the reserve's size).
+    public var remainingCapacity: Int64 {
+        granter.grantedBytes - length + ((try? pool.reserve(pool.layout.reserve).size()) ?? 0)
+    }
 
     /// Bytes a crash cannot lose: flushed and recorded as committed.
     public var committedLength: Int64 { commits.committed }
@@ -111,8 +123,9 @@ public final class Capture {
     /// into a buffer; waits for the disk only when every buffer is in flight (then per
     /// `options.overrunPolicy`). A frame is accepted whole or not at all; a frame larger than
     /// all buffers together is taken once they are all free, then copied as writes complete.
-    /// - Throws: `.storageFull` when the frame does not fit in the reserve (the capture stays
-    ///   open: `finish()` still produces the accepted bytes); `.overrun` (the capture stays
+    /// - Throws: `.storageFull` when the frame does not fit in what the capture was granted
+    ///   and the pool's reserve has nothing left to grant (the capture stays open: `finish()`
+    ///   still produces the accepted bytes); `.overrun` (the capture stays
     ///   open); the capture's first error (`.ioError`, `.notEnoughSpace`,
     ///   `.invariantViolated`) once a write failed; `.captureClosed`.
     public func append(_ frame: UnsafeRawBufferPointer) throws {
@@ -146,11 +159,7 @@ public final class Capture {
         let started = Self.now()
         try checkOpen()
         guard count >= 0 else { throw ProVideoError(.invalidArgument, "a frame cannot have \(count) bytes") }
-        guard Int64(count) <= capacity - length else {
-            throw ProVideoError(.storageFull, "storage full: the pool's reserve has \(capacity - length) bytes left, "
-                                + "the frame needs \(count); \(length) bytes were accepted and finish() keeps them",
-                                path: destination)
-        }
+        try requireGranted(length + Int64(count))
         // Room for the whole frame is found (or the overrun policy gives up) before any byte
         // is written, so a frame is accepted whole or not at all.
         let needed = min(count, ring.mostSpace)
@@ -268,8 +277,9 @@ public final class Capture {
         }
         state = .closed
         _ = engine.shutdown(waitNanoseconds: Int64(Self.stallLimit))
-        defer { busy.release(.capturing) }
-        let outcome = try pool.completeCapture(journal: journal, length: length)
+        capacity = granter.stop()
+        defer { claim.release() }
+        let outcome = try pool.completeCapture(files, journal: journal, length: length)
         return RecordingResult(path: outcome.path, length: length, statistics: statistics,
                                landingTo: outcome.landing ? journal.destination : nil)
     }
@@ -289,8 +299,9 @@ public final class Capture {
             throw error
         }
         state = .closed
-        defer { busy.release(.capturing) }
-        try pool.discardCapture()
+        _ = granter.stop()
+        defer { claim.release() }
+        try pool.discardCapture(files)
     }
 
     /// Counts and describes a refusal because every buffer stayed in flight past the overrun
@@ -300,6 +311,28 @@ public final class Capture {
         let detail = options.overrunPolicy == .fail ? "overrun policy: fail" : "waited the overrun policy's limit"
         return ProVideoError(.overrun, "overrun: every capture buffer is in flight (\(detail)); \(refused). The disk is "
                              + "slower than the stream: raise the buffer budget or lower the bitrate", path: destination)
+    }
+
+    /// The capture's file in the pool, for tools of this package that write it directly (the
+    /// bench's fio pass); call `ensureGranted` first so they write preallocated blocks only.
+    package var file: String { files.data }
+
+    /// Grants the capture's file its first `bytes` bytes now, on the caller's thread.
+    /// - Throws: `.storageFull` when the pool's reserve cannot give them; a grant's error.
+    package func ensureGranted(_ bytes: Int64) throws { try requireGranted(bytes) }
+
+    /// Makes sure the capture's file is granted up to `end` bytes: the granter thread keeps it
+    /// ahead, and this grants on the caller's thread only when a frame outran it.
+    /// - Throws: `.storageFull` when the reserve has nothing left for it; a grant's error
+    ///   (`.ioError`, `.busy`). The capture stays open either way.
+    func requireGranted(_ end: Int64) throws {
+        capacity = granter.advance(to: length)
+        guard end > capacity else { return }
+        capacity = try granter.grantNow(reaching: end)
+        guard end > capacity else { return }
+        throw ProVideoError(.storageFull, "storage full: the pool's reserve has no space left for this capture "
+                            + "(\(capacity - length) bytes granted beyond the recording, the frame needs "
+                            + "\(end - length)); \(length) bytes were accepted and finish() keeps them", path: destination)
     }
 
     func checkOpen() throws {

@@ -8,7 +8,7 @@
 /// buffer, and nothing else may fill or seal that buffer meanwhile.
 extension Capture {
     /// Contiguous room for the next bytes of the recording, inside the buffer being filled:
-    /// up to `count` bytes, fewer when the buffer or the reserve ends sooner (write those,
+    /// up to `count` bytes, fewer when the buffer or the capture's grant ends sooner (write those,
     /// commit them, and reserve again for the rest). Takes a free buffer when none is filling,
     /// waiting per the overrun policy when every buffer is in flight.
     /// - Throws: `.invalidArgument` for `count` < 1; `.storageFull` when the reserve is used
@@ -17,10 +17,7 @@ extension Capture {
         let started = Self.now()
         try checkOpen()
         guard count > 0 else { throw ProVideoError(.invalidArgument, "an in-place append needs at least 1 byte, not \(count)") }
-        guard capacity > length else {
-            throw ProVideoError(.storageFull, "storage full: the pool's reserve has no bytes left; \(length) bytes were "
-                                + "accepted and finish() keeps them", path: destination)
-        }
+        try requireGranted(length + 1)
         if ring.filling == nil {
             // A fresh buffer: any free one has room (makeRoom for 1 byte waits for one).
             guard try guarded({ try makeRoom(for: 1, started: started) }) else {

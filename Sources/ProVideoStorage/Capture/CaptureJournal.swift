@@ -1,21 +1,18 @@
 import Foundation
 import Glibc
 
-/// What a capture keeps on disk in `capture/` so that any process can see it and a crash
-/// can be salvaged:
-///
-///     capture.json   this journal, written once (durably) before the capture takes the reserve
-///     data           the reserve, renamed: the recording's bytes from offset 0
-///     progress       8 bytes: bytes landed so far (not flushed; for remainingCapacity)
-///     commit         two 16-byte commit records at offsets 0 and 512, written alternately
-///                    with O_DSYNC after fdatasync: a torn write spoils one, the other holds
+/// What a capture keeps in its journal, `captures/<id>/capture.json` (see `CaptureFiles`), so
+/// that any process can see it and a crash can be salvaged. Written durably before the capture
+/// is granted any space, again once its engine runs, and again as it completes.
+
 /// A capture's phase, as its journal records it.
 enum CapturePhase: String, Codable, Sendable {
-    /// The journal is durable; the reserve may not have been taken yet.
+    /// The journal is durable; the first grant may not have been made yet.
     case starting
-    /// `capture/data` is the recording, written by a live recorder (or a dead one).
+    /// `data` is the recording, written by a live recorder (or a dead one).
     case recording
-    /// The recording is placed or discarded (`reserveTarget` says what reserve to rebuild).
+    /// The capture is being placed or discarded (`placedAt`, `discarded`); what its file holds
+    /// beyond the recording goes back to the reserve.
     case completing
 }
 
@@ -23,8 +20,6 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     var id: String
     /// Absolute path the recording moves to on finish.
     var destination: String
-    /// The reserve's size when the capture took it, in bytes: its capacity.
-    var capacityAtStart: Int64
     /// Alignment of every write, in bytes.
     var alignment: Int
     /// Expected bitrate in bits per second, used for "time remaining".
@@ -36,13 +31,20 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     /// Seconds since 1970.
     var startedAt: Double
     var pid: Int32
-    /// Set once the recording is placed: the reserve to rebuild, in bytes.
-    var reserveTarget: Int64?
-    /// Where the recording was placed.
-    var placedAt: String?
+    /// Set when the capture was started over the pool's admissible bandwidth
+    /// (`CaptureOptions.admitOverBandwidth`).
+    var admittedOverBandwidth: Bool?
     /// Finishing keeps the recording in the pool to land in the background (`provideo land`)
     /// when its destination is on another filesystem.
     var landInBackground: Bool?
+    /// Where the recording was placed; once set, what `data` still holds (a copied recording's
+    /// file) goes back to the reserve.
+    var placedAt: String?
+    /// Set when the capture is discarded: all of `data` goes back to the reserve.
+    var discarded: Bool?
+    /// Bytes of the unused grant freed on the filesystem when the recording was placed, given
+    /// to the reserve once the journal is gone (`Pool.completionRoom`).
+    var owed: Int64?
 
     static func load(_ path: String) throws -> CaptureJournal {
         let bytes = try FileSystem.readSmallFile(path)

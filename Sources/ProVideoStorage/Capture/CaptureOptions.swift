@@ -34,17 +34,36 @@ public struct CaptureOptions: Sendable {
     /// When a recording for another filesystem is copied there. Default `.automatic`: in the
     /// background for network filesystems (`LandingMode`).
     public var landing: LandingMode = .automatic
+    /// Start the capture even when its bitrate takes the pool's running captures past the
+    /// admissible bandwidth (`Pool.admissibleShare` of `Pool.bandwidth`); the journal and
+    /// `status` say so. Default false: such a start throws `.bandwidthExceeded`.
+    public var admitOverBandwidth: Bool
+    /// Bytes the capture's file is granted from the pool's reserve at a time, ahead of its
+    /// write head (Docs/MULTI-CHANNEL.md). Default: two seconds at `bitrate`, at least 16 MiB,
+    /// at most 1 GiB and at most a sixteenth of the pool's capacity. A running capture holds at most two grants beyond what it wrote: the
+    /// space another capture can find stranded.
+    public var grantSize: Int64?
 
     public init(bitrate: Int64 = 880_000_000, bufferBudget: Int? = nil, writeSize: Int? = nil,
                 durabilityInterval: UInt64 = 1_000_000_000,
                 overrunPolicy: OverrunPolicy = .wait(nanoseconds: 2_000_000_000),
-                engine: EngineChoice = .automatic) {
+                engine: EngineChoice = .automatic, admitOverBandwidth: Bool = false, grantSize: Int64? = nil) {
         self.bitrate = bitrate
         self.bufferBudget = bufferBudget
         self.writeSize = writeSize
         self.durabilityInterval = durabilityInterval
         self.overrunPolicy = overrunPolicy
         self.engine = engine
+        self.admitOverBandwidth = admitOverBandwidth
+        self.grantSize = grantSize
+    }
+
+    /// The grant size in bytes, rounded up to `unit` (the reserve's allocation unit). The
+    /// default is also at most a sixteenth of the pool's `capacity`, so that a small pool is
+    /// shared in small steps.
+    func grantStep(unit: Int64, capacity: Int64) -> Int64 {
+        let wanted = grantSize ?? min(max(bitrate / 8 * 2, 16 << 20), 1 << 30, max(capacity / 16, unit))
+        return max((wanted + unit - 1) / unit * unit, unit)
     }
 
     /// The write size for `alignment` and the device's optimal I/O size (0 when unknown): a

@@ -17,7 +17,8 @@ extension Capture {
             var failure = error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: data.path)
             failure.message += "; \(commits.committed) bytes are committed and safe: `provideo recover` salvages them"
             if stopRequests() {
-                busy.release(.capturing)
+                _ = granter.stop()
+                claim.release()
             } else {
                 failure.message += "; \(outstanding) writes did not complete within \(Self.stallLimit / 1_000_000_000) s, "
                     + "so the pool stays busy until this process exits"

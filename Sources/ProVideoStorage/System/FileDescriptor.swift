@@ -74,6 +74,15 @@ final class FileDescriptor {
         return true
     }
 
+    /// fcntl(2) `F_OFD_SETLK` with `F_RDLCK`: a shared lock, held by many at once; false when
+    /// another open file description holds the range exclusively.
+    func lockShared(_ start: Int64, _ length: Int64) throws -> Bool {
+        let rc = pv_ofd_lock_shared(rawValue, start, length)
+        if rc == -EAGAIN { return false }
+        if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_SETLK, F_RDLCK)", errno: -rc, path: path) }
+        return true
+    }
+
     /// fcntl(2) `F_OFD_SETLK` with `F_UNLCK`.
     func unlock(_ start: Int64, _ length: Int64) { _ = pv_ofd_unlock(rawValue, start, length) }
 

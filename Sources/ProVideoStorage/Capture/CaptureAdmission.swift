@@ -1,0 +1,63 @@
+import Foundation
+
+/// Which captures run in a pool, and whether one more may start: the pool's `maxCaptures`
+/// and its bandwidth, the way SGI's XFS guaranteed-rate I/O reserved bandwidth per stream.
+extension Pool {
+    /// The share of the pool's measured bandwidth that captures may declare together: the
+    /// rest is headroom for the device's stalls, the commits' fdatasync and the filesystem's
+    /// own writes (the measurement is a short sequential write, the best case).
+    public static let admissibleShare = 0.8
+
+    /// The files of every capture in the pool, running or dead, in a stable order.
+    func captureFiles() -> [CaptureFiles] {
+        let names = (try? FileManager.default.contentsOfDirectory(atPath: layout.captures)) ?? []
+        return names.sorted().map { layout.capture($0) }
+    }
+
+    /// The journals of the captures whose owner is alive, in this process or another.
+    func runningCaptures() -> [(files: CaptureFiles, journal: CaptureJournal)] {
+        captureFiles().compactMap { files in
+            guard CaptureClaim.isAlive(files), let journal = try? CaptureJournal.load(files.journal) else { return nil }
+            return (files, journal)
+        }
+    }
+
+    /// Admits a capture beside `running` ones, or throws why not; marks the journal when it is
+    /// admitted over the bandwidth.
+    /// - Throws: `.busy` when `maxCaptures` captures run; `.bandwidthExceeded` with the numbers.
+    func admit(_ options: CaptureOptions, running: [(files: CaptureFiles, journal: CaptureJournal)],
+               journal: inout CaptureJournal) throws {
+        if let limit = configuration.captureLimit, running.count >= limit {
+            let who = running.map { "process \($0.journal.pid) is recording to \($0.journal.destination)" }
+                .joined(separator: ", ")
+            throw ProVideoError(.busy, "cannot start a capture: the pool is busy (capturing); \(who). This pool takes "
+                                + "\(limit) capture(s) at a time (`provideo create --max-captures`): record the stream "
+                                + "into another pool, or create the pool again without the limit", path: path)
+        }
+        // A capture alone has the device to itself and is admitted whatever its bitrate: the
+        // bandwidth is a short measurement, and a stream it cannot carry shows as overruns.
+        guard let bandwidth = configuration.bandwidth, !running.isEmpty else { return }
+        let admissible = Int64(Double(bandwidth) * Self.admissibleShare)
+        let declared = running.reduce(Int64(0)) { $0 + $1.journal.bitrate }
+        guard declared + options.bitrate > admissible else { return }
+        guard options.admitOverBandwidth else {
+            throw ProVideoError(.bandwidthExceeded, "cannot start a capture at \(BitRateFormat.human(options.bitrate)): "
+                                + "\(Self.describe(running.map(\.journal.bitrate))) running, "
+                                + "\(BitRateFormat.human(declared)) of \(BitRateFormat.human(admissible)) admissible "
+                                + "(\(Int(Self.admissibleShare * 100))% of the pool's \(BitRateFormat.human(bandwidth))); "
+                                + "this one needs \(BitRateFormat.human(options.bitrate)). Record it into another pool, "
+                                + "lower its bitrate, or start it anyway (`record --force`) and risk dropped frames",
+                                path: path)
+        }
+        journal.admittedOverBandwidth = true
+    }
+
+    /// "3 × 880 Mbit/s", "400 Mbit/s + 200 Mbit/s", "no capture".
+    private static func describe(_ bitrates: [Int64]) -> String {
+        guard let first = bitrates.first else { return "no capture" }
+        if bitrates.allSatisfy({ $0 == first }) {
+            return bitrates.count == 1 ? BitRateFormat.human(first) : "\(bitrates.count) × \(BitRateFormat.human(first))"
+        }
+        return bitrates.map(BitRateFormat.human).joined(separator: " + ")
+    }
+}

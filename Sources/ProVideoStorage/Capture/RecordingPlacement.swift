@@ -1,0 +1,106 @@
+import Foundation
+import Glibc
+
+/// Placing a finished recording: where it goes and how (Docs/CAPTURE-LIFECYCLE.md).
+extension Pool {
+    /// Where a recording went.
+    struct Placement {
+        var path: String
+        /// Set when the recording could not reach its destination and stays in the pool.
+        var problem: ProVideoError?
+        /// The recording stays in the pool to land at its destination in the background.
+        var landing = false
+    }
+
+    /// What to do when the destination exists at the end.
+    enum TakenDestination { case keepInPool, recoveredSibling }
+
+    /// Places the recording, `length` bytes of `files.data`: renamed to its destination on the
+    /// pool's filesystem, else copied there and verified, else kept in `recordings/`.
+    func placeRecording(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
+                        whenTaken: TakenDestination) throws -> Placement {
+        let destination = journal.destination
+        let directory = FileSystem.parent(of: destination)
+        guard FileSystem.isDirectory(directory) else {
+            return try keepInPool(files, journal, length: length, problem: ProVideoError(
+                .invalidDestination, "the destination's directory \(directory) no longer exists", path: destination))
+        }
+        // On the pool's filesystem the file itself becomes the recording: cut and sealed first.
+        // Elsewhere it is copied and goes back to the reserve whole.
+        let sameFilesystem = try FileSystem.facts(directory).dev_major == FileSystem.facts(path).dev_major
+            && FileSystem.facts(directory).dev_minor == FileSystem.facts(path).dev_minor
+        if sameFilesystem { try sealRecording(files, length: length) }
+        if !sameFilesystem && journal.landInBackground == true { return try queueForLanding(files, journal, length: length) }
+        let mover = RecordingMove(calls: calls)
+        var target = destination
+        do {
+            do {
+                _ = try mover.move(files.data, length: length, to: target, tag: journal.id,
+                                              renaming: sameFilesystem)
+                return Placement(path: target, problem: nil)
+            } catch let error as ProVideoError where error.code == .destinationExists && whenTaken == .recoveredSibling {
+                target = Self.recoveredName(destination, id: journal.id)
+                _ = try mover.move(files.data, length: length, to: target, tag: journal.id,
+                                              renaming: sameFilesystem)
+                return Placement(path: target, problem: nil)
+            }
+        } catch let error as ProVideoError {
+            var problem = error
+            if error.code == .destinationExists {
+                problem.message = "\(destination) appeared while recording; it was not overwritten"
+            }
+            return try keepInPool(files, journal, length: length, problem: problem)
+        }
+    }
+
+    /// Makes the capture's `data` the recording as it will be moved: cut to `length`, flushed,
+    /// and with the usual file mode (0666 less umask; the pool's files are 0660).
+    private func sealRecording(_ files: CaptureFiles, length: Int64) throws {
+        let data = try FileDescriptor.open(files.data, O_RDWR)
+        try data.truncate(length, calls)
+        try data.sync(calls)
+        // The recording belongs to the recording process's user, as a file it wrote would. Only
+        // root may give a file away: a reserve another user of the pool's group created stays
+        // theirs, group read/write (see Docs/POOL-LAYOUT.md, "Access").
+        let facts = try data.facts()
+        if ProcessIdentity.isRoot && (facts.uid != ProcessIdentity.user || facts.gid != ProcessIdentity.group) {
+            try data.setOwner(ProcessIdentity.user, ProcessIdentity.group)
+        }
+        if ProcessIdentity.isRoot || facts.uid == ProcessIdentity.user {
+            try data.setMode(0o666 & ~ProcessIdentity.umask)
+        }
+    }
+
+    /// "take.mov" → "take.recovered-<id>.mov", next to the destination; the part before the
+    /// extension is shortened when the whole would not fit NAME_MAX (`DerivedName`).
+    static func recoveredName(_ destination: String, id: String) -> String {
+        let name = FileSystem.lastComponent(of: destination)
+        let directory = FileSystem.parent(of: destination)
+        let (stem, ext) = DerivedName.splitExtension(name)
+        let marker = ".recovered-\(id)"
+        let room = DerivedName.maximumBytes - marker.utf8.count - ext.utf8.count
+        return "\(directory)/\(DerivedName.shortened(stem, toBytes: room))\(marker)\(ext)"
+    }
+
+    /// Keeps the recording in `recordings/` with a note of where it was meant to go (`landing`:
+    /// and that `provideo land` takes it there).
+    func keepInPool(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
+                    problem: ProVideoError, landing: Bool = false) throws -> Placement {
+        try FileSystem.makeDirectory(layout.recordings, access: access)
+        // Room for the note beside it, "<kept>.json", and that note's ".tmp" while it is written.
+        let room = DerivedName.maximumBytes - "\(journal.id)-".utf8.count - ".json.tmp".utf8.count
+        let kept = layout.recordings + "/\(journal.id)-"
+            + DerivedName.shortened(FileSystem.lastComponent(of: journal.destination), toBytes: room)
+        try sealRecording(files, length: length)
+        let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
+                                 movingTo: nil, landing: landing ? true : nil)
+        try note.save(kept + ".json", calls, access: access)
+        try FileSystem.rename(files.data, kept)
+        try FileSystem.syncDirectory(layout.recordings, calls)
+        var reported = problem
+        reported.message += "; the recording (\(length) bytes) is kept in the pool at \(kept): "
+            + "`provideo move \(kept) [DEST]` moves it once a destination can take it"
+        reported.path = kept
+        return Placement(path: kept, problem: reported)
+    }
+}

@@ -1,0 +1,22 @@
+import Foundation
+
+/// A recording the pool holds because its destination could not take it; its note is stored
+/// beside it as `<recording>.json`.
+public struct HeldRecording: Codable, Sendable {
+    /// Where the recording is, inside the pool's `recordings/`.
+    public var path: String
+    /// Where it was meant to go.
+    public var destination: String
+    /// Its length in bytes.
+    public var length: Int64
+    /// Why it could not go there.
+    public var reason: String
+    /// Set while `provideo move` moves it there, so a killed move is finished by `repair()`.
+    public var movingTo: String?
+    /// true while it waits to land at its destination in the background (`provideo land`).
+    public var landing: Bool?
+
+    func save(_ file: String, _ calls: SystemCalls, access: PoolAccess) throws {
+        try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)), calls, access: access)
+    }
+}

@@ -1,0 +1,63 @@
+@testable import BenchKit
+import Foundation
+import ProVideoStorage
+import TestSupport
+import Testing
+
+/// Docs/BENCHMARKS.md documents what calibrate runs, names nothing outside the repository;
+/// calibrate's warnings and the bench's choice of scratch pools say what to do.
+@Suite struct BenchDocsTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    static func benchmarks() throws -> String {
+        try String(contentsOfFile: root + "/Docs/BENCHMARKS.md", encoding: .utf8)
+    }
+
+    /// The fio command line in the docs is `fioArguments` for the defaults, word for word.
+    @Test func documentedFioCommandIsTheOneRun() throws {
+        let text = try Self.benchmarks()
+        let start = try #require(text.range(of: "`fio --name=provideo-calibrate"))
+        let end = try #require(text[start.upperBound...].range(of: "`"))
+        let documented = text[text.index(after: start.lowerBound)..<end.lowerBound].split(whereSeparator: \.isWhitespace).map(String.init)
+        let run = FioRun(file: "<pool>/captures/<id>/data", bytes: 8 << 30, blockSize: 4 << 20, queueDepth: 16,
+                         fixedBuffers: true, hugePages: false)
+        let arguments = ["fio"] + run.arguments.map { $0 == "--size=\(8 << 30)" ? "--size=<bytes>" : $0 }
+        #expect(documented == arguments)
+    }
+
+    @Test func namesNoMachinePathAndNoIssue() throws {
+        let text = try Self.benchmarks()
+        for path in ["/work", "/var/", "/tmp", "/home", "/root", "/srv", "/media", "/mnt"] {
+            #expect(!text.contains(path), "Docs/BENCHMARKS.md names \(path)")
+        }
+        let words = text.lowercased().split { !$0.isLetter }
+        #expect(!words.contains("issue") && !words.contains("issues"), "Docs/BENCHMARKS.md speaks of an issue")
+    }
+
+    static func pass(_ raw: Double, _ durable: Double) -> Calibration.Pass {
+        Calibration.Pass(bandwidth: raw, durableBandwidth: durable, durableCommits: 5, fioBandwidth: nil, efficiency: nil,
+                         fioFirst: false)
+    }
+
+    @Test func spreadOverAQuarterWarns() throws {
+        let steady = [Self.pass(1000e6, 800e6), Self.pass(1100e6, 820e6), Self.pass(1050e6, 790e6)]
+        #expect(Calibration.spreadWarning(steady) == nil)
+        let noisy = [Self.pass(1000e6, 800e6), Self.pass(1500e6, 810e6), Self.pass(1050e6, 790e6)]
+        let warning = try #require(Calibration.spreadWarning(noisy))
+        #expect(warning == "the passes spread more than 25%: raw 1000.0 MB/s … 1500.0 MB/s (48% of the median). "
+                + "The disk was not steady (other I/O?): rerun with more --repeat and read the medians as rough")
+    }
+
+    /// The default pool is passed over, with the reason, when missing or too small for the run.
+    @Test func unfitDefaultPoolIsPassedOverWithTheReason() throws {
+        try TestSupport.withScratch("bench-unfit") { dir in
+            #expect(try BenchWorkspace.defaultPoolUnfit(dir + "/none", minimumBytes: 1) == "no pool at \(dir)/none")
+            let pool = try Pool.create(at: dir + "/pool", capacity: 8 << 20)
+            defer { try? pool.destroy() }
+            #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, minimumBytes: 8 << 20) == nil)
+            #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, minimumBytes: 9 << 20)
+                    == "the pool at \(pool.path) has 8.0 MiB of reserve left, this run needs 9.0 MiB (9437184 bytes)")
+        }
+    }
+}

@@ -1,0 +1,55 @@
+import Testing
+@testable import ProVideoStorage
+
+/// Remaining capacity as recording time, the codec table behind `status --codec`, and the
+/// three-significant-digit sizes of `status`.
+@Suite struct RecordingTimeTests {
+    @Test func twoTebibytesAtTwelveGigabits() throws {
+        let seconds = try #require(RecordingTime.seconds(bytes: 2 << 40, atBitrate: 12_000_000_000))
+        #expect(abs(seconds - 1466.0155037013333) < 1e-9)
+    }
+
+    @Test(arguments: [Int64(0), -1, Int64.min])
+    func noBitrateIsUnknown(_ bitrate: Int64) {
+        #expect(RecordingTime.seconds(bytes: 1 << 30, atBitrate: bitrate) == nil)
+    }
+
+    @Test func extremesStayFiniteAndNotNegative() throws {
+        let most = try #require(RecordingTime.seconds(bytes: Int64.max, atBitrate: 1))
+        #expect(most.isFinite && most > 7.3e19)
+        #expect(RecordingTime.seconds(bytes: -4096, atBitrate: 880_000_000) == 0)
+    }
+
+    @Test func statusUsesItsRemainingCapacity() throws {
+        let status = PoolStatus(path: "/p", initialCapacity: 1 << 30, remainingCapacity: 110_000_000, busyReasons: [],
+                                filesystem: "ext4", directIOAlignment: DirectIOAlignment(memory: 512, offset: 512),
+                                device: DeviceTopology(path: nil, logicalSectorSize: 512, physicalSectorSize: 512,
+                                                       minimumIOSize: 512, optimalIOSize: 0),
+                                reservedBytesOnDisk: 1 << 30, zeroFilled: false, engine: "io_uring",
+                                recordingSecondsRemaining: nil, maxCaptures: nil, bandwidth: nil,
+                                admissibleBitrate: nil, admittedBitrate: 0, captures: [])
+        #expect(status.remainingDuration(atBitrate: 880_000_000) == 1.0)
+        #expect(status.remainingDuration(atBitrate: 0) == nil)
+    }
+
+    /// Spot values from the sources cited beside the table, and every name unique.
+    @Test(arguments: [("prores-422-hq-2160p30", Int64(885_000_000)), ("prores-4444-xq-2160p60", 3_981_000_000),
+                      ("prores-proxy-1080p24", 36_000_000), ("prores-lt-1080p50", 170_000_000),
+                      ("dnxhr-444-2160p60", 3_497_656_320), ("dnxhr-hq-1080p30", 220_200_960),
+                      ("DNxHR-LB-2160p25", 149_913_600)])
+    func codecRates(_ name: String, _ bitrate: Int64) {
+        #expect(CodecTable.rate(named: name)?.bitrate == bitrate)
+    }
+
+    @Test func codecTableCoversEveryProfileOnce() {
+        #expect(CodecTable.all.count == (6 + 5) * 2 * 5)
+        #expect(Set(CodecTable.all.map(\.name)).count == CodecTable.all.count)
+        #expect(CodecTable.rate(named: "prores-9999") == nil)
+    }
+
+    @Test(arguments: [(Int64(3_196_637_184), "2.98 GiB"), (999, "999 B"), (1023, "1.00 KiB"), (1_048_064, "1.00 MiB"), (1_000_000, "977 KiB"),
+                      (10 << 30, "10.0 GiB"), (300 << 30, "300 GiB"), (2 << 40, "2.00 TiB"), (1_536, "1.50 KiB")])
+    func threeSignificantDigits(_ bytes: Int64, _ text: String) {
+        #expect(ByteFormat.significant(bytes) == text)
+    }
+}

@@ -1,0 +1,90 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `--json` on every command that changes a pool, and `record`'s summary, run as processes:
+/// the values match the pool's own status.
+@Suite struct CommandJSONTests {
+    private func object(_ result: TestSupport.ProcessResult, _ context: String,
+                        sourceLocation: SourceLocation = #_sourceLocation) throws -> [String: Any] {
+        #expect(result.status == 0, "\(context): \(result.stderr)", sourceLocation: sourceLocation)
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+                            "\(context): \(result.stdout)", sourceLocation: sourceLocation)
+    }
+
+    @Test func poolCommandsReportJSON() throws {
+        try TestSupport.withScratch("json-pool") { dir in
+            let pool = dir + "/pool"
+            defer { FS.destroyQuietly(pool) }
+            let created = try object(try FS.provideo(pool, "create", "--capacity", "8M", "--json"), "create")
+            #expect(created["path"] as? String == pool && created["initialCapacity"] as? Int64 == 8 << 20)
+            #expect(created["zeroFilled"] as? Bool == false)
+            let resized = try object(try FS.provideo(pool, "resize", "12M", "--json"), "resize")
+            #expect(resized["initialCapacity"] as? Int64 == 12 << 20)
+            #expect(try TestSupport.poolStatus(pool).initialCapacity == 12 << 20)
+
+            let input = TestSupport.pattern(3_000_000, seed: 14)
+            let record = try object(try FS.provideo(pool, "record", dir + "/take.mov", "--json", stdin: Data(input)), "record")
+            #expect(record["path"] as? String == dir + "/take.mov" && record["length"] as? Int64 == 3_000_000)
+            #expect(record["copiedAndVerified"] as? Bool == false && record["storageFull"] as? Bool == false)
+            #expect((record["inputBitrate"] as? Int64 ?? 0) > 0 && (record["appends"] as? Int64 ?? 0) > 0)
+            let recorded = TestSupport.fileHolds(dir + "/take.mov", input)
+            #expect(recorded)
+
+            let replenished = try object(try FS.provideo(pool, "replenish", "--json"), "replenish")
+            #expect(replenished["missing"] as? Int64 == 0)
+            #expect(replenished["remainingCapacity"] as? Int64 == (try TestSupport.poolStatus(pool).remainingCapacity))
+            #expect((replenished["added"] as? Int64 ?? 0) >= 3_000_000)
+
+            let checked = try object(try FS.provideo(pool, "check", "--json"), "check")
+            #expect(checked["ok"] as? Bool == true && (checked["problems"] as? [Any])?.isEmpty == true)
+            let recovered = try object(try FS.provideo(pool, "recover", "--json"), "recover")
+            #expect((recovered["salvaged"] as? [Any])?.isEmpty == true && recovered["recoveredEarlier"] as? Int == 0)
+
+            let destroyed = try object(try FS.provideo(pool, "destroy", "--json"), "destroy")
+            #expect(destroyed["path"] as? String == pool && destroyed["removedRemainsOnly"] as? Bool == false)
+            #expect(!FileManager.default.fileExists(atPath: pool + "/pool.json"))
+        }
+    }
+
+    /// A destination on another filesystem (tmpfs) is copied and verified, and the summary says so.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "no /dev/shm (tmpfs) on this machine"))
+    func recordSummarySaysCopied() throws {
+        try FS.withScratchPool(capacity: "8M") { _, pool in
+            let destination = "/dev/shm/provideo-test-\(getpid()).mov"
+            defer { try? FileManager.default.removeItem(atPath: destination) }
+            let result = try FS.provideo(pool, "record", destination, stdin: Data(TestSupport.pattern(1_000_000, seed: 3)))
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(result.stdout.contains("; copied to another filesystem and verified at \(destination);"), "\(result.stdout)")
+            // A copy shorter than the progress interval prints no progress line in a log.
+            #expect(result.stderr.isEmpty, "\(result.stderr)")
+        }
+    }
+
+    /// A take whose destination appeared while recording is held; `move --json` says where
+    /// it went.
+    @Test func moveReportsJSON() throws {
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
+            let (recorder, input) = try FS.startRecorder(pool, dir + "/take.mov")
+            try input.write(contentsOf: Data(TestSupport.pattern(100_000, seed: 9)))
+            #expect(FileManager.default.createFile(atPath: dir + "/take.mov", contents: Data("someone else's".utf8)))
+            try input.close()
+            recorder.waitUntilExit()
+            let held = try #require(try JSONSerialization.jsonObject(
+                with: Data(try FS.provideo(pool, "list", "--json").stdout.utf8)) as? [String: Any])
+            let recording = try #require((held["recordings"] as? [[String: Any]])?.first?["path"] as? String)
+            let moved = try object(try FS.provideo(pool, "move", recording, dir + "/take2.mov", "--json"), "move")
+            #expect(moved["held"] as? String == recording && moved["path"] as? String == dir + "/take2.mov")
+            let whole = TestSupport.fileHolds(dir + "/take2.mov", TestSupport.pattern(100_000, seed: 9))
+            #expect(whole)
+        }
+    }
+
+    @Test func destroyingNoPoolDoesNotSuggestCreating() throws {
+        try TestSupport.withScratch("json-nopool") { dir in
+            let result = try FS.provideo(dir + "/none", "destroy")
+            #expect(result.status == 1)
+            #expect(result.stderr == "provideo: no pool at \(dir)/none: nothing to destroy\n", "\(result.stderr)")
+        }
+    }
+}

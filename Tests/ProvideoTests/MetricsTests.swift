@@ -1,0 +1,95 @@
+import Foundation
+import TestSupport
+import Testing
+import ProVideoStorage
+
+/// `provideo metrics`, parsed by the Prometheus project's own Python parser
+/// (`prometheus_client.parser`), matches `status --json`, with a capture running.
+@Suite struct MetricsTests {
+    /// Parses the text format and prints every sample as JSON: [[name, labels, value]].
+    static let parser = """
+        import json, sys
+        from prometheus_client.parser import text_string_to_metric_families
+        samples = []
+        for family in text_string_to_metric_families(sys.stdin.read()):
+            for s in family.samples:
+                samples.append([s.name, s.labels, s.value, family.type])
+        print(json.dumps(samples))
+        """
+
+    static var hasParser: Bool {
+        (try? TestSupport.run("/usr/bin/python3", ["-c", "import prometheus_client"]).status) == 0
+    }
+
+    struct Sample {
+        var name: String
+        var labels: [String: String]
+        var value: Double
+        var type: String
+    }
+
+    func parse(_ text: String) throws -> [Sample] {
+        let result = try TestSupport.run("/usr/bin/python3", ["-c", Self.parser], stdin: Data(text.utf8))
+        try #require(result.status == 0, "the Prometheus parser refused the output: \(result.stderr)")
+        let rows = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [[Any]])
+        return rows.map { Sample(name: $0[0] as! String, labels: $0[1] as! [String: String],
+                                 value: ($0[2] as! NSNumber).doubleValue, type: $0[3] as! String) }
+    }
+
+    @Test(.enabled(if: hasParser, "python3-prometheus-client is not installed (apt-get install python3-prometheus-client)"))
+    func metricsMatchStatusWithACaptureRunning() throws {
+        try FS.withScratchPool(capacity: "32M") { dir, pool in
+            // A destination whose name needs escaping in a label value.
+            let destination = dir + "/take \"one\".mov"
+            let (recorder, input) = try FS.startRecorder(pool, destination, ["--bitrate", "80M"])
+            defer { if recorder.isRunning { recorder.terminate() }; recorder.waitUntilExit() }
+            try input.write(contentsOf: Data(TestSupport.pattern(6_000_000, seed: 21)))
+            // The input is quiet from here: once a commit made it durable, the counters stay still.
+            var status = try TestSupport.poolStatus(pool)
+            for _ in 0..<100 where status.captures.first.map({ $0.committedBytes < 6_000_000 }) ?? true {
+                usleep(100_000)
+                status = try TestSupport.poolStatus(pool)
+            }
+            let capture = try #require(status.captures.first)
+            #expect(capture.committedBytes == 6_000_000)
+
+            let metrics = try TestSupport.run("provideo", ["--pool", pool, "metrics"])
+            #expect(metrics.status == 0, "\(metrics.stderr)")
+            let samples = try parse(metrics.stdout)
+            func value(_ name: String, _ labels: [String: String] = [:]) -> Double? {
+                samples.first { $0.name == name && $0.labels == labels.merging(["pool": pool]) { a, _ in a } }?.value
+            }
+            let after = try TestSupport.poolStatus(pool)
+            #expect(value("provideo_capacity_bytes") == Double(after.initialCapacity))
+            #expect(value("provideo_remaining_bytes") == Double(after.remainingCapacity))
+            #expect(value("provideo_reserved_on_disk_bytes") == Double(after.reservedBytesOnDisk))
+            #expect(value("provideo_busy", ["reason": "capturing"]) == 1)
+            #expect(value("provideo_busy", ["reason": "replenishing"]) == 0)
+            #expect(value("provideo_captures_running") == 1)
+            let labels = ["destination": destination, "pid": "\(capture.pid)"]
+            #expect(value("provideo_capture_written_bytes", labels) == Double(after.captures.first?.bytesWritten ?? -1))
+            #expect(value("provideo_capture_committed_bytes", labels) == 6_000_000)
+            #expect(value("provideo_capture_bitrate_bits_per_second", labels) == 80_000_000)
+            let seconds = try #require(value("provideo_capture_recording_seconds_remaining", labels))
+            #expect(abs(seconds - Double(after.remainingCapacity) * 8 / 80e6) < 1e-6)
+            #expect(samples.first { $0.name == "provideo_salvaged_recordings_total" }?.type == "counter")
+            #expect(value("provideo_salvaged_recordings_total") == 0)
+            try input.close()
+        }
+    }
+
+    /// `--output` writes the file whole (a textfile collector reads it at any moment) and
+    /// leaves no temporary file.
+    @Test func outputFileIsWrittenWhole() throws {
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
+            let result = try FS.provideo(pool, "metrics", "--output", dir + "/provideo.prom")
+            #expect(result.status == 0 && result.stdout.isEmpty, "\(result.stderr)")
+            let text = try String(contentsOfFile: dir + "/provideo.prom", encoding: .utf8)
+            #expect(text == (try FS.provideo(pool, "metrics").stdout))
+            #expect(text.contains("\nprovideo_capacity_bytes{pool=\"\(pool)\"} 8388608\n"))
+            #expect(!FileManager.default.fileExists(atPath: dir + "/provideo.prom.tmp"))
+            let refused = try FS.provideo(pool, "metrics", "--output", dir + "/missing/provideo.prom")
+            #expect(refused.status == 1 && refused.stderr.hasPrefix("provideo: cannot write the metrics"), "\(refused.stderr)")
+        }
+    }
+}

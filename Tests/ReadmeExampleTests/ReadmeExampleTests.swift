@@ -1,0 +1,45 @@
+import Foundation
+import Glibc
+import ProVideoStorage
+import TestSupport
+import Testing
+
+/// The README's library example is `ReadmeExample.swift`, byte for byte, and it runs: the
+/// recording holds the frames, the in-place zeros and the patched header.
+@Suite struct ReadmeExampleTests {
+    static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().path
+
+    /// The first ```swift block under "## The library" in the README.
+    static func readmeBlock() throws -> String {
+        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "\n## The library\n").dropFirst().first)
+        let block = try #require(section.components(separatedBy: "```swift\n").dropFirst().first)
+        return try #require(block.components(separatedBy: "```\n").first)
+    }
+
+    @Test func readmeHoldsTheExampleAsCompiled() throws {
+        let source = try String(contentsOfFile: Self.root + "/Tests/ReadmeExampleTests/ReadmeExample.swift", encoding: .utf8)
+        let same = try Self.readmeBlock() == source
+        #expect(same, "the README's library example differs from Tests/ReadmeExampleTests/ReadmeExample.swift: copy it over")
+    }
+
+    @Test func exampleRecordsThroughThePool() throws {
+        try TestSupport.withScratch("readme-example") { dir in
+            let poolPath = dir + "/pool"
+            let pool = try Pool.create(at: poolPath, capacity: 16 << 20)
+            defer { try? pool.destroy() }
+            // `Pool.open()` in the example reads $PROVIDEO_POOL; no other test reads it in-process.
+            setenv("PROVIDEO_POOL", poolPath, 1)
+            defer { unsetenv("PROVIDEO_POOL") }
+            let frames = [TestSupport.pattern(1_000_000, seed: 1), TestSupport.pattern(333, seed: 2)]
+            let header = Array("moov".utf8)
+            let recording = try record(frames, header: header, to: dir + "/take1.mov")
+            var expected = frames.flatMap { $0 } + [UInt8](repeating: 0, count: 4096)
+            expected.replaceSubrange(0..<4, with: header)
+            #expect(recording.path == dir + "/take1.mov" && recording.length == Int64(expected.count))
+            let holds = TestSupport.fileHolds(recording.path, expected)
+            #expect(holds, "the recording is not the frames, the zeros and the patched header")
+        }
+    }
+}

@@ -1,0 +1,49 @@
+import CommandLineSupport
+import ProVideoStorage
+
+/// provideo-bench's commands, one entry each: `--help`, `help COMMAND`, the man page and the
+/// shell completions come from this table. The measurement runs when no command is named.
+let program = ProgramDescription(
+    name: "provideo-bench",
+    summary: "measure how Pro Video Storage pools hold real-time video streams against write(2) and O_DIRECT",
+    globalOptions: [
+        OptionDescription("--pool", "PATH", "the pool every stream records into (else $PROVIDEO_POOL, else "
+                          + "\(Pool.defaultPath); a scratch pool under /var/tmp when none is there or it is too small)"),
+    ],
+    commands: [
+        CommandDescription("measure", summary: "simulated recorders deliver frames on a real-time clock into the pool (pool), "
+                           + "with write(2) to a new file (buffered) or with O_DIRECT appends (direct)", options: [
+            OptionDescription("--streams", "N", "concurrent recorders (default 1)"),
+            OptionDescription("--bitrate", "RATE", "each stream's bitrate (880M = 880,000,000 bit/s); scales --frame-trace"),
+            OptionDescription("--fps", "FPS", "frames per second (25, 29.97 or 30000/1001)", required: true),
+            OptionDescription("--duration", "SECONDS", "how long each run lasts", required: true),
+            OptionDescription("--frame-trace", "FILE", "frame sizes in bytes, one a line"),
+            OptionDescription("--mode", "MODE", "which writers run (default all)", choices: ["pool", "buffered", "direct", "all"]),
+            OptionDescription("--noise", "NOISE", "a noisy neighbour beside the recorders: a page-cache writer, or a take "
+                              + "landing with `provideo land`'s code", choices: ["none", "writer", "land"]),
+            OptionDescription("--land-to", "DIR", "with --noise land: where the take lands (another filesystem, e.g. a "
+                              + "GlusterFS mount)"),
+            OptionDescription("--land-size", "SIZE", "with --noise land: the landing take's size (default 4G)"),
+            OptionDescription("--repeat", "K", "runs of each mode, alternated (default 1)"),
+            OptionDescription("--input-queue", "FRAMES", "frames a recorder holds before dropping (default 2)"),
+            OptionDescription("--buffer-budget", "SIZE", "the capture's buffers (default three seconds of the bitrate)"),
+            .flag("--in-place", "pool mode fills the capture's buffers in place (Capture.append(count:filling:))"),
+            .flag("--json", "print the report as JSON"),
+            OptionDescription("--plot", "FILE.svg", "draw the append latencies of each mode's first run"),
+        ], isDefault: true),
+        CommandDescription("calibrate", summary: "unthrottled sequential write bandwidth of the engine into the pool's "
+                           + "reserve, raw and durable (size streams against the durable one)", options: [
+            .flag("--fio", "run fio (io_uring, direct, same block size, queue depth and file) alternately"),
+            .flag("--fio-hugetlb", "as --fio, with hugetlb pages for fio's buffers (needs vm.nr_hugepages)"),
+            OptionDescription("--size", "SIZE", "bytes per pass (default 8G, or what the reserve holds)"),
+            OptionDescription("--write-size", "SIZE", "bytes per write (default 4M)"),
+            OptionDescription("--queue-depth", "N", "writes in flight (default 16)"),
+            OptionDescription("--durability", "SECONDS", "the durable side's commit interval (default 1)"),
+            OptionDescription("--repeat", "K", "passes (default 5)"),
+            .flag("--json", "print the report as JSON"),
+        ]),
+    ],
+    notes: [
+        "RATE: bits per second with SI suffixes (880M = 880,000,000 bit/s). SIZE: bytes, K/M/G/T (1024-based) or KB/MB/GB/TB.",
+        "Exit status: 0 ok, 1 the benchmark failed, 2 usage error.",
+    ])

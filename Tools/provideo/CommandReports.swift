@@ -1,0 +1,74 @@
+import ProVideoStorage
+
+/// What `--json` prints for the commands that change a pool. Sizes in bytes.
+enum CommandReports {
+    /// `create` and `resize`.
+    struct Capacity: Encodable {
+        var path: String
+        var initialCapacity: Int64
+        var zeroFilled: Bool?
+        /// `create`: the bandwidth captures are admitted against, in bits per second.
+        var bandwidth: Int64?
+        /// `create`: how many captures may run at once (absent: no limit).
+        var maxCaptures: Int?
+    }
+
+    /// `replenish`.
+    struct Replenish: Encodable {
+        var path: String
+        var added: Int64
+        /// Bytes still short of the capacity (0: the reserve is whole again).
+        var missing: Int64
+        var remainingCapacity: Int64
+    }
+
+    /// `recover`.
+    struct Recover: Encodable {
+        var path: String
+        var salvaged: [SalvagedRecording]
+        var discarded: [DiscardedCapture]
+        /// Recordings salvaged by earlier commands (`provideo list` shows where they went).
+        var recoveredEarlier: Int
+    }
+
+    /// `check`: `ok` is false when `problems` is not empty (the exit status is then 1).
+    struct Check: Encodable {
+        var path: String
+        var ok: Bool
+        var problems: [String]
+    }
+
+    /// `destroy`.
+    struct Destroy: Encodable {
+        var path: String
+        /// true when only what an interrupted destroy left was there to remove.
+        var removedRemainsOnly: Bool
+    }
+
+    /// `move`: the held recording and where it is now.
+    struct Move: Encodable {
+        var held: String
+        var path: String
+    }
+
+    /// `record`'s summary.
+    struct Record: Encodable {
+        var path: String
+        var length: Int64
+        /// From the first byte of input to its end.
+        var seconds: Double
+        /// The input's rate over `seconds`, in bits per second.
+        var inputBitrate: Int64
+        /// true when the destination is on another filesystem: copied and verified, not renamed.
+        var copiedAndVerified: Bool
+        var engine: String
+        var appends: Int64
+        var overruns: Int64
+        var shortWritesRetried: Int64
+        var commits: Int64
+        var appendLatencyP99Nanoseconds: UInt64
+        var droppedBytes: Int64
+        var storageFull: Bool
+        var stoppedBySignal: Bool
+    }
+}

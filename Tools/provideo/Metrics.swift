@@ -1,0 +1,82 @@
+import Foundation
+import ProVideoStorage
+
+/// `provideo metrics`: the pool's state in the Prometheus text exposition format (version
+/// 0.0.4), for node_exporter's textfile collector or any scraper. Every sample carries the
+/// pool's path as a label, so one collector directory can hold several pools.
+struct Metrics {
+    var status: PoolStatus
+    var listing: PoolListing
+
+    /// The three busy reasons Apple defines; each is exported as 0 or 1.
+    static let busyReasons = ["capturing", "replenishing", "adjustingCapacity"]
+
+    var text: String {
+        var out = MetricsText(pool: status.path)
+        out.gauge("provideo_capacity_bytes", "the capacity the administrator chose (initialCapacity)", status.initialCapacity)
+        out.gauge("provideo_remaining_bytes", "bytes captures can still write (remainingCapacity)", status.remainingCapacity)
+        out.gauge("provideo_reserved_on_disk_bytes", "bytes the filesystem allocated for the reserve and running captures",
+                  status.reservedBytesOnDisk)
+        out.header("provideo_busy", "1 while the pool is busy for the reason", type: "gauge")
+        for reason in Self.busyReasons {
+            out.sample("provideo_busy", ["reason": reason], status.busyReasons.contains(reason) ? 1 : 0)
+        }
+        let captures = status.captures
+        out.gauge("provideo_captures_running", "captures writing into the pool", Int64(captures.count))
+        let perCapture: [(String, String, (PoolStatus.Capture) -> Double)] = [
+            ("provideo_capture_written_bytes", "bytes of the capture that reached the disk", { Double($0.bytesWritten) }),
+            ("provideo_capture_committed_bytes", "bytes of the capture a crash cannot lose", { Double($0.committedBytes) }),
+            ("provideo_capture_bitrate_bits_per_second", "the capture's declared bitrate", { Double($0.bitrate) }),
+            ("provideo_capture_recording_seconds_remaining", "recording time the remaining capacity holds at the capture's bitrate",
+             { RecordingTime.seconds(bytes: status.remainingCapacity, atBitrate: $0.bitrate) ?? .nan }),
+        ]
+        for (name, help, value) in perCapture {
+            out.header(name, help, type: "gauge")
+            for capture in captures {
+                out.sample(name, ["destination": capture.destination, "pid": "\(capture.pid)"], value(capture))
+            }
+        }
+        out.gauge("provideo_held_recordings", "recordings the pool holds because their destination could not take them",
+                  Int64(listing.recordings.count))
+        out.header("provideo_salvaged_recordings_total", "captures of dead recorders salvaged since the pool was created",
+                   type: "counter")
+        out.sample("provideo_salvaged_recordings_total", [:], Double(listing.recovered.count))
+        return out.text
+    }
+}
+
+/// Writes samples in the text exposition format: `# HELP`, `# TYPE`, then `name{labels} value`.
+struct MetricsText {
+    var pool: String
+    private(set) var text = ""
+
+    init(pool: String) { self.pool = pool }
+
+    mutating func header(_ name: String, _ help: String, type: String) {
+        text += "# HELP \(name) \(help.replacingOccurrences(of: "\\", with: "\\\\"))\n# TYPE \(name) \(type)\n"
+    }
+
+    mutating func gauge(_ name: String, _ help: String, _ value: Int64) {
+        header(name, help, type: "gauge")
+        sample(name, [:], Double(value))
+    }
+
+    mutating func sample(_ name: String, _ labels: [String: String], _ value: Double) {
+        let all = labels.merging(["pool": pool]) { own, _ in own }
+        let rendered = all.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(Self.escape($0.value))\"" }
+        text += "\(name){\(rendered.joined(separator: ","))} \(Self.number(value))\n"
+    }
+
+    /// Label values escape backslash, double quote and newline (the format's three escapes).
+    static func escape(_ value: String) -> String {
+        value.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\"", with: "\\\"")
+            .replacingOccurrences(of: "\n", with: "\\n")
+    }
+
+    /// Whole numbers without an exponent (byte counts stay exact up to 2^53), NaN as "NaN".
+    static func number(_ value: Double) -> String {
+        if value.isNaN { return "NaN" }
+        if value == value.rounded() && abs(value) < 9e15 { return String(Int64(value)) }
+        return "\(value)"
+    }
+}

@@ -1,0 +1,92 @@
+import CommandLineSupport
+import ProVideoStorage
+
+/// Every `provideo` command, one entry each: `--help`, `help COMMAND`, the man page and the
+/// shell completions come from this table.
+let program = ProgramDescription(
+    name: "provideo",
+    summary: "administer a Pro Video Storage pool: a preallocated reserve that recorders capture into",
+    globalOptions: [
+        OptionDescription("--pool", "PATH", "the pool's directory (else $PROVIDEO_POOL, else \(Pool.defaultPath))"),
+    ],
+    commands: [
+        CommandDescription("create", summary: "create a pool with a reserve of SIZE; members of NAME may use it", options: [
+            OptionDescription("--capacity", "SIZE", "the reserve's size (64G, 1.5T, 512MiB, 10GB)",
+                              required: true),
+            .flag("--zero", "write zeros over the whole reserve once (slow; some filesystems need it)"),
+            OptionDescription("--group", "NAME", "the group whose members may use the pool (default: your group)"),
+            OptionDescription("--max-captures", "N", "how many captures may run at once (default: no limit; 1: one at a "
+                              + "time, as Apple's AVProVideoStorage)"),
+            OptionDescription("--bandwidth", "RATE", "the durable write bandwidth captures are admitted against "
+                              + "(default: measured for up to 1 s)"),
+            .flag("--json", "print the new pool's path, capacity and bandwidth as JSON"),
+        ]),
+        CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
+            .flag("--json", "print the status as JSON (sizes in bytes)"),
+            .flag("--bytes", "show byte counts beside the rounded sizes"),
+            OptionDescription("--bitrate", "RATE", "show the recording time left at RATE (880M = 880,000,000 bit/s)"),
+            OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)"),
+            OptionDescription("--watch", "SECONDS", "show the status again every SECONDS (default 1) with each capture's rate, "
+                              + "until Ctrl-C", valueOptional: true),
+        ]),
+        CommandDescription("resize", arguments: "SIZE", summary: "set the capacity and grow or shrink the reserve", options: [
+            .flag("--json", "print the new capacity as JSON"),
+        ]),
+        CommandDescription("replenish", summary: "restore the reserve toward the capacity, best effort", options: [
+            .flag("--json", "print what was added and what is still missing as JSON"),
+        ]),
+        CommandDescription("destroy", summary: "remove the pool and its reserve", options: [
+            .flag("--json", "print what was removed as JSON"),
+        ]),
+        CommandDescription("record", arguments: "DEST", summary: "capture standard input into the pool, then move it to DEST", options: [
+            OptionDescription("--bitrate", "RATE", "the input's expected bitrate (880M = 880,000,000 bit/s)"),
+            OptionDescription("--overrun", "POLICY", "when the disk falls behind: wait for it, or fail (drop the read)",
+                              choices: ["wait", "fail"]),
+            OptionDescription("--durability", "SECONDS", "how often what was received is made crash-safe (default 1)"),
+            .flag("--force", "start even when the running captures and this one exceed the pool's admissible bandwidth"),
+            OptionDescription("--land", "WHEN", "a destination on another filesystem: copy it in finish, or land it in the "
+                              + "background (`provideo land`); auto (default): in the background for network filesystems",
+                              choices: ["auto", "finish", "background"]),
+            .flag("--json", "print the summary as JSON"),
+        ]),
+        CommandDescription("demo", summary: "record a generated ProRes 422 HQ clip end to end", options: [
+            OptionDescription("--seconds", "N", "the clip's length (default 3)"),
+        ]),
+        CommandDescription("recover", summary: "salvage captures of recorders that died", options: [
+            .flag("--json", "print what was salvaged and discarded as JSON"),
+        ]),
+        CommandDescription("list", summary: "recordings the pool holds, and the captures in progress", options: [
+            .flag("--json", "print the listing as JSON"),
+        ]),
+        CommandDescription("move", arguments: "HELD [DEST]",
+                           summary: "move a recording the pool holds to its destination (or DEST)", options: [
+            .flag("--json", "print where the recording went as JSON"),
+        ]),
+        CommandDescription("check", summary: "verify the pool's accounting against the disk", options: [
+            .flag("--json", "print the problems found as JSON (exit status 1 when there are any)"),
+        ]),
+        CommandDescription("land", summary: "land the recordings waiting in the pool at their destinations "
+                           + "(idle I/O priority, resumable, verified)", options: [
+            .flag("--watch", "keep going: land new takes as they finish, retry failures (for a service)"),
+            OptionDescription("--parallel", "N", "transfers at once (default 1)"),
+            OptionDescription("--rate", "RATE", "cap each transfer at RATE (880M = 880,000,000 bit/s)"),
+            OptionDescription("--retry", "SECONDS", "first back-off after a failure, doubling up to 5 minutes"),
+            OptionDescription("--interval", "SECONDS", "with --watch, how often to look for new takes"),
+            .flag("--json", "print what landed and what failed as JSON"),
+        ]),
+        CommandDescription("set-bandwidth", arguments: "RATE|none",
+                           summary: "set the bandwidth captures are admitted against (80% of it), or none", options: []),
+        CommandDescription("measure-bandwidth", summary: "measure the pool's durable write bandwidth and set it", options: []),
+        CommandDescription("metrics", summary: "the pool's state in the Prometheus text format (node_exporter's textfile collector)",
+                           options: [
+            OptionDescription("--output", "FILE", "write FILE atomically instead of standard output (e.g. FILE.prom in the collector's directory)"),
+        ]),
+        CommandDescription("codecs", summary: "the codec names status --codec takes, with their data rates", options: [
+            .flag("--json", "print the table as JSON"),
+        ]),
+    ],
+    notes: [
+        "SIZE: bytes, K/M/G/T (1024-based, \"iB\" optional) or KB/MB/GB/TB (1000-based).",
+        "RATE: bits per second with SI suffixes (880M = 880,000,000 bit/s).",
+        "Exit status: 0 ok, 1 the operation failed, 2 usage error.",
+    ])
