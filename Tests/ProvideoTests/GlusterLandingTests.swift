@@ -60,7 +60,7 @@ struct GlusterLandingTests {
             let input = TestSupport.pattern(5_000_000, seed: 3)
             let record = try FS.provideo(pool, "record", takes + "/take.mov", "--land", "finish", stdin: Data(input))
             #expect(record.status == 0, "\(record.stderr)")
-            #expect(record.stdout.contains("to \(takes)/take.mov"), "\(record.stdout)")
+            #expect(record.stdout.contains("copied to another filesystem and verified at \(takes)/take.mov"), "\(record.stdout)")
             let identical = TestSupport.fileHolds(takes + "/take.mov", input)
             #expect(identical)
             #expect(CrashKit.contents(takes) == ["take.mov"])
