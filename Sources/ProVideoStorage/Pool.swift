@@ -486,8 +486,8 @@ public final class Pool {
         try finishKilledMoves()
         let reserveFile = reserve(layout.reserve)
         try reserveFile.trimPastEnd()
-        // A shrink killed between recording the capacity and cutting the reserve, or a grant
-        // whose reserve cut a power cut lost.
+        // A grant whose reserve cut a power cut lost, or a grow recorded in pool.json whose
+        // fallocate a power cut kept while a later shrink's record was lost.
         configuration = try PoolConfiguration.load(layout.configuration)
         let limit = max(configuration.initialCapacity - capturesHold(), 0) / reserveFile.unit * reserveFile.unit
         if try reserveFile.size() > limit {

@@ -32,7 +32,7 @@ struct PoolLayout: Sendable {
 ///
 ///     capture.json   the journal (`CaptureJournal`), replaced atomically
 ///     data           the recording's bytes from offset 0; its size is the space granted so far
-///     progress       one block: bytes landed so far (for remainingCapacity); the capture's
+///     progress       one block: bytes appended so far (for remainingCapacity); the capture's
 ///                    owner holds an OFD lock on its byte 0 for the capture's whole life
 ///     commit         two 16-byte commit records at offsets 0 and 512
 struct CaptureFiles: Sendable, Equatable {

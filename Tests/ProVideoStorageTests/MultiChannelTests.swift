@@ -103,7 +103,7 @@ import Testing
                         let reserve = try pool.reserve(pool.layout.reserve).size()
                         #expect(reserve == 0, "storage full with \(reserve) bytes in the reserve")
                         for (other, running) in captures.enumerated() where other != index {
-                            let unwritten = running.capacity - running.length
+                            let unwritten = running.granter.grantedBytes - running.length
                             #expect(unwritten <= 2 * (1 << 20) + Int64(frameSize),
                                     "capture \(other) holds \(unwritten) unwritten bytes, more than two grants")
                         }

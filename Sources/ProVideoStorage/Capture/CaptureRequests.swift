@@ -123,7 +123,7 @@ extension Capture {
         }
     }
 
-    /// Writes the capture's length to `capture/progress` for other processes' remaining
+    /// Writes the capture's length to `captures/<id>/progress` for other processes' remaining
     /// capacity, at most every `progressInterval`: they see it move while frames arrive,
     /// whatever the disk does. The write is one aligned `O_DIRECT` block through the engine:
     /// a buffered write on this thread could be throttled by the kernel's dirty-page
