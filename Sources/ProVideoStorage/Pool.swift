@@ -319,7 +319,8 @@ public final class Pool {
                 id: files.id, destination: journal.destination, engine: journal.engine,
                 bytesWritten: CaptureJournal.readCounter(files.progress),
                 committedBytes: CaptureJournal.readCommitted(files.commit), grantedBytes: facts.map { Int64($0.size) } ?? 0,
-                bitrate: journal.bitrate, pid: journal.pid, admittedOverBandwidth: journal.admittedOverBandwidth ?? false))
+                bitrate: journal.bitrate, pid: journal.pid, admittedOverBandwidth: journal.admittedOverBandwidth ?? false,
+                counters: (try? FileSystem.readSmallFile(files.progress)).flatMap(CaptureCounters.init(block:))))
         }
         let remaining = try remainingCapacity()
         let current = (try? PoolConfiguration.load(layout.configuration)) ?? configuration

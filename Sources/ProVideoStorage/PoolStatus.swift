@@ -17,6 +17,9 @@ public struct PoolStatus: Codable, Sendable {
         public var pid: Int32
         /// Whether it was started over the pool's admissible bandwidth (`record --force`).
         public var admittedOverBandwidth: Bool
+        /// Its overruns, retried short writes, buffers in flight, commits and latencies, as it
+        /// last published them (`CaptureCounters`); nil before its first publication.
+        public var counters: CaptureCounters?
     }
 
     public var path: String

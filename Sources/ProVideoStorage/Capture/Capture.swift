@@ -48,7 +48,7 @@ public final class Capture {
     var outstanding = 0
     var state = State.open
     /// The length other processes last saw, and when (`progressInterval`).
-    var published: (length: Int64, at: UInt64) = (-1, 0)
+    var published: (length: Int64, commits: Int64, overruns: Int64, at: UInt64) = (-1, 0, 0, 0)
     /// Whether a progress write is in the engine (`progressRecord` must not change then).
     var progressInFlight = false
 
@@ -99,7 +99,7 @@ public final class Capture {
         commits = CommitPipeline(interval: options.durabilityInterval, now: Self.now())
         // The progress block exists (allocated, 0) before `capturing` shows a running engine.
         try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, pool.calls)
-        published = (0, Self.now())
+        published = (0, 0, 0, Self.now())
     }
 
     // A capture dropped without `finish()` or `cancel()` stops granting; its files wait for

@@ -123,19 +123,23 @@ extension Capture {
         }
     }
 
-    /// Writes the capture's length to `captures/<id>/progress` for other processes' remaining
-    /// capacity, at most every `progressInterval`: they see it move while frames arrive,
+    /// Writes the capture's length and counters (`CaptureCounters`) to `captures/<id>/progress`
+    /// for other processes' remaining capacity and status, at most every `progressInterval`,
+    /// when the length, commits or overruns changed: they see it move while frames arrive,
     /// whatever the disk does. The write is one aligned `O_DIRECT` block through the engine:
     /// a buffered write on this thread could be throttled by the kernel's dirty-page
     /// balancing (`balance_dirty_pages`) whenever a neighbour fills the page cache.
     func publishProgress() throws {
         let now = Self.now()
-        guard !progressInFlight, length != published.length, now - published.at >= Self.progressInterval else { return }
+        let changed = length != published.length || statistics.commits != published.commits
+            || statistics.overruns != published.overruns
+        guard !progressInFlight, changed, now - published.at >= Self.progressInterval else { return }
         progressRecord.bytes.storeBytes(of: UInt64(length).littleEndian, toByteOffset: 0, as: UInt64.self)
+        CaptureCounters(statistics, buffersInFlight: ring.inFlight).store(into: progressRecord.bytes)
         try issueWrite(.progress, fd: progress, from: UnsafeRawPointer(progressRecord.bytes.baseAddress!), length: alignment,
                        at: 0)
         progressInFlight = true
-        published = (length, now)
+        published = (length, statistics.commits, statistics.overruns, now)
     }
 
     // MARK: Requests and completions
