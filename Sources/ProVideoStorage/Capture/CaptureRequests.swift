@@ -203,6 +203,8 @@ extension Capture {
             if let write = ring.flushLanded(slot, now: Self.now()) { try issue(write) }
             try issueDataSync()
         case .dataSync:
+            // Cancelled with the thread that submitted it (see `WriteProgress.apply`): again.
+            if result == -ECANCELED { return try issueDataSync() }
             CaptureJournal.commitRecord(try commits.syncCompleted(result, path: data.path), into: commitRecord.bytes)
             try issueRecord()
         case .commitRecord:
@@ -214,7 +216,7 @@ extension Capture {
         case .progress:
             progressInFlight = false
             // A short write leaves the old value readable; the next publish writes it again.
-            if result < 0 { throw ProVideoError.system("write", errno: -result, path: progress.path) }
+            if result < 0 && result != -ECANCELED { throw ProVideoError.system("write", errno: -result, path: progress.path) }
         case .cancel:
             break
         }
