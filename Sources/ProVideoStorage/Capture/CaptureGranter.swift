@@ -2,10 +2,13 @@ import Foundation
 
 /// Keeps a capture's file granted ahead of its write head, on a thread of its own, so that the
 /// recorder's thread never makes a grant unless this one fell behind (`grantNow`). The thread
-/// grants `step` bytes whenever less than one step is granted beyond the head, so the capture
-/// holds between one and two steps it has not written (at most two: the bound on the space it
-/// can strand), and when the reserve is empty it looks again every second (a replenish or a
-/// finished capture may refill it).
+/// grants `step` bytes whenever less than two steps are granted beyond the head, so the capture
+/// holds two to three steps it has not written (less than three: the bound on the space it can
+/// strand). Two steps ahead, four seconds of stream by default, because a grant's fallocate
+/// waits for the filesystem's journal, which a neighbour's fsync of gigabytes of page cache can
+/// hold for seconds (measured on this thread: grants of 250 MB took up to 2.1 s on ext4 beside
+/// the bench's noise writer). When the reserve is empty it looks again every second (a
+/// replenish or a finished capture may refill it).
 ///
 /// `@unchecked Sendable`: `granted`, `head`, `stopping`, `exhaustedAt` and `failure` are read
 /// and written only with `condition` locked; `grants` (the file descriptors and the pool lock
@@ -48,12 +51,12 @@ final class CaptureGranter: @unchecked Sendable {
     }
 
     /// Tells the thread the capture has appended up to `offset` bytes; wakes it when the
-    /// lead has fallen below one step. Returns the bytes granted so far.
+    /// lead has fallen below two steps. Returns the bytes granted so far.
     func advance(to offset: Int64) -> Int64 {
         condition.lock()
         defer { condition.unlock() }
         head = offset
-        if granted - head < step { condition.signal() }
+        if granted - head < 2 * step { condition.signal() }
         return granted
     }
 
@@ -96,7 +99,7 @@ final class CaptureGranter: @unchecked Sendable {
         while !stopping {
             let now = MonotonicTime.now()
             let resting = exhaustedAt.map { now < $0 + Self.exhaustedRetry } ?? false
-            guard granted - head < step, !resting, failure == nil else {
+            guard granted - head < 2 * step, !resting, failure == nil else {
                 _ = condition.wait(until: Date(timeIntervalSinceNow: resting ? 0.25 : 1))
                 continue
             }

@@ -40,8 +40,8 @@ public struct CaptureOptions: Sendable {
     public var admitOverBandwidth: Bool
     /// Bytes the capture's file is granted from the pool's reserve at a time, ahead of its
     /// write head (Docs/MULTI-CHANNEL.md). Default: two seconds at `bitrate`, at least 16 MiB,
-    /// at most 1 GiB and at most a sixteenth of the pool's capacity. A running capture holds at most two grants beyond what it wrote: the
-    /// space another capture can find stranded.
+    /// at most 1 GiB and at most a sixteenth of the pool's capacity. A running capture holds
+    /// less than three grants beyond what it wrote: the space another capture can find stranded.
     public var grantSize: Int64?
 
     public init(bitrate: Int64 = 880_000_000, bufferBudget: Int? = nil, writeSize: Int? = nil,
