@@ -357,3 +357,12 @@ int pv_install_stop_signals(int restart) {
 }
 
 int pv_stop_requested(void) { return stop_requested; }
+
+int pv_thread_fs_identity(uint32_t uid, uint32_t gid, const uint32_t *groups, int count) {
+    if (syscall(SYS_setgroups, (size_t)count, groups) != 0) return -errno;
+    syscall(SYS_setfsgid, gid);
+    syscall(SYS_setfsuid, uid);
+    // setfsuid and setfsgid report the previous value, not failure: read both back.
+    if ((uint32_t)syscall(SYS_setfsuid, -1) != uid || (uint32_t)syscall(SYS_setfsgid, -1) != gid) return -EPERM;
+    return 0;
+}

@@ -78,6 +78,11 @@ int pv_ofd_unlock(int fd, int64_t start, int64_t length);
 /// 1 when another open file description holds a lock on the range, 0 when it is free.
 int pv_ofd_is_locked(int fd, int64_t start, int64_t length);
 
+/// Sets the calling thread's filesystem identity (fsuid, fsgid, supplementary groups) and no
+/// other thread's: raw setfsuid(2), setfsgid(2) and setgroups(2) system calls, since glibc's
+/// setgroups changes every thread of the process. Returns 0, or -errno (EPERM: not root).
+int pv_thread_fs_identity(uint32_t uid, uint32_t gid, const uint32_t *groups, int count);
+
 // MARK: Device topology (libblkid)
 
 typedef struct {

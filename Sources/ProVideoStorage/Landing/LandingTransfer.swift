@@ -9,7 +9,9 @@ import Glibc
 /// (`NoClobberPublish`). Only then does `afterPublish` delete the pool's copy.
 ///
 /// A transfer holds an OFD lock on the pool's copy: two `provideo land` processes never land
-/// the same recording at once, and a killed one lets go with its last file descriptor.
+/// the same recording at once, and a killed one lets go with its last file descriptor. Run by
+/// root (the landing service), it acts at the destination as the recording's owner
+/// (`ThreadIdentity`), on the transfer's own thread.
 struct LandingTransfer: Sendable {
     let held: HeldRecording
     let calls: SystemCalls
@@ -56,17 +58,23 @@ struct LandingTransfer: Sendable {
     private func land(_ source: FileDescriptor, _ record: inout LandingRecord) throws {
         let destination = held.destination
         let temporary = RecordingCopy.temporaryPath(for: destination, tag: FileSystem.lastComponent(of: held.path))
-        if FileSystem.existsWithoutFollowing(destination) {
+        // Every step at the destination runs as the recording's owner (the recorder's user):
+        // root lands only where that user could write, through paths as that user resolves
+        // them, and the landed file is theirs. The pool's own files stay root's business.
+        let owner = try source.facts()
+        func asOwner<T>(_ step: () throws -> T) throws -> T { try ThreadIdentity.acting(as: owner.uid, owner.gid, step) }
+        if let existing = try asOwner({
+            FileSystem.existsWithoutFollowing(destination) ? try FileDescriptor.open(destination, O_RDONLY | O_NOFOLLOW) : nil
+        }) {
             // Published before a kill, the pool's copy not yet deleted; or someone else's file.
-            let existing = try FileDescriptor.open(destination, O_RDONLY | O_NOFOLLOW)
             guard record.digests.count == chunks, try holdsLanded(existing, record) else {
                 throw RecordingMove.destinationExists(destination)
             }
             // A link-then-unlink publish killed between its two steps leaves the temporary name.
-            try FileSystem.remove(temporary)
+            try asOwner { try FileSystem.remove(temporary) }
             return
         }
-        let target = try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o666)
+        let target = try asOwner { try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o666) }
         try copy(source, to: target, &record)
         let synced = calls.fsync(target.rawValue)
         if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: temporary) }
@@ -77,7 +85,7 @@ struct LandingTransfer: Sendable {
             throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256 of a chunk); "
                                 + "the next attempt copies it again", path: temporary)
         }
-        try NoClobberPublish(calls: calls).publish(temporary, as: destination)
+        _ = try asOwner { try NoClobberPublish(calls: calls).publish(temporary, as: destination) }
     }
 
     /// Copies from the first chunk not yet flushed at the destination to the end, recording
