@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,6 +13,7 @@
 #include <unistd.h>
 #include <linux/fs.h>
 #include <linux/fiemap.h>
+#include <linux/ioprio.h>
 #include <stdio.h>
 #include <liburing.h>
 #include <blkid/blkid.h>
@@ -32,6 +34,23 @@ int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length) {
 
 int pv_rename_noreplace(const char *from, const char *to) {
     return NEG_ERRNO(renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE));
+}
+
+int pv_link(const char *from, const char *to) {
+    return NEG_ERRNO(link(from, to));
+}
+
+int pv_ioprio_set_idle(void) {
+    return NEG_ERRNO(syscall(SYS_ioprio_set, IOPRIO_WHO_PROCESS, 0, IOPRIO_PRIO_VALUE(IOPRIO_CLASS_IDLE, 0)));
+}
+
+int pv_sched_idle(void) {
+    struct sched_param param = { .sched_priority = 0 };
+    return NEG_ERRNO(sched_setscheduler(0, SCHED_IDLE, &param));
+}
+
+int pv_fadvise_dontneed(int fd, int64_t offset, int64_t length) {
+    return -posix_fadvise(fd, offset, length, POSIX_FADV_DONTNEED);
 }
 
 int64_t pv_copy_file_range(int fd_in, int64_t offset_in, int fd_out, int64_t offset_out, uint64_t length) {
@@ -338,3 +357,12 @@ int pv_install_stop_signals(int restart) {
 }
 
 int pv_stop_requested(void) { return stop_requested; }
+
+int pv_thread_fs_identity(uint32_t uid, uint32_t gid, const uint32_t *groups, int count) {
+    if (syscall(SYS_setgroups, (size_t)count, groups) != 0) return -errno;
+    syscall(SYS_setfsgid, gid);
+    syscall(SYS_setfsuid, uid);
+    // setfsuid and setfsgid report the previous value, not failure: read both back.
+    if ((uint32_t)syscall(SYS_setfsuid, -1) != uid || (uint32_t)syscall(SYS_setfsgid, -1) != gid) return -EPERM;
+    return 0;
+}

@@ -13,6 +13,8 @@ public struct HeldRecording: Codable, Sendable {
     public var reason: String
     /// Set while `provideo move` moves it there, so a killed move is finished by `repair()`.
     public var movingTo: String?
+    /// true while it waits to land at its destination in the background (`provideo land`).
+    public var landing: Bool?
 
     func save(_ file: String, _ calls: SystemCalls, access: PoolAccess) throws {
         try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)), calls, access: access)

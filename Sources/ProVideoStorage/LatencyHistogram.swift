@@ -6,6 +6,8 @@ public struct LatencyHistogram: Sendable {
     private var counts = [UInt64](repeating: 0, count: 64 * 8)
     public private(set) var count: UInt64 = 0
     public private(set) var maximum: UInt64 = 0
+    /// All samples added together, in nanoseconds.
+    public private(set) var sum: UInt64 = 0
 
     public init() {}
 
@@ -27,6 +29,7 @@ public struct LatencyHistogram: Sendable {
     public mutating func record(_ nanoseconds: UInt64) {
         counts[Self.index(nanoseconds)] += 1
         count += 1
+        sum &+= nanoseconds
         maximum = max(maximum, nanoseconds)
     }
 
@@ -34,6 +37,7 @@ public struct LatencyHistogram: Sendable {
     public mutating func merge(_ other: LatencyHistogram) {
         for index in counts.indices { counts[index] += other.counts[index] }
         count += other.count
+        sum &+= other.sum
         maximum = max(maximum, other.maximum)
     }
 
@@ -50,6 +54,16 @@ public struct LatencyHistogram: Sendable {
     }
 
     /// p50, p99, p99.9 and max, in nanoseconds.
+    /// Samples of at most `nanoseconds` (counted by bucket: a bucket whose upper bound exceeds
+    /// it is left out, so the count is exact at bucket boundaries and low by at most one bucket
+    /// in between, 12.5%).
+    public func count(atMost nanoseconds: UInt64) -> UInt64 {
+        // Only buckets that hold samples: the bounds of the top buckets do not fit 64 bits.
+        counts.indices.reduce(0) { total, index in
+            counts[index] > 0 && Self.upperBound(index) <= nanoseconds ? total + counts[index] : total
+        }
+    }
+
     public var summary: LatencySummary {
         LatencySummary(p50: percentile(0.5), p99: percentile(0.99), p999: percentile(0.999), max: maximum)
     }

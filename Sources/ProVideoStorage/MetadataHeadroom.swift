@@ -1,7 +1,7 @@
 import Glibc
 
 /// The space a pool keeps free on its filesystem for its own files, in bytes: a reserve may
-/// grow (create, resize, replenish, the rebuild after a capture) only as far as the
+/// grow (create, resize, replenish, a capture's give-back) only as far as the
 /// filesystem's free space less this headroom, so that a capture, a move and a salvage can
 /// always write their small files. Counted file by file, each rounded up to whole blocks, at
 /// the moment the most of them exist at once:

@@ -352,12 +352,14 @@ public final class Pool: @unchecked Sendable {
                 id: files.id, destination: journal.destination, engine: journal.engine,
                 bytesWritten: CaptureJournal.readCounter(files.progress),
                 committedBytes: CaptureJournal.readCommitted(files.commit), grantedBytes: facts.map { Int64($0.size) } ?? 0,
-                bitrate: journal.bitrate, pid: journal.pid, admittedOverBandwidth: journal.admittedOverBandwidth ?? false))
+                bitrate: journal.bitrate, pid: journal.pid, admittedOverBandwidth: journal.admittedOverBandwidth ?? false,
+                counters: (try? FileSystem.readSmallFile(files.progress)).flatMap(CaptureCounters.init(block:))))
         }
         let remaining = try remainingCapacity
         let current = (try? PoolConfiguration.load(layout.configuration)) ?? configuration
         let storage = current.storage
         let admitted = captures.reduce(Int64(0)) { $0 + $1.bitrate }
+        let landing = try landings()
         return PoolStatus(
             path: path, initialCapacity: current.initialCapacity, remainingCapacity: remaining,
             busyReasons: try busyReasons.names, filesystem: storage.filesystem,
@@ -367,7 +369,8 @@ public final class Pool: @unchecked Sendable {
             recordingSecondsRemaining: admitted > 0 ? Double(remaining) * 8 / Double(admitted) : nil,
             maxCaptures: current.captureLimit, bandwidth: current.bandwidth,
             admissibleBitrate: current.bandwidth.map { Int64(Double($0) * Self.admissibleShare) },
-            admittedBitrate: admitted, captures: captures)
+            admittedBitrate: admitted, captures: captures, landing: landing,
+            landingBytes: landing.reduce(0) { $0 + $1.length })
     }
 
     // MARK: Resize and replenish
@@ -517,8 +520,8 @@ public final class Pool: @unchecked Sendable {
         try finishKilledMoves()
         let reserveFile = reserve(layout.reserve)
         try reserveFile.trimPastEnd()
-        // A shrink killed between recording the capacity and cutting the reserve, or a grant
-        // whose reserve cut a power cut lost.
+        // A grant whose reserve cut a power cut lost, or a grow recorded in pool.json whose
+        // fallocate a power cut kept while a later shrink's record was lost.
         configuration = try PoolConfiguration.load(layout.configuration)
         let limit = max(configuration.initialCapacity - capturesHold(), 0) / reserveFile.unit * reserveFile.unit
         if try reserveFile.size() > limit {

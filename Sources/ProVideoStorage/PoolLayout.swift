@@ -4,7 +4,8 @@
 ///     pool.lock       OFD locks: mutations and busy reasons (see `PoolLock`)
 ///     reserve         the preallocated reserve; its size is the remaining capacity
 ///     captures/<id>/  each capture in progress (see `CaptureFiles`, `CaptureJournal`)
-///     recordings/     finished recordings the pool still holds (destination taken or unreachable)
+///     recordings/     finished recordings the pool still holds (destination taken or unreachable,
+///                     or waiting to land: `<take>.landing` records its progress)
 ///     recovered.json  the recordings salvaged from dead recorders, and where they went
 ///     spare           preallocated room for the pool's own small files (`MetadataSpare`)
 struct PoolLayout: Sendable {
@@ -31,7 +32,7 @@ struct PoolLayout: Sendable {
 ///
 ///     capture.json   the journal (`CaptureJournal`), replaced atomically
 ///     data           the recording's bytes from offset 0; its size is the space granted so far
-///     progress       one block: bytes landed so far (for remainingCapacity); the capture's
+///     progress       one block: bytes appended so far (for remainingCapacity); the capture's
 ///                    owner holds an OFD lock on its byte 0 for the capture's whole life
 ///     commit         two 16-byte commit records at offsets 0 and 512
 struct CaptureFiles: Sendable, Equatable {

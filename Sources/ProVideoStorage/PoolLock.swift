@@ -34,19 +34,10 @@ final class PoolLock {
     /// another process has it (polling every 5 ms: `F_OFD_SETLKW` has no timeout).
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withMutation<T>(_ body: () throws -> T) throws -> T {
-        let deadline = MonotonicTime.now() + mutationWaitLimit
-        try hold(threads.mutation, "lock")
-        defer { threads.mutation.unlock() }
-        while try !file.lock(Self.mutationByte, 1, wait: false) {
-            guard MonotonicTime.now() < deadline else {
-                throw ProVideoError(.busy, "another process has held the pool's lock (\(file.path)) for "
-                                    + "\(mutationWaitLimit / 1_000_000_000) s: a create writing zeros, a move copying a "
-                                    + "recording, or a process stopped inside one; try again when it is done", path: file.path)
-            }
-            MonotonicTime.sleep(microseconds: 5_000)
+        try holding(Self.mutationByte, threads.mutation, "lock", pollMicroseconds: 5_000, body) {
+            "another process has held the pool's lock (\(file.path)) for \($0) s: a create writing zeros, a move copying "
+                + "a recording, or a process stopped inside one; try again when it is done"
         }
-        defer { file.unlock(Self.mutationByte, 1) }
-        return try body()
     }
 
     /// Runs `body` holding the reserve lock (byte 16): every change of the reserve's size
@@ -55,18 +46,26 @@ final class PoolLock {
     /// millisecond (holders keep it for one fallocate or ftruncate).
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withReserve<T>(_ body: () throws -> T) throws -> T {
-        let deadline = MonotonicTime.now() + mutationWaitLimit
-        try hold(threads.reserve, "reserve lock")
-        defer { threads.reserve.unlock() }
-        while try !file.lock(Self.reserveByte, 1, wait: false) {
-            guard MonotonicTime.now() < deadline else {
-                throw ProVideoError(.busy, "another process has held the pool's reserve lock (\(file.path)) for "
-                                    + "\(mutationWaitLimit / 1_000_000_000) s; a process is stopped inside a reserve "
-                                    + "change: try again", path: file.path)
-            }
-            MonotonicTime.sleep(microseconds: 1_000)
+        try holding(Self.reserveByte, threads.reserve, "reserve lock", pollMicroseconds: 1_000, body) {
+            "another process has held the pool's reserve lock (\(file.path)) for \($0) s; a process is stopped inside a "
+                + "reserve change: try again"
         }
-        defer { file.unlock(Self.reserveByte, 1) }
+    }
+
+    /// Runs `body` holding `byte` and this process's `threadLock` for it, polling for the byte
+    /// until `mutationWaitLimit`; `refusal` says why it gave up, given the seconds waited.
+    private func holding<T>(_ byte: Int64, _ threadLock: NSRecursiveLock, _ what: String, pollMicroseconds: UInt32,
+                            _ body: () throws -> T, refusal: (UInt64) -> String) throws -> T {
+        let deadline = MonotonicTime.now() + mutationWaitLimit
+        try hold(threadLock, what)
+        defer { threadLock.unlock() }
+        while try !file.lock(byte, 1, wait: false) {
+            guard MonotonicTime.now() < deadline else {
+                throw ProVideoError(.busy, refusal(mutationWaitLimit / 1_000_000_000), path: file.path)
+            }
+            MonotonicTime.sleep(microseconds: pollMicroseconds)
+        }
+        defer { file.unlock(byte, 1) }
         return try body()
     }
 

@@ -19,6 +19,8 @@ public struct PoolListing: Codable, Sendable {
     public var recordings: [HeldRecording]
     /// Recordings salvaged from dead recorders, oldest first, and where they went.
     public var recovered: [SalvagedRecording]
+    /// The recordings waiting to land, with their progress (also in `recordings`).
+    public var landing: [LandingProgress]?
 }
 
 extension Pool {
@@ -47,6 +49,8 @@ extension Pool {
                                                                 to: target, tag: FileSystem.lastComponent(of: held))
             if outcome == .copied { try FileSystem.remove(held) }
             try FileSystem.remove(notePath)
+            // A take that was waiting to land: its progress record goes with it.
+            try FileSystem.remove(LandingRecord.path(forHeld: held))
             try FileSystem.syncDirectory(layout.recordings, calls)
             return target
         }
@@ -85,7 +89,8 @@ extension Pool {
     public func listing() throws -> PoolListing {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
         let held = files.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }
-        return PoolListing(captures: try status().captures, recordings: held, recovered: recoveredRecordings())
+        return PoolListing(captures: try status().captures, recordings: held, recovered: recoveredRecordings(),
+                           landing: try landings())
     }
 
     /// The salvage log (`recovered.json`), oldest first.

@@ -17,6 +17,9 @@ public struct PoolStatus: Codable, Sendable, Equatable {
         public var pid: Int32
         /// Whether it was started over the pool's admissible bandwidth (`record --force`).
         public var admittedOverBandwidth: Bool
+        /// Its overruns, retried short writes, buffers in flight, commits and latencies, as it
+        /// last published them (`CaptureCounters`); nil before its first publication.
+        public var counters: CaptureCounters?
     }
 
     public var path: String
@@ -45,4 +48,9 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     public var admittedBitrate: Int64
     /// Every running capture, in every process.
     public var captures: [Capture]
+    /// The recordings waiting to land on their destination, with their progress.
+    public var landing: [LandingProgress]?
+    /// Bytes the pool's filesystem holds for recordings that have not landed yet: space the
+    /// reserve gets back only once they are published at their destination.
+    public var landingBytes: Int64?
 }

@@ -5,8 +5,8 @@ import Glibc
 /// copy_file_range(2), resuming exactly where a partial copy stopped and asking only for the
 /// bytes still left; if copy_file_range fails it goes on with read/write from the same
 /// offset. The copy is flushed and checked (length and SHA-256 against the source) before it
-/// is renamed to the destination with `RENAME_NOREPLACE`, so no partial file is ever visible
-/// at the destination path.
+/// is published at the destination without clobbering (`NoClobberPublish`), so no partial
+/// file is ever visible at the destination path.
 enum RecordingCopy {
     static let chunk = 1 << 20
 
@@ -15,11 +15,7 @@ enum RecordingCopy {
     ///   or the verification fails. The temporary file is removed on every failure.
     static func copy(_ source: FileDescriptor, length: Int64, to destination: String, tag: String,
                      calls: SystemCalls) throws -> String {
-        let directory = FileSystem.parent(of: destination)
-        let suffix = ".provideo-\(DerivedName.shortened(tag, toBytes: 64)).partial"
-        let name = DerivedName.shortened(FileSystem.lastComponent(of: destination),
-                                         toBytes: DerivedName.maximumBytes - 1 - suffix.utf8.count)
-        let temporary = "\(directory)/.\(name)\(suffix)"
+        let temporary = temporaryPath(for: destination, tag: tag)
         if try isCopy(of: source, length: length, at: destination, calls: calls) {
             // A copy killed after its final rename, salvaged again: the destination is this copy.
             return destination
@@ -37,18 +33,24 @@ enum RecordingCopy {
             guard try digest(source, length: length, calls: calls) == digest(target, length: length, calls: calls) else {
                 throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256)", path: temporary)
             }
-            // The last point where an async caller's cancellation is honoured: after the rename
+            // The last point where an async caller's cancellation is honoured: after the publish
             // the copy is the recording.
             try OperationContext.checkpoint("the copy to \(destination)")
-            let rc = calls.renameNoReplace(temporary, destination)
-            if rc == -EEXIST { throw RecordingMove.destinationExists(destination) }
-            if rc < 0 { throw ProVideoError.system("renameat2", errno: -rc, path: destination) }
-            try FileSystem.syncDirectory(directory, calls)
+            try NoClobberPublish(calls: calls).publish(temporary, as: destination)
             return destination
         } catch {
             try? FileSystem.remove(temporary)
             throw error
         }
+    }
+
+    /// The hidden name a copy is written under beside `destination` until it is published:
+    /// ".<name>.provideo-<tag>.partial", shortened to fit NAME_MAX.
+    static func temporaryPath(for destination: String, tag: String) -> String {
+        let suffix = ".provideo-\(DerivedName.shortened(tag, toBytes: 64)).partial"
+        let name = DerivedName.shortened(FileSystem.lastComponent(of: destination),
+                                         toBytes: DerivedName.maximumBytes - 1 - suffix.utf8.count)
+        return "\(FileSystem.parent(of: destination))/.\(name)\(suffix)"
     }
 
     /// Whether `destination` exists with exactly `source`'s first `length` bytes.
@@ -91,19 +93,25 @@ enum RecordingCopy {
     /// SHA-256 of bytes [0, length) of `file`.
     static func digest(_ file: FileDescriptor, length: Int64, calls: SystemCalls) throws -> [UInt8] {
         let hash = try SHA256()
+        try read(file, from: 0, to: length, calls: calls) { hash.update($0) }
+        return hash.finish()
+    }
+
+    /// Reads bytes [start, end) of `file` (fewer when it ends first) in chunks, handing each to `body`.
+    static func read(_ file: FileDescriptor, from start: Int64, to end: Int64, calls: SystemCalls,
+                     _ body: (UnsafeRawBufferPointer) -> Void) throws {
         var buffer = [UInt8](repeating: 0, count: chunk)
-        var offset: Int64 = 0
-        while offset < length {
+        var offset = start
+        while offset < end {
             try OperationContext.checkpoint("the verification of \(file.path)")
-            let want = Int(min(Int64(chunk), length - offset))
+            let want = Int(min(Int64(chunk), end - offset))
             let n = try buffer.withUnsafeMutableBytes {
                 try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
             }
             if n == 0 { break }
-            buffer.withUnsafeBytes { hash.update(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
+            buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             offset += Int64(n)
-            CopyProgress.report(.verifying, offset, length)
+            CopyProgress.report(.verifying, offset - start, end - start)
         }
-        return hash.finish()
     }
 }

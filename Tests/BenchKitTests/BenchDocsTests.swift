@@ -20,7 +20,7 @@ import Testing
         let start = try #require(text.range(of: "`fio --name=provideo-calibrate"))
         let end = try #require(text[start.upperBound...].range(of: "`"))
         let documented = text[text.index(after: start.lowerBound)..<end.lowerBound].split(whereSeparator: \.isWhitespace).map(String.init)
-        let run = FioRun(file: "<pool>/capture/data", bytes: 8 << 30, blockSize: 4 << 20, queueDepth: 16,
+        let run = FioRun(file: "<pool>/captures/<id>/data", bytes: 8 << 30, blockSize: 4 << 20, queueDepth: 16,
                          fixedBuffers: true, hugePages: false)
         let arguments = ["fio"] + run.arguments.map { $0 == "--size=\(8 << 30)" ? "--size=<bytes>" : $0 }
         #expect(documented == arguments)
@@ -52,14 +52,12 @@ import Testing
     /// The default pool is passed over, with the reason, when missing or too small for the run.
     @Test func unfitDefaultPoolIsPassedOverWithTheReason() throws {
         try TestSupport.withScratch("bench-unfit") { dir in
-            #expect(try BenchWorkspace.defaultPoolUnfit(dir + "/none", count: 1, minimumBytes: 1) == "no pool at \(dir)/none")
+            #expect(try BenchWorkspace.defaultPoolUnfit(dir + "/none", minimumBytes: 1) == "no pool at \(dir)/none")
             let pool = try Pool.create(at: dir + "/pool", capacity: 8 << 20)
             defer { try? pool.destroy() }
-            #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, count: 1, minimumBytes: 8 << 20) == nil)
-            #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, count: 1, minimumBytes: 9 << 20)
+            #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, minimumBytes: 8 << 20) == nil)
+            #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, minimumBytes: 9 << 20)
                     == "the pool at \(pool.path) has 8.0 MiB of reserve left, this run needs 9.0 MiB (9437184 bytes)")
-            #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, count: 2, minimumBytes: 1)
-                    == "the pool at \(pool.path) runs one capture, this run needs 2 (one per stream)")
         }
     }
 }

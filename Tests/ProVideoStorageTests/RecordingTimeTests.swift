@@ -53,3 +53,29 @@ import Testing
         #expect(ByteFormat.significant(bytes) == text)
     }
 }
+
+/// The counters a capture publishes in its progress block, read back as `status` reads them.
+@Suite struct CaptureCountersTests {
+    @Test func countersSurviveTheProgressBlock() throws {
+        var statistics = CaptureStatistics(engine: "io_uring")
+        statistics.overruns = 3
+        statistics.shortWritesRetried = 2
+        statistics.commits = 7
+        for latency: UInt64 in [50_000, 90_000, 300_000, 4_000_000, 3_000_000_000] { statistics.appendLatency.record(latency) }
+        let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 512)
+        defer { block.deallocate() }
+        block.initializeMemory(as: UInt8.self, repeating: 0)
+        CaptureCounters(statistics, buffersInFlight: 4).store(into: block)
+        let counters = try #require(CaptureCounters(block: Array(block)))
+        #expect(counters.overruns == 3 && counters.shortWritesRetried == 2 && counters.commits == 7)
+        #expect(counters.buffersInFlight == 4)
+        #expect(counters.appendLatency.count == 5 && counters.appendLatency.maximumNanoseconds == 3_000_000_000)
+        #expect(counters.appendLatency.sumNanoseconds == 3_004_440_000)
+        // At most 100 µs: 50 and 90 µs; at most 5 ms: four; 2.5 s: still four (3 s is above).
+        #expect(counters.appendLatency.cumulativeCounts[0] == 2)
+        #expect(counters.appendLatency.cumulativeCounts[5] == 4)
+        #expect(counters.appendLatency.cumulativeCounts.last == 4)
+        #expect(counters.completionLatency == LatencyBuckets.empty)
+        #expect(CaptureCounters(block: Array(repeating: 0, count: 64)) == nil)
+    }
+}

@@ -69,6 +69,25 @@ import Testing
         #expect(statistics.shortWritesRetried >= 400)
     }
 
+    /// A write, a data sync and a commit record that complete with -ECANCELED (io_uring cancels
+    /// requests its worker still held when the submitting thread exits, as a C recorder's
+    /// short-lived appending threads do) are submitted again: the file is exact and commits go on.
+    @Test func requestsCancelledByTheKernelAreSubmittedAgain() throws {
+        var rules = FaultEngine.Rules()
+        rules.result = { request, result in
+            switch request.tag {
+            case .slotWrite where request.ordinal == 2, .dataSync where request.ordinal == 1,
+                 .commitRecord where request.ordinal == 1, .progress where request.ordinal == 2:
+                return -ECANCELED
+            default: return result
+            }
+        }
+        let (calls, _) = FaultEngine.install(rules)
+        let (statistics, identical) = try Self.record(40, of: 300_001, calls: calls)
+        #expect(identical)
+        #expect(statistics.commits >= 1)
+    }
+
     /// The pwrite engine goes through the same retry logic.
     @Test func shortPwritesAreResubmitted() throws {
         let counter = Shared(0)

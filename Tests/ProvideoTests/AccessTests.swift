@@ -54,6 +54,41 @@ struct AccessTests {
         }
     }
 
+    /// Root lands a recorder's take as that recorder: once the recorder has swapped its
+    /// destination directory for a link to a directory only root may write, the landing fails
+    /// and writes nothing there; put back, the take lands, byte for byte, and is the recorder's.
+    @Test func landingActsAsTheRecorder() throws {
+        try Self.withUsers { scratch, binary in
+            try LoopFilesystem.with("tmpfs", megabytes: 64) { tmp in
+                let pool = scratch + "/pool"
+                var result = try Self.provideo(as: Self.admin, binary, ["--pool", pool, "create", "--capacity", "16M",
+                                                                        "--group", Self.group, "--bandwidth", "1G"])
+                try #require(result.status == 0, "create: \(result.stderr)")
+                defer { _ = try? TestSupport.run(binary, ["--pool", pool, "destroy"]) }
+                let mine = tmp.mountPoint + "/mine", rootOnly = tmp.mountPoint + "/root-only"
+                try TestSupport.shell("chmod 755 \"$(dirname '\(tmp.mountPoint)')\" && chmod 1777 '\(tmp.mountPoint)' && "
+                                      + "mkdir -m 755 '\(mine)' '\(rootOnly)' && "
+                                      + "chown \(Self.recorder) '\(mine)'")
+                let take = TestSupport.pattern(700_001, seed: 9)
+                result = try Self.provideo(as: Self.recorder, binary, ["--pool", pool, "record", mine + "/take.mov",
+                                                                       "--land", "background"], stdin: take)
+                try #require(result.status == 0, "record: \(result.stderr)")
+                // The recorder swaps its directory for a link to one only root may write.
+                try TestSupport.shell("mv '\(mine)' '\(mine).real' && ln -s '\(rootOnly)' '\(mine)'")
+                result = try TestSupport.run(binary, ["--pool", pool, "land", "--retry", "0.1"])
+                #expect(result.status != 0, "root landed through the recorder's link: \(result.stdout)")
+                #expect(CrashKit.contents(rootOnly).isEmpty, "the landing wrote into \(rootOnly): \(CrashKit.contents(rootOnly))")
+                try TestSupport.shell("rm '\(mine)' && mv '\(mine).real' '\(mine)'")
+                usleep(300_000)
+                result = try TestSupport.run(binary, ["--pool", pool, "land", "--retry", "0.1"])
+                #expect(result.status == 0, "land: \(result.stdout)\(result.stderr)")
+                let landed = TestSupport.fileEquals(mine + "/take.mov", take)
+                #expect(landed, "the take did not land whole")
+                #expect(try Self.owner(mine + "/take.mov").user == Self.recorder)
+            }
+        }
+    }
+
     @Test func adminRecordersAndRootShareOnePool() throws {
         try Self.withUsers { scratch, binary in
             let pool = scratch + "/pool"

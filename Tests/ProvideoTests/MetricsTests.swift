@@ -46,7 +46,9 @@ import ProVideoStorage
             try input.write(contentsOf: Data(TestSupport.pattern(6_000_000, seed: 21)))
             // The input is quiet from here: once a commit made it durable, the counters stay still.
             var status = try TestSupport.poolStatus(pool)
-            for _ in 0..<100 where status.captures.first.map({ $0.committedBytes < 6_000_000 }) ?? true {
+            // (and the capture has published the commit's counters).
+            for _ in 0..<100 where status.captures.first.map({ $0.committedBytes < 6_000_000 || $0.counters?.commits ?? 0 == 0 })
+                ?? true {
                 usleep(100_000)
                 status = try TestSupport.poolStatus(pool)
             }
@@ -72,6 +74,19 @@ import ProVideoStorage
             #expect(value("provideo_capture_bitrate_bits_per_second", labels) == 80_000_000)
             let seconds = try #require(value("provideo_capture_recording_seconds_remaining", labels))
             #expect(abs(seconds - Double(after.remainingCapacity) * 8 / 80e6) < 1e-6)
+            // The capture's own counters, published in its progress block, as status shows them.
+            let counters = try #require(after.captures.first?.counters)
+            #expect(counters.commits >= 1 && counters.appendLatency.count > 0)
+            #expect(value("provideo_capture_overruns_total", labels) == Double(counters.overruns))
+            #expect(value("provideo_capture_short_writes_retried_total", labels) == Double(counters.shortWritesRetried))
+            #expect(value("provideo_capture_commits_total", labels) == Double(counters.commits))
+            #expect(value("provideo_capture_buffers_in_flight", labels) == Double(counters.buffersInFlight))
+            #expect(value("provideo_capture_append_seconds_count", labels) == Double(counters.appendLatency.count))
+            #expect(value("provideo_capture_append_seconds_bucket", labels.merging(["le": "+Inf"]) { a, _ in a })
+                    == Double(counters.appendLatency.count))
+            #expect(value("provideo_capture_append_seconds_bucket", labels.merging(["le": "0.0001"]) { a, _ in a })
+                    == Double(counters.appendLatency.cumulativeCounts[0]))
+            #expect(samples.first { $0.name == "provideo_capture_write_completion_seconds_bucket" }?.type == "histogram")
             #expect(samples.first { $0.name == "provideo_salvaged_recordings_total" }?.type == "counter")
             #expect(value("provideo_salvaged_recordings_total") == 0)
             try input.close()

@@ -1,70 +1,55 @@
 import Foundation
 import ProVideoStorage
 
-/// The pools a benchmark writes into and a scratch directory on the same filesystem for the
-/// other modes' files. When none was named and the default pool is missing or cannot hold the
-/// run, it says why, creates scratch pools under /var/tmp and destroys them on `release()`.
+/// The pool a benchmark writes every stream into (a pool runs several captures at once) and a
+/// scratch directory on the same filesystem for the other modes' files. When none was named
+/// and the default pool is missing or cannot hold the run, it says why, creates a scratch pool
+/// under /var/tmp and destroys it on `release()`.
 public final class BenchWorkspace {
-    public let pools: [Pool]
+    public let pool: Pool
     /// Removed with everything in it on `release()`.
     public let directory: String
-    private let createdPools: Bool
+    private let createdPool: Bool
 
     /// - Parameters:
-    ///   - paths: the pools named with `--pool` (or `$PROVIDEO_POOL`); empty for the default.
-    ///   - count: pools needed (one per stream in pool mode).
-    ///   - bytesEach: the capacity of a scratch pool, in bytes.
-    ///   - minimumBytes: reserve each named pool must have left, in bytes.
+    ///   - path: the pool named with `--pool` (or `$PROVIDEO_POOL`); nil for the default.
+    ///   - minimumBytes: reserve the pool must have left for every stream together, in bytes.
+    ///   - scratchBytes: the capacity of a scratch pool (default `minimumBytes`).
     /// - Throws: `BenchError` when a named pool is missing or its reserve is too small.
-    public init(paths: [String], count: Int, bytesEach: Int64, minimumBytes: Int64, log: (String) -> Void) throws {
-        let named = paths.isEmpty ? [Pool.resolvePath(nil)] : paths.map { Pool.resolvePath($0) }
-        if paths.isEmpty, let reason = try Self.defaultPoolUnfit(named[0], count: count, minimumBytes: minimumBytes) {
+    public init(path: String?, minimumBytes: Int64, scratchBytes: Int64? = nil, log: (String) -> Void) throws {
+        let scratchBytes = scratchBytes ?? minimumBytes
+        let named = Pool.resolvePath(path)
+        if path == nil, let reason = try Self.defaultPoolUnfit(named, minimumBytes: minimumBytes) {
             for stale in Self.staleScratchDirectories() {
                 log("\(stale) was left by an interrupted run (its process is gone): `rm -rf \(stale)` frees its space")
             }
             directory = "/var/tmp/provideo-bench-\(getpid())"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-            log("\(reason): creating \(count) scratch pool(s) of \(ByteFormat.human(bytesEach)) in \(directory)")
-            var pools: [Pool] = []
+            log("\(reason): creating a scratch pool of \(ByteFormat.human(scratchBytes)) in \(directory)")
             do {
-                for index in 0..<count {
-                    pools.append(try Pool.create(at: "\(directory)/pool-\(index)", capacity: bytesEach))
-                }
+                pool = try Pool.create(at: "\(directory)/pool", capacity: scratchBytes)
             } catch {
-                for pool in pools { try? pool.destroy() }
                 try? FileManager.default.removeItem(atPath: directory)
                 throw error
             }
-            self.pools = pools
-            createdPools = true
+            createdPool = true
             return
         }
-        guard named.count >= count else {
-            throw BenchError("pool mode needs one pool per stream (a pool runs one capture at a time): \(count) streams, "
-                             + "\(named.count) pool(s); pass --pool once per stream")
+        pool = try Pool.open(at: named)
+        let remaining = try pool.remainingCapacity
+        guard remaining >= minimumBytes else {
+            throw BenchError("the pool at \(named) has \(ByteFormat.human(remaining)) of reserve left; this run needs "
+                             + "\(ByteFormat.human(minimumBytes)) for all its streams. Grow it (`provideo --pool \(named) "
+                             + "resize SIZE`), replenish it, or shorten --duration / lower --bitrate")
         }
-        var pools: [Pool] = []
-        for path in named.prefix(count) {
-            let pool = try Pool.open(at: path)
-            let remaining = try pool.remainingCapacity
-            guard remaining >= minimumBytes else {
-                throw BenchError("the pool at \(path) has \(ByteFormat.human(remaining)) of reserve left; this run needs "
-                                 + "\(ByteFormat.human(minimumBytes)) per stream. Grow it (`provideo --pool \(path) resize "
-                                 + "SIZE`), replenish it, or shorten --duration / lower --bitrate")
-            }
-            pools.append(pool)
-        }
-        self.pools = pools
-        directory = Self.parentDirectory(of: pools[0].path) + "/provideo-bench-\(getpid())"
+        directory = Self.parentDirectory(of: pool.path) + "/provideo-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
-        createdPools = false
+        createdPool = false
     }
 
-    /// Why the default pool cannot hold this run (missing, one pool for several streams, too
-    /// small), nil when it can.
-    static func defaultPoolUnfit(_ path: String, count: Int, minimumBytes: Int64) throws -> String? {
+    /// Why the default pool cannot hold this run (missing, too small), nil when it can.
+    static func defaultPoolUnfit(_ path: String, minimumBytes: Int64) throws -> String? {
         guard FileManager.default.fileExists(atPath: path + "/pool.json") else { return "no pool at \(path)" }
-        if count > 1 { return "the pool at \(path) runs one capture, this run needs \(count) (one per stream)" }
         let remaining = try Pool.open(at: path).remainingCapacity
         guard remaining >= minimumBytes else {
             return "the pool at \(path) has \(ByteFormat.human(remaining)) of reserve left, this run needs "
@@ -79,9 +64,9 @@ public final class BenchWorkspace {
         return (attributes?[.systemFreeSize] as? NSNumber)?.int64Value ?? 0
     }
 
-    /// Destroys scratch pools and removes the scratch directory.
+    /// Destroys a scratch pool and removes the scratch directory.
     public func release() {
-        if createdPools { for pool in pools { try? pool.destroy() } }
+        if createdPool { try? pool.destroy() }
         try? FileManager.default.removeItem(atPath: directory)
     }
 

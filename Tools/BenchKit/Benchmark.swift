@@ -11,6 +11,10 @@ public enum Benchmark {
         public var noise: Bool
         /// The trace's path, for the report.
         public var frameTrace: String?
+        /// With a landing neighbour (`--noise land`): the directory on another filesystem the
+        /// take lands in, and its size in bytes.
+        public var landTo: String?
+        public var landSize: Int64 = 4 << 30
 
         public init(plan: RunPlan, modes: [BenchMode], repeats: Int, noise: Bool, frameTrace: String?) {
             self.plan = plan
@@ -31,6 +35,7 @@ public enum Benchmark {
         var plan = settings.plan
         plan.scratchDirectory = workspace.directory
         let needed = plan.sizes.total * Int64(plan.streams) + (settings.noise ? noiseFileLimit : 0)
+            + (settings.landTo != nil ? settings.landSize : 0)
         guard workspace.availableBytes() > needed + (1 << 30) else {
             throw BenchError("\(workspace.directory) has \(ByteFormat.human(workspace.availableBytes())) free; a run of the "
                              + "buffered and direct modes needs \(ByteFormat.human(needed)) plus 1 GiB to spare")
@@ -42,6 +47,12 @@ public enum Benchmark {
             Thread.sleep(forTimeInterval: 2)
         }
         defer { neighbour?.stop() }
+        var lander: LandingNeighbour?
+        if let landTo = settings.landTo {
+            lander = try LandingNeighbour(directory: workspace.directory, landTo: landTo, size: settings.landSize, log: log)
+            Thread.sleep(forTimeInterval: 2)
+        }
+        defer { lander?.stop(log: log) }
         var runs: [ModeRun] = []
         let seconds = Double(plan.durationNanoseconds) / 1e9
         let total = settings.repeats * settings.modes.count
@@ -53,7 +64,7 @@ public enum Benchmark {
                 log("\(label): \(plan.streams) stream(s) for \(seconds) s")
                 let frames = plan.sizes.sizes.count * plan.streams
                 var elapsed = 0
-                let run = try ModeRunner.run(mode, plan: plan, pools: workspace.pools, progress: progress) {
+                let run = try ModeRunner.run(mode, plan: plan, pool: workspace.pool, progress: progress) {
                     elapsed += 1
                     if seconds >= 5 && elapsed % 5 == 0 {
                         log("  \(label): \(progress.frames.load(ordering: .relaxed))/\(frames) frames, "
@@ -67,7 +78,8 @@ public enum Benchmark {
             }
         }
         let report = BenchReport(plan: plan, runs: runs, repeatCount: settings.repeats,
-                                 noise: settings.noise ? "writer" : "none", frameTrace: settings.frameTrace)
+                                 noise: settings.landTo != nil ? "land" : settings.noise ? "writer" : "none",
+                                 frameTrace: settings.frameTrace)
         return (report, runs)
     }
 }

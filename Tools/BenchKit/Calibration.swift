@@ -97,11 +97,12 @@ public enum Calibration {
         }
         var passes: [Pass] = []
         var fioArguments: [String]?
-        let captureData = pool.path + "/capture/data"
         for index in 0..<settings.repeats {
             let fioFirst = index % 2 == 1
             let (ours, fioBandwidth) = try withCapture(pool, destination, raw) { capture -> (Double, Double?) in
                 engine = capture.statistics.engine
+                try capture.ensureGranted(settings.bytes)
+                let captureData = capture.file
                 let fio = FioRun(file: captureData, bytes: settings.bytes, blockSize: settings.writeSize,
                                  queueDepth: settings.queueDepth, fixedBuffers: engine == "io_uring",
                                  hugePages: settings.fioHugePages)
@@ -115,7 +116,7 @@ public enum Calibration {
                 return (ours, fioBandwidth)
             }
             let (durableBandwidth, durableCommits) = try withCapture(pool, destination, durable) { capture in
-                let bandwidth = try settled(captureData) { try ourPass(capture, source: source, bytes: settings.bytes) }
+                let bandwidth = try settled(capture.file) { try ourPass(capture, source: source, bytes: settings.bytes) }
                 return (bandwidth, capture.statistics.commits)
             }
             let pass = Pass(bandwidth: ours, durableBandwidth: durableBandwidth, durableCommits: durableCommits,

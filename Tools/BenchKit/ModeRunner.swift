@@ -35,17 +35,17 @@ public enum ModeRunner {
 
     /// Runs `mode` with `plan`.
     /// - Parameters:
-    ///   - pools: one per stream, for pool mode.
+    ///   - pool: the pool every stream records into, for pool mode.
     ///   - tick: called about once a second on this thread while the streams run.
     /// - Throws: the first stream's error, after every writer was closed.
-    public static func run(_ mode: BenchMode, plan: RunPlan, pools: [Pool], clock: BenchClock = MonotonicClock(),
+    public static func run(_ mode: BenchMode, plan: RunPlan, pool: Pool, clock: BenchClock = MonotonicClock(),
                            progress: Progress = Progress(), tick: () -> Void = {}) throws -> ModeRun {
         let source = try AlignedMemory(length: max(plan.sizes.largest, 1), alignment: 4096)
         fillPattern(source.bytes)
         var streams: [Stream] = []
         do {
             for index in 0..<plan.streams {
-                let writer = try makeWriter(mode, plan: plan, stream: index, pools: pools)
+                let writer = try makeWriter(mode, plan: plan, stream: index, pool: pool)
                 streams.append(Stream(recorder: SimulatedRecorder(sizes: plan.sizes, fps: plan.fps,
                                                                   inputQueueFrames: plan.inputQueueFrames),
                                       writer: writer))
@@ -105,11 +105,11 @@ public enum ModeRunner {
                        completionLatency: completion)
     }
 
-    private static func makeWriter(_ mode: BenchMode, plan: RunPlan, stream: Int, pools: [Pool]) throws -> FrameWriter {
+    private static func makeWriter(_ mode: BenchMode, plan: RunPlan, stream: Int, pool: Pool) throws -> FrameWriter {
         let file = "\(plan.scratchDirectory)/\(mode.rawValue)-\(stream)-\(getpid()).mov"
         switch mode {
         case .pool:
-            return try PoolWriter(pool: pools[stream], destination: file, bitrate: plan.bitrate, bufferBudget: plan.bufferBudget,
+            return try PoolWriter(pool: pool, destination: file, bitrate: plan.bitrate, bufferBudget: plan.bufferBudget,
                                   writeSize: plan.writeSize, inPlace: plan.inPlace)
         case .buffered:
             return try BufferedWriter(path: file)

@@ -31,13 +31,15 @@ def check_pool(binary, pool, promises, upcoming):
     status = json.loads(provideo(binary, pool, "status", "--json").stdout)
     # After recovery nothing is half done: no capture, nothing busy, and the capacity the pool
     # reports is the reserve's size (`check` compares it with the allocated blocks).
-    if status["busyReasons"] or status.get("capture"):
-        failures.append(f"after recover: busy {status['busyReasons']}, capture {status.get('capture')}")
+    if status["busyReasons"] or status.get("captures"):
+        failures.append(f"after recover: busy {status['busyReasons']}, captures {status.get('captures')}")
     reserve = os.path.join(pool, "reserve")
     size = os.path.getsize(reserve) if os.path.exists(reserve) else 0
     if status["remainingCapacity"] != size:
         failures.append(f"remainingCapacity {status['remainingCapacity']} but the reserve holds {size} bytes")
     leftovers = [n for n in ("capture", "reserve.new", "pool.json.tmp") if os.path.exists(os.path.join(pool, n))]
+    captures = os.path.join(pool, "captures")
+    leftovers += [f"captures/{n}" for n in (os.listdir(captures) if os.path.isdir(captures) else [])]
     if leftovers:
         failures.append(f"after recover, left in the pool: {leftovers}")
     if not pool_marks:

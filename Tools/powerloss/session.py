@@ -86,10 +86,23 @@ class Session:
     def status(self):
         return json.loads(self.run("status", "--json").stdout)
 
+    def commit_file(self, dest):
+        """The `commit` file of the capture recording to `dest` (its journal names it), or None
+        before the capture exists."""
+        captures = os.path.join(self.pool, "captures")
+        for name in os.listdir(captures) if os.path.isdir(captures) else []:
+            try:
+                journal = json.load(open(os.path.join(captures, name, "capture.json")))
+            except (OSError, ValueError):
+                continue
+            if journal.get("destination") == os.path.realpath(dest):
+                return os.path.join(captures, name, "commit")
+        return None
+
     def record(self, dest, seed, length, kill_after=None, expect=0, chunk=65536, pace=0.04):
         """`provideo record DEST --durability 0.2` fed `length` bytes of stream `seed` at
         `chunk` per `pace` seconds, marking each commit once it provably completed: the
-        pipeline writes one record at a time, so a larger record in `capture/commit` means
+        pipeline writes one record at a time, so a larger record in the capture's `commit` means
         every smaller one had landed. With `kill_after`, the recorder is killed (SIGKILL) then.
         """
         data = stream(seed, length)
@@ -113,10 +126,11 @@ class Session:
         feeder = threading.Thread(target=feed)
         feeder.start()
         started, seen, promised = time.time(), 0, 0
-        commit = os.path.join(self.pool, "capture", "commit")
+        commit = None
         while recorder.poll() is None:
+            commit = commit or self.commit_file(dest)
             try:
-                value = commit_records(open(commit, "rb").read())
+                value = commit_records(open(commit, "rb").read()) if commit else 0
             except OSError:
                 value = 0
             if value > seen:

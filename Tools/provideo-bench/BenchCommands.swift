@@ -5,7 +5,7 @@ import ProVideoStorage
 
 /// The commands: parse their options, run BenchKit, print.
 enum BenchCommands {
-    static func measure(_ pools: [String], _ arguments: inout Arguments) throws {
+    static func measure(_ pool: String?, _ arguments: inout Arguments) throws {
         let streams = try integer(&arguments, "--streams", default: 1)
         let fps = try number(&arguments, "--fps")
         let duration = try number(&arguments, "--duration")
@@ -19,6 +19,8 @@ enum BenchCommands {
         let inPlace = arguments.flag("--in-place")
         let json = arguments.flag("--json")
         let plotPath = try arguments.option("--plot")
+        let landTo = try arguments.option("--land-to")
+        let landSize = try arguments.option("--land-size").map(SizeParser.bytes) ?? (4 << 30)
         try arguments.finish()
 
         guard let fps else { throw UsageError("--fps is required (frames per second: 25, 29.97 or 30000/1001)") }
@@ -29,7 +31,11 @@ enum BenchCommands {
             throw UsageError("\(name) must be at least 1, not \(value)")
         }
         if let plotPath { try checkWritable(plotPath) }
-        guard ["none", "writer"].contains(noise) else { throw UsageError("--noise is none or writer") }
+        guard ["none", "writer", "land"].contains(noise) else { throw UsageError("--noise is none, writer or land") }
+        if noise == "land" && landTo == nil {
+            throw UsageError("--noise land needs --land-to DIR: a directory on another filesystem (a GlusterFS mount)")
+        }
+        guard landSize > 0 else { throw UsageError("--land-size must be more than 0") }
         let modes: [BenchMode]
         if modeName == "all" {
             modes = BenchMode.allCases
@@ -50,14 +56,18 @@ enum BenchCommands {
         let streamBitrate = bitrate ?? Int64((Double(sizes.total) * 8 / duration).rounded())
         let plan = RunPlan(streams: streams, bitrate: streamBitrate, fps: fps, sizes: sizes, inputQueueFrames: inputQueue,
                            scratchDirectory: "", bufferBudget: bufferBudget, inPlace: inPlace)
-        let poolCount = modes.contains(.pool) ? streams : 1
-        // The stream's bytes, and the capture's final padded block and allocation rounding.
+        // Each stream's bytes, and its capture's final padded block, allocation rounding and
+        // grants not yet written (Docs/MULTI-CHANNEL.md).
         let bytesEach = sizes.total + (16 << 20)
-        let workspace = try BenchWorkspace(paths: pools, count: poolCount, bytesEach: bytesEach, minimumBytes: bytesEach, log: log)
+        let workspace = try BenchWorkspace(path: pool, minimumBytes: bytesEach * Int64(modes.contains(.pool) ? streams : 1), log: log)
         defer { workspace.release() }
-        let (report, runs) = try Benchmark.run(
-            Benchmark.Settings(plan: plan, modes: modes, repeats: repeats, noise: noise == "writer",
-                               frameTrace: tracePath), workspace: workspace, log: log)
+        var settings = Benchmark.Settings(plan: plan, modes: modes, repeats: repeats, noise: noise == "writer",
+                                          frameTrace: tracePath)
+        if noise == "land" {
+            settings.landTo = landTo
+            settings.landSize = landSize
+        }
+        let (report, runs) = try Benchmark.run(settings, workspace: workspace, log: log)
         if let plotPath {
             let firsts = modes.compactMap { mode in runs.first { $0.mode == mode } }
             let title = "Append latency, \(streams) × \(String(format: "%.0f", Double(streamBitrate) / 1e6)) Mbit/s at "
@@ -73,7 +83,7 @@ enum BenchCommands {
     }
 
 
-    static func calibrate(_ pools: [String], _ arguments: inout Arguments) throws {
+    static func calibrate(_ poolPath: String?, _ arguments: inout Arguments) throws {
         let fioHugePages = arguments.flag("--fio-hugetlb")
         let withFio = arguments.flag("--fio") || fioHugePages
         let json = arguments.flag("--json")
@@ -93,10 +103,10 @@ enum BenchCommands {
         }
         if fioHugePages { try FioRun.checkHugePages(for: writeSize * queueDepth) }
         let bytesWanted = wanted ?? (8 << 30)
-        let workspace = try BenchWorkspace(paths: Array(pools.prefix(1)), count: 1, bytesEach: bytesWanted + (16 << 20),
-                                           minimumBytes: Int64(writeSize), log: log)
+        let workspace = try BenchWorkspace(path: poolPath, minimumBytes: Int64(writeSize),
+                                           scratchBytes: bytesWanted + (16 << 20), log: log)
         defer { workspace.release() }
-        let pool = workspace.pools[0]
+        let pool = workspace.pool
         let alignment = pool.directIOAlignment.io
         guard writeSize % alignment == 0 else {
             throw UsageError("--write-size must be a multiple of the pool's direct I/O alignment (\(alignment) bytes)")
@@ -139,6 +149,13 @@ enum BenchCommands {
         let limit = try SizeParser.bytes(try arguments.positional("the noise file's size limit"))
         try arguments.finish()
         NoiseWriter.run(file: file, limit: limit)
+    }
+
+    /// The landing neighbour's child process (started by `LandingNeighbour`).
+    static func landNeighbour(_ arguments: inout Arguments) throws {
+        let pool = try arguments.positional("the pool")
+        try arguments.finish()
+        LandingNeighbour.run(pool: pool)
     }
 
     private static func integer(_ arguments: inout Arguments, _ name: String, default value: Int) throws -> Int {

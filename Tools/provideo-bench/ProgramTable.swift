@@ -7,8 +7,8 @@ let program = ProgramDescription(
     name: "provideo-bench",
     summary: "measure how Pro Video Storage pools hold real-time video streams against write(2) and O_DIRECT",
     globalOptions: [
-        OptionDescription("--pool", "PATH", "a pool to run in; repeat it for one pool per stream (else $PROVIDEO_POOL, "
-                          + "else \(Pool.defaultPath); scratch pools under /var/tmp when none is there or it is too small)"),
+        OptionDescription("--pool", "PATH", "the pool every stream records into (else $PROVIDEO_POOL, else "
+                          + "\(Pool.defaultPath); a scratch pool under /var/tmp when none is there or it is too small)"),
     ],
     commands: [
         CommandDescription("measure", summary: "simulated recorders deliver frames on a real-time clock into the pool (pool), "
@@ -19,7 +19,11 @@ let program = ProgramDescription(
             OptionDescription("--duration", "SECONDS", "how long each run lasts", required: true),
             OptionDescription("--frame-trace", "FILE", "frame sizes in bytes, one a line"),
             OptionDescription("--mode", "MODE", "which writers run (default all)", choices: ["pool", "buffered", "direct", "all"]),
-            OptionDescription("--noise", "NOISE", "a noisy neighbour writing beside the recorders", choices: ["none", "writer"]),
+            OptionDescription("--noise", "NOISE", "a noisy neighbour beside the recorders: a page-cache writer, or a take "
+                              + "landing with `provideo land`'s code", choices: ["none", "writer", "land"]),
+            OptionDescription("--land-to", "DIR", "with --noise land: where the take lands (another filesystem, e.g. a "
+                              + "GlusterFS mount)"),
+            OptionDescription("--land-size", "SIZE", "with --noise land: the landing take's size (default 4G)"),
             OptionDescription("--repeat", "K", "runs of each mode, alternated (default 1)"),
             OptionDescription("--input-queue", "FRAMES", "frames a recorder holds before dropping (default 2)"),
             OptionDescription("--buffer-budget", "SIZE", "the capture's buffers (default three seconds of the bitrate)"),

@@ -57,6 +57,7 @@ enum Captures {
         "capture     → \(capture.destination): \(size(capture.bytesWritten)) written, "
             + "\(size(capture.committedBytes)) committed, \(BitRateFormat.human(capture.bitrate)), "
             + "\(capture.engine) (pid \(capture.pid))"
+            + (capture.counters.map { ", \($0.buffersInFlight) buffer(s) in flight, \($0.overruns) overrun(s)" } ?? "")
             + (capture.admittedOverBandwidth ? " [started over the admissible bandwidth with --force]" : "")
     }
 }

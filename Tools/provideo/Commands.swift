@@ -136,6 +136,12 @@ enum Commands {
             guard let seconds = Double(text), seconds >= 0 else { throw UsageError("--durability takes seconds, e.g. 1 or 0.5") }
             options.durabilityInterval = UInt64(seconds * 1e9)
         }
+        if let mode = try arguments.option("--land") {
+            guard let landing = LandingMode(rawValue: mode == "auto" ? "automatic" : mode) else {
+                throw UsageError("--land takes auto, finish or background, not '\(mode)'")
+            }
+            options.landing = landing
+        }
         let json = arguments.flag("--json")
         let destination = try arguments.positional("DEST")
         try arguments.finish()
@@ -223,6 +229,7 @@ enum Commands {
         for held in listing.recordings {
             print("\(held.path)  \(ByteFormat.human(held.length))  meant for \(held.destination): \(held.reason)")
         }
+        LandingLines.printList(listing.landing ?? [])
         for recovered in listing.recovered {
             let when = Date(timeIntervalSince1970: recovered.salvagedAt)
             print("recovered \(when): \(recovered.path) (\(recovered.length) bytes)")

@@ -29,11 +29,33 @@ struct Metrics {
             ("provideo_capture_bitrate_bits_per_second", "the capture's declared bitrate", { Double($0.bitrate) }),
             ("provideo_capture_recording_seconds_remaining", "recording time the remaining capacity holds at the capture's bitrate",
              { RecordingTime.seconds(bytes: status.remainingCapacity, atBitrate: $0.bitrate) ?? .nan }),
+            ("provideo_capture_buffers_in_flight", "capture buffers handed to the disk and not yet landed",
+             { Double($0.counters?.buffersInFlight ?? 0) }),
         ]
         for (name, help, value) in perCapture {
             out.header(name, help, type: "gauge")
+            for capture in captures { out.sample(name, Self.labels(capture), value(capture)) }
+        }
+        let counters: [(String, String, (CaptureCounters) -> Int64)] = [
+            ("provideo_capture_overruns_total", "appends that found every buffer in flight", \.overruns),
+            ("provideo_capture_overrun_failures_total", "appends the overrun policy refused (dropped frames)", \.overrunFailures),
+            ("provideo_capture_short_writes_retried_total", "short write completions written again", \.shortWritesRetried),
+            ("provideo_capture_commits_total", "durability commits completed", \.commits),
+        ]
+        for (name, help, value) in counters {
+            out.header(name, help, type: "counter")
+            for capture in captures { out.sample(name, Self.labels(capture), Double(capture.counters.map(value) ?? 0)) }
+        }
+        let histograms: [(String, String, (CaptureCounters) -> LatencyBuckets)] = [
+            ("provideo_capture_append_seconds", "time append held the recorder's thread", \.appendLatency),
+            ("provideo_capture_write_completion_seconds", "time from a buffer's submission to its write's completion",
+             \.completionLatency),
+        ]
+        for (name, help, buckets) in histograms {
+            out.header(name, help, type: "histogram")
             for capture in captures {
-                out.sample(name, ["destination": capture.destination, "pid": "\(capture.pid)"], value(capture))
+                let latency = capture.counters.map(buckets) ?? LatencyBuckets.empty
+                out.histogram(name, Self.labels(capture), latency)
             }
         }
         out.gauge("provideo_held_recordings", "recordings the pool holds because their destination could not take them",
@@ -42,6 +64,10 @@ struct Metrics {
                    type: "counter")
         out.sample("provideo_salvaged_recordings_total", [:], Double(listing.recovered.count))
         return out.text
+    }
+
+    static func labels(_ capture: PoolStatus.Capture) -> [String: String] {
+        ["destination": capture.destination, "pid": "\(capture.pid)"]
     }
 }
 
@@ -65,6 +91,17 @@ struct MetricsText {
         let all = labels.merging(["pool": pool]) { own, _ in own }
         let rendered = all.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(Self.escape($0.value))\"" }
         text += "\(name){\(rendered.joined(separator: ","))} \(Self.number(value))\n"
+    }
+
+    /// A histogram's `_bucket` samples (cumulative, `le` in seconds, then `+Inf`), `_sum`
+    /// (seconds) and `_count`.
+    mutating func histogram(_ name: String, _ labels: [String: String], _ latency: LatencyBuckets) {
+        for (bound, count) in zip(LatencyBuckets.boundsNanoseconds, latency.cumulativeCounts) {
+            sample(name + "_bucket", labels.merging(["le": Self.number(Double(bound) / 1e9)]) { own, _ in own }, Double(count))
+        }
+        sample(name + "_bucket", labels.merging(["le": "+Inf"]) { own, _ in own }, Double(latency.count))
+        sample(name + "_sum", labels, Double(latency.sumNanoseconds) / 1e9)
+        sample(name + "_count", labels, Double(latency.count))
     }
 
     /// Label values escape backslash, double quote and newline (the format's three escapes).

@@ -44,6 +44,9 @@ let program = ProgramDescription(
                               choices: ["wait", "fail"]),
             OptionDescription("--durability", "SECONDS", "how often what was received is made crash-safe (default 1)"),
             .flag("--force", "start even when the running captures and this one exceed the pool's admissible bandwidth"),
+            OptionDescription("--land", "WHEN", "a destination on another filesystem: copy it in finish, or land it in the "
+                              + "background (`provideo land`); auto (default): in the background for network filesystems",
+                              choices: ["auto", "finish", "background"]),
             .flag("--json", "print the summary as JSON"),
         ]),
         CommandDescription("demo", summary: "record a generated ProRes 422 HQ clip end to end", options: [
@@ -61,6 +64,15 @@ let program = ProgramDescription(
         ]),
         CommandDescription("check", summary: "verify the pool's accounting against the disk", options: [
             .flag("--json", "print the problems found as JSON (exit status 1 when there are any)"),
+        ]),
+        CommandDescription("land", summary: "land the recordings waiting in the pool at their destinations "
+                           + "(idle I/O priority, resumable, verified)", options: [
+            .flag("--watch", "keep going: land new takes as they finish, retry failures (for a service)"),
+            OptionDescription("--parallel", "N", "transfers at once (default 1)"),
+            OptionDescription("--rate", "RATE", "cap each transfer at RATE (880M = 880,000,000 bit/s)"),
+            OptionDescription("--retry", "SECONDS", "first back-off after a failure, doubling up to 5 minutes"),
+            OptionDescription("--interval", "SECONDS", "with --watch, how often to look for new takes"),
+            .flag("--json", "print what landed and what failed as JSON"),
         ]),
         CommandDescription("set-bandwidth", arguments: "RATE|none",
                            summary: "set the bandwidth captures are admitted against (80% of it), or none", options: []),

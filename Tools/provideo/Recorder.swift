@@ -103,6 +103,9 @@ enum Recorder {
                   + (copied ? "; copied to another filesystem and verified at " : " to ") + result.path
                   + "; engine \(stats.engine), \(stats.frames) appends, waited for the disk \(stats.overruns) times, "
                   + "append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs")
+            if let destination = result.landingTo {
+                print("landing at \(destination) in the background: `provideo land` (or provideo-land.service) copies it there")
+            }
         }
         if outcome.stoppedBySignal {
             CommandLineProgram.printError("note: stopped by a signal; the recording holds everything received until then")

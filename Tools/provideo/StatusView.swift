@@ -41,7 +41,7 @@ struct StatusView {
             if let rate = captureRates[capture.id] { line += String(format: ", %.1f MB/s", rate / 1e6) }
             lines.append(line)
         }
-        return lines
+        return lines + LandingLines.status(status)
     }
 }
 

@@ -17,6 +17,16 @@ int pv_open_direct(const char *path, int flags, mode_t mode);
 int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length);
 /// renameat2(2) with RENAME_NOREPLACE.
 int pv_rename_noreplace(const char *from, const char *to);
+/// link(2): a second name for `from`; -EEXIST when `to` exists (it is never replaced).
+int pv_link(const char *from, const char *to);
+/// ioprio_set(2) on the calling thread (IOPRIO_WHO_PROCESS, 0 = this thread) with the idle
+/// class: its I/O is served only when the disk has nothing else to do (BFQ, mq-deadline).
+int pv_ioprio_set_idle(void);
+/// sched_setscheduler(2) SCHED_IDLE on the calling thread: it runs only when a CPU has nothing
+/// else to run.
+int pv_sched_idle(void);
+/// posix_fadvise(2) POSIX_FADV_DONTNEED on [offset, offset+length): drops clean cached pages.
+int pv_fadvise_dontneed(int fd, int64_t offset, int64_t length);
 /// copy_file_range(2) between explicit offsets; returns bytes copied or -errno.
 int64_t pv_copy_file_range(int fd_in, int64_t offset_in, int fd_out, int64_t offset_out, uint64_t length);
 /// Sets FS_NOCOW_FL (like `chattr +C`) through FS_IOC_SETFLAGS. -ENOTTY/-EOPNOTSUPP where
@@ -67,6 +77,11 @@ int pv_ofd_lock_shared(int fd, int64_t start, int64_t length);
 int pv_ofd_unlock(int fd, int64_t start, int64_t length);
 /// 1 when another open file description holds a lock on the range, 0 when it is free.
 int pv_ofd_is_locked(int fd, int64_t start, int64_t length);
+
+/// Sets the calling thread's filesystem identity (fsuid, fsgid, supplementary groups) and no
+/// other thread's: raw setfsuid(2), setfsgid(2) and setgroups(2) system calls, since glibc's
+/// setgroups changes every thread of the process. Returns 0, or -errno (EPERM: not root).
+int pv_thread_fs_identity(uint32_t uid, uint32_t gid, const uint32_t *groups, int count);
 
 // MARK: Device topology (libblkid)
 

@@ -88,6 +88,8 @@ struct BufferRing {
     }
 
     var hasFreeSlot: Bool { !freeSlots.isEmpty }
+    /// Buffers handed to the disk (writing, flushing or queued behind a flush).
+    var inFlight: Int { slots.count - freeSlots.count - (filling == nil ? 0 : 1) }
     var isIdle: Bool { sealed.isEmpty }
 
     private var fillingRoom: Int { filling.map { slots[$0].capacity - slots[$0].filled } ?? 0 }

@@ -48,7 +48,7 @@ public final class Capture {
     var outstanding = 0
     var state = State.open
     /// The length other processes last saw, and when (`progressInterval`).
-    var published: (length: Int64, at: UInt64) = (-1, 0)
+    var published: (length: Int64, commits: Int64, overruns: Int64, at: UInt64) = (-1, 0, 0, 0)
     /// Whether a progress write is in the engine (`progressRecord` must not change then).
     var progressInFlight = false
 
@@ -99,7 +99,7 @@ public final class Capture {
         commits = CommitPipeline(interval: options.durabilityInterval, now: Self.now())
         // The progress block exists (allocated, 0) before `capturing` shows a running engine.
         try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, pool.calls)
-        published = (0, Self.now())
+        published = (0, 0, 0, Self.now())
     }
 
     // A capture dropped without `finish()` or `cancel()` stops granting; its files wait for
@@ -282,7 +282,8 @@ public final class Capture {
         capacity = granter.stop()
         defer { claim.release() }
         let outcome = try pool.completeCapture(files, journal: journal, length: length)
-        return RecordingResult(path: outcome.path, length: length, statistics: statistics)
+        return RecordingResult(path: outcome.path, length: length, statistics: statistics,
+                               landingTo: outcome.landing ? journal.destination : nil)
     }
 
     /// Discards the recording and returns its capacity to the pool, once every request of the
@@ -313,6 +314,14 @@ public final class Capture {
         return ProVideoError(.overrun, "overrun: every capture buffer is in flight (\(detail)); \(refused). The disk is "
                              + "slower than the stream: raise the buffer budget or lower the bitrate", path: destination)
     }
+
+    /// The capture's file in the pool, for tools of this package that write it directly (the
+    /// bench's fio pass); call `ensureGranted` first so they write preallocated blocks only.
+    package var file: String { files.data }
+
+    /// Grants the capture's file its first `bytes` bytes now, on the caller's thread.
+    /// - Throws: `.storageFull` when the pool's reserve cannot give them; a grant's error.
+    package func ensureGranted(_ bytes: Int64) throws { try requireGranted(bytes) }
 
     /// Makes sure the capture's file is granted up to `end` bytes: the granter thread keeps it
     /// ahead, and this grants on the caller's thread only when a frame outran it.

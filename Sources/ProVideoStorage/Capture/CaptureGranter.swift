@@ -2,9 +2,13 @@ import Foundation
 
 /// Keeps a capture's file granted ahead of its write head, on a thread of its own, so that the
 /// recorder's thread never makes a grant unless this one fell behind (`grantNow`). The thread
-/// grants `step` bytes whenever fewer than two steps are granted beyond the head, and when the
-/// reserve is empty it looks again every second (a replenish or a finished capture may refill
-/// it).
+/// grants `step` bytes whenever less than two steps are granted beyond the head, so the capture
+/// holds two to three steps it has not written (less than three: the bound on the space it can
+/// strand). Two steps ahead, four seconds of stream by default, because a grant's fallocate
+/// waits for the filesystem's journal, which a neighbour's fsync of gigabytes of page cache can
+/// hold for seconds (measured on this thread: grants of 250 MB took up to 2.1 s on ext4 beside
+/// the bench's noise writer). When the reserve is empty it looks again every second (a
+/// replenish or a finished capture may refill it).
 ///
 /// `@unchecked Sendable`: `granted`, `head`, `stopping`, `exhaustedAt` and `failure` are read
 /// and written only with `condition` locked; `grants` (the file descriptors and the pool lock
@@ -110,11 +114,13 @@ final class CaptureGranter: @unchecked Sendable {
                     if failed.code != .busy { error = failed }
                 } catch {}
             }
-            grantLock.unlock()
+            // `granted` changes before `grantLock` is released: a `grantNow` waiting for the lock
+            // must grant from the file's new end, not over this grant.
             condition.lock()
             granted += added
             exhaustedAt = added == 0 && !stopped ? MonotonicTime.now() : nil
             if let error { failure = error }
+            grantLock.unlock()
         }
         condition.unlock()
     }

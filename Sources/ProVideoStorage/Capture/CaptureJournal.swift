@@ -34,6 +34,9 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     /// Set when the capture was started over the pool's admissible bandwidth
     /// (`CaptureOptions.admitOverBandwidth`).
     var admittedOverBandwidth: Bool?
+    /// Finishing keeps the recording in the pool to land in the background (`provideo land`)
+    /// when its destination is on another filesystem.
+    var landInBackground: Bool?
     /// Where the recording was placed; once set, what `data` still holds (a copied recording's
     /// file) goes back to the reserve.
     var placedAt: String?

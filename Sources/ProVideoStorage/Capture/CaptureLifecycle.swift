@@ -8,11 +8,12 @@ import Glibc
 /// 1. start (under the mutation lock): admission, then the capture's files and its journal
 ///    written durably, then its first grant from the reserve (`ReserveGrants`). A granter
 ///    thread keeps granting ahead of the write head while it records.
-/// 2. finish: data flushed and its length committed, then the journal records `granted`,
-///    then the recording is placed (renamed to the destination, or copied there and verified,
-///    or kept in `recordings/`), then the journal records what goes back to the reserve
-///    (`returning`), then the copied file is removed and the reserve grows by that much, then
-///    the capture's files are removed (the journal last).
+/// 2. finish: data flushed and its length committed, then the unused grant given back to the
+///    reserve (all but `completionRoom`, freed for the journal's rewrite), then the recording
+///    placed (renamed to the destination, or copied there and verified, or kept in
+///    `recordings/`), then the journal records `placedAt` and what is `owed`, then a copied
+///    file is given back and removed, then the capture's files are removed (the journal
+///    last), then what is owed is paid to the reserve.
 /// A killed capture is salvaged the same way from its last committed length.
 extension Pool {
     /// Starts a capture that will move its recording to `destination`. Several captures, from
@@ -32,6 +33,7 @@ extension Pool {
         var journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
                                      bitrate: options.bitrate, engine: "", phase: .starting,
                                      startedAt: Date().timeIntervalSince1970, pid: ProcessIdentity.pid)
+        journal.landInBackground = try options.landing.landsInBackground(destination, poolDirectory: path)
         let reserveFile = reserve(layout.reserve)
         let step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
         var granted: Int64 = 0
@@ -48,7 +50,7 @@ extension Pool {
                 guard try reserveFile.size() > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
                                         + (running.isEmpty ? "" : " (\(running.count) running capture(s) hold it)")
-                                        + "; run `provideo replenish` or `provideo resize`", path: path)
+                                        + "; run `provideo replenish` or `provideo resize`" + landingHint(), path: path)
                 }
                 try createCaptureFiles(files, journal, claim: claim)
                 CrashPoint.hit("capture.journaled")

@@ -31,14 +31,17 @@ public struct CaptureOptions: Sendable {
     public var overrunPolicy: OverrunPolicy
     /// Default `.automatic`: io_uring, else pwrite.
     public var engine: EngineChoice
+    /// When a recording for another filesystem is copied there. Default `.automatic`: in the
+    /// background for network filesystems (`LandingMode`).
+    public var landing: LandingMode = .automatic
     /// Start the capture even when its bitrate takes the pool's running captures past the
     /// admissible bandwidth (`Pool.admissibleShare` of `Pool.bandwidth`); the journal and
     /// `status` say so. Default false: such a start throws `.bandwidthExceeded`.
     public var admitOverBandwidth: Bool
     /// Bytes the capture's file is granted from the pool's reserve at a time, ahead of its
     /// write head (Docs/MULTI-CHANNEL.md). Default: two seconds at `bitrate`, at least 16 MiB,
-    /// at most 1 GiB and at most a sixteenth of the pool's capacity. A running capture holds at most two grants beyond what it wrote: the
-    /// space another capture can find stranded.
+    /// at most 1 GiB and at most a sixteenth of the pool's capacity. A running capture holds
+    /// less than three grants beyond what it wrote: the space another capture can find stranded.
     public var grantSize: Int64?
 
     public init(bitrate: Int64 = 880_000_000, bufferBudget: Int? = nil, writeSize: Int? = nil,

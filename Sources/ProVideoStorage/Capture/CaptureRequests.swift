@@ -123,19 +123,23 @@ extension Capture {
         }
     }
 
-    /// Writes the capture's length to `capture/progress` for other processes' remaining
-    /// capacity, at most every `progressInterval`: they see it move while frames arrive,
+    /// Writes the capture's length and counters (`CaptureCounters`) to `captures/<id>/progress`
+    /// for other processes' remaining capacity and status, at most every `progressInterval`,
+    /// when the length, commits or overruns changed: they see it move while frames arrive,
     /// whatever the disk does. The write is one aligned `O_DIRECT` block through the engine:
     /// a buffered write on this thread could be throttled by the kernel's dirty-page
     /// balancing (`balance_dirty_pages`) whenever a neighbour fills the page cache.
     func publishProgress() throws {
         let now = Self.now()
-        guard !progressInFlight, length != published.length, now - published.at >= Self.progressInterval else { return }
+        let changed = length != published.length || statistics.commits != published.commits
+            || statistics.overruns != published.overruns
+        guard !progressInFlight, changed, now - published.at >= Self.progressInterval else { return }
         progressRecord.bytes.storeBytes(of: UInt64(length).littleEndian, toByteOffset: 0, as: UInt64.self)
+        CaptureCounters(statistics, buffersInFlight: ring.inFlight).store(into: progressRecord.bytes)
         try issueWrite(.progress, fd: progress, from: UnsafeRawPointer(progressRecord.bytes.baseAddress!), length: alignment,
                        at: 0)
         progressInFlight = true
-        published = (length, now)
+        published = (length, statistics.commits, statistics.overruns, now)
     }
 
     // MARK: Requests and completions
@@ -199,6 +203,8 @@ extension Capture {
             if let write = ring.flushLanded(slot, now: Self.now()) { try issue(write) }
             try issueDataSync()
         case .dataSync:
+            // Cancelled with the thread that submitted it (see `WriteProgress.apply`): again.
+            if result == -ECANCELED { return try issueDataSync() }
             CaptureJournal.commitRecord(try commits.syncCompleted(result, path: data.path), into: commitRecord.bytes)
             try issueRecord()
         case .commitRecord:
@@ -210,7 +216,7 @@ extension Capture {
         case .progress:
             progressInFlight = false
             // A short write leaves the old value readable; the next publish writes it again.
-            if result < 0 { throw ProVideoError.system("write", errno: -result, path: progress.path) }
+            if result < 0 && result != -ECANCELED { throw ProVideoError.system("write", errno: -result, path: progress.path) }
         case .cancel:
             break
         }

@@ -10,7 +10,7 @@ package enum CompletionTag: Equatable, CustomStringConvertible {
     case dataSync
     /// The 16-byte commit record.
     case commitRecord
-    /// The capture's length for other processes (`capture/progress`).
+    /// The capture's length for other processes (`captures/<id>/progress`).
     case progress
     /// The cancellation of every request, after a failure.
     case cancel

@@ -8,6 +8,8 @@ extension Pool {
         var path: String
         /// Set when the recording could not reach its destination and stays in the pool.
         var problem: ProVideoError?
+        /// The recording stays in the pool to land at its destination in the background.
+        var landing = false
     }
 
     /// What to do when the destination exists at the end.
@@ -28,6 +30,7 @@ extension Pool {
         let sameFilesystem = try FileSystem.facts(directory).dev_major == FileSystem.facts(path).dev_major
             && FileSystem.facts(directory).dev_minor == FileSystem.facts(path).dev_minor
         if sameFilesystem { try sealRecording(files, length: length) }
+        if !sameFilesystem && journal.landInBackground == true { return try queueForLanding(files, journal, length: length) }
         let mover = RecordingMove(calls: calls)
         var target = destination
         do {
@@ -79,9 +82,10 @@ extension Pool {
         return "\(directory)/\(DerivedName.shortened(stem, toBytes: room))\(marker)\(ext)"
     }
 
-    /// Keeps the recording in `recordings/` with a note of where it was meant to go.
-    private func keepInPool(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
-                            problem: ProVideoError) throws -> Placement {
+    /// Keeps the recording in `recordings/` with a note of where it was meant to go (`landing`:
+    /// and that `provideo land` takes it there).
+    func keepInPool(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
+                    problem: ProVideoError, landing: Bool = false) throws -> Placement {
         try FileSystem.makeDirectory(layout.recordings, access: access)
         // Room for the note beside it, "<kept>.json", and that note's ".tmp" while it is written.
         let room = DerivedName.maximumBytes - "\(journal.id)-".utf8.count - ".json.tmp".utf8.count
@@ -89,7 +93,7 @@ extension Pool {
             + DerivedName.shortened(FileSystem.lastComponent(of: journal.destination), toBytes: room)
         try sealRecording(files, length: length)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
-                                 movingTo: nil)
+                                 movingTo: nil, landing: landing ? true : nil)
         try note.save(kept + ".json", calls, access: access)
         try FileSystem.rename(files.data, kept)
         try FileSystem.syncDirectory(layout.recordings, calls)

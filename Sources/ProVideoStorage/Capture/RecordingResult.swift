@@ -6,4 +6,7 @@ public struct RecordingResult: Sendable {
     /// Its length in bytes.
     public var length: Int64
     public var statistics: CaptureStatistics
+    /// Set when the recording is landing: it is in the pool (`path`) and `provideo land` moves
+    /// it to this destination in the background.
+    public var landingTo: String? = nil
 }

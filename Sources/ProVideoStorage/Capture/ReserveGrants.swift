@@ -25,6 +25,12 @@ struct ReserveGrants {
     ///   the reserve lock stayed taken for 30 s.
     func grant(_ bytes: Int64, to data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
         try lock.withReserve {
+            // A grant from anywhere but the file's end would count bytes the file already has.
+            let size = Int64(try data.facts().size)
+            guard size == granted else {
+                throw ProVideoError(.invariantViolated, "a grant from offset \(granted) of \(data.path), whose size is "
+                                    + "\(size)", path: data.path)
+            }
             let available = try reserve.size()
             let share = sharing ? max(available / 2, min(available, 1 << 20)) : available
             let amount = max(min(bytes, share) / reserve.unit * reserve.unit, min(available, reserve.unit))

@@ -30,7 +30,10 @@ struct WriteProgress: Equatable {
             done = length
             return true
         }
-        if result < 0 && result != -EAGAIN && result != -EINTR {
+        // ECANCELED without our cancellation (after ours nothing is resubmitted): io_uring cancels
+        // a request its io-wq worker still held when the thread that submitted it exited (a C
+        // recorder appending from short-lived threads); the bytes are still ours to write.
+        if result < 0 && result != -EAGAIN && result != -EINTR && result != -ECANCELED {
             throw ProVideoError.system(call, errno: -result, path: path)
         }
         let reached = result > 0 ? (done + Int(result)) / alignment * alignment : done

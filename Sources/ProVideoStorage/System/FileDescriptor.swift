@@ -93,6 +93,12 @@ final class FileDescriptor {
         return rc == 1
     }
 
+    /// posix_fadvise(2) `POSIX_FADV_DONTNEED`: drops the range's clean pages from the page
+    /// cache, so a transfer in the background does not evict what captures and editors use,
+    /// and a read-back after fsync comes from the filesystem, not from memory. Advice only:
+    /// its failure is ignored.
+    func dropCachedPages(offset: Int64, length: Int64) { _ = pv_fadvise_dontneed(rawValue, offset, length) }
+
     func sync(_ calls: SystemCalls) throws {
         let rc = calls.fdatasync(rawValue)
         if rc < 0 { throw ProVideoError.system("fdatasync", errno: -rc, path: path) }

@@ -23,6 +23,9 @@ package struct SystemCalls: Sendable {
     package var pread: @Sendable (_ fd: Int32, _ buffer: UnsafeMutableRawPointer, _ count: Int, _ offset: Int64) -> Int
     /// renameat2(2) with `RENAME_NOREPLACE`.
     package var renameNoReplace: @Sendable (_ from: String, _ to: String) -> Int32
+    /// link(2): publishes a finished copy where renameat2 has no `RENAME_NOREPLACE` (FUSE
+    /// filesystems such as GlusterFS, NFS): -EEXIST when the name exists.
+    package var link: @Sendable (_ from: String, _ to: String) -> Int32 = { from, to in pv_link(from, to) }
     /// copy_file_range(2) between explicit offsets.
     package var copyFileRange: @Sendable (_ fdIn: Int32, _ offsetIn: Int64, _ fdOut: Int32, _ offsetOut: Int64, _ length: Int) -> Int
     /// Sees the `res` of every io_uring write completion (the CQE) before the engine does, with

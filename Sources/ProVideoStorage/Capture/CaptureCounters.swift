@@ -1,0 +1,90 @@
+/// What a running capture publishes to other processes beside its length, in the rest of its
+/// `progress` block (rewritten at most every 250 ms, `Capture.progressInterval`): the counters
+/// `status`, `status --watch` and `provideo metrics` show for each capture. Little-endian
+/// 64-bit words after the length, in the order of the fields; a block written by an older
+/// version holds zeros there.
+public struct CaptureCounters: Codable, Sendable, Equatable {
+    /// Appends that found every buffer in flight (the disk behind the stream).
+    public var overruns: Int64
+    /// Appends refused by the overrun policy (frames the recorder dropped).
+    public var overrunFailures: Int64
+    /// Short write completions written again from where they stopped.
+    public var shortWritesRetried: Int64
+    /// Capture buffers handed to the disk and not yet landed.
+    public var buffersInFlight: Int64
+    /// Durability commits completed.
+    public var commits: Int64
+    /// Time `append` held the recorder's thread, in nanoseconds.
+    public var appendLatency: LatencyBuckets
+    /// Time from a buffer's submission to its write's completion, in nanoseconds.
+    public var completionLatency: LatencyBuckets
+
+    static let firstWord = 1
+    static let words = 5 + 2 * LatencyBuckets.words
+
+    init(_ statistics: CaptureStatistics, buffersInFlight: Int) {
+        overruns = statistics.overruns
+        overrunFailures = statistics.overrunFailures
+        shortWritesRetried = statistics.shortWritesRetried
+        self.buffersInFlight = Int64(buffersInFlight)
+        commits = statistics.commits
+        appendLatency = LatencyBuckets(statistics.appendLatency)
+        completionLatency = LatencyBuckets(statistics.completionLatency)
+    }
+
+    /// Writes the counters into `block` after its first word (the length).
+    func store(into block: UnsafeMutableRawBufferPointer) {
+        let values = [overruns, overrunFailures, shortWritesRetried, buffersInFlight, commits]
+            + appendLatency.values + completionLatency.values
+        for (index, value) in values.enumerated() {
+            block.storeBytes(of: UInt64(bitPattern: value).littleEndian, toByteOffset: (Self.firstWord + index) * 8, as: UInt64.self)
+        }
+    }
+
+    /// The counters in a `progress` block; nil when it is too short to hold them.
+    init?(block bytes: [UInt8]) {
+        guard bytes.count >= (Self.firstWord + Self.words) * 8 else { return nil }
+        let values = (0..<Self.words).map { index -> Int64 in
+            let start = (Self.firstWord + index) * 8
+            return Int64(bitPattern: (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[start + $1]) << (8 * $1) })
+        }
+        (overruns, overrunFailures, shortWritesRetried, buffersInFlight, commits) = (values[0], values[1], values[2], values[3], values[4])
+        appendLatency = LatencyBuckets(values: Array(values[5..<5 + LatencyBuckets.words]))
+        completionLatency = LatencyBuckets(values: Array(values[(5 + LatencyBuckets.words)...]))
+    }
+}
+
+/// A latency histogram as Prometheus exports one: how many samples took at most each bound
+/// (cumulative), the number of samples, their sum and the longest, in nanoseconds.
+public struct LatencyBuckets: Codable, Sendable, Equatable {
+    /// The bounds, in nanoseconds: 100 µs to 2.5 s, the span between an append that copies a
+    /// frame and a disk stall that outlasts the buffers.
+    public static let boundsNanoseconds: [Int64] = [
+        100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000, 25_000_000, 50_000_000,
+        100_000_000, 250_000_000, 500_000_000, 1_000_000_000, 2_500_000_000,
+    ]
+    static let words = boundsNanoseconds.count + 3
+    /// No samples.
+    public static let empty = LatencyBuckets(values: Array(repeating: 0, count: words))
+
+    /// Samples at most each bound of `boundsNanoseconds`, cumulative.
+    public var cumulativeCounts: [Int64]
+    public var count: Int64
+    public var sumNanoseconds: Int64
+    public var maximumNanoseconds: Int64
+
+    init(_ histogram: LatencyHistogram) {
+        cumulativeCounts = Self.boundsNanoseconds.map { Int64(histogram.count(atMost: UInt64($0))) }
+        count = Int64(histogram.count)
+        sumNanoseconds = Int64(bitPattern: histogram.sum)
+        maximumNanoseconds = Int64(histogram.maximum)
+    }
+
+    init(values: [Int64]) {
+        let bounds = Self.boundsNanoseconds.count
+        cumulativeCounts = Array(values[..<bounds])
+        (count, sumNanoseconds, maximumNanoseconds) = (values[bounds], values[bounds + 1], values[bounds + 2])
+    }
+
+    var values: [Int64] { cumulativeCounts + [count, sumNanoseconds, maximumNanoseconds] }
+}

@@ -1,0 +1,43 @@
+import Foundation
+
+/// A landing recording's progress, kept in the pool beside it as `<recording>.landing` and
+/// replaced durably after each chunk, so a killed transfer resumes at the last chunk that was
+/// flushed at the destination and verifies what landed against the chunks' checksums.
+struct LandingRecord: Codable, Sendable, Equatable {
+    /// Bytes per chunk: the unit of resuming, of checksums and of progress saves.
+    static let chunk: Int64 = 8 << 20
+
+    /// Bytes written and flushed (fdatasync) at the destination's temporary file, a whole
+    /// number of chunks (or the length).
+    var landed: Int64 = 0
+    /// SHA-256 (hex) of each landed chunk as it was read from the pool's copy.
+    var digests: [String] = []
+    /// Failed attempts since the last success.
+    var attempts = 0
+    var lastError: String?
+    /// When the next attempt is due, in seconds since 1970 (back-off after a failure).
+    var nextAttemptAt: Double?
+    /// The rate of the last chunk, in bytes per second.
+    var bytesPerSecond: Double?
+
+    static func path(forHeld held: String) -> String { held + ".landing" }
+
+    /// The record beside `held`; a new one when there is none (or it is unreadable: the
+    /// transfer then starts over and verifies everything).
+    static func load(forHeld held: String) -> LandingRecord {
+        guard let bytes = try? FileSystem.readSmallFile(path(forHeld: held)),
+              let record = try? JSONDecoder().decode(LandingRecord.self, from: Data(bytes)) else { return LandingRecord() }
+        return record
+    }
+
+    func save(forHeld held: String, _ calls: SystemCalls, access: PoolAccess) throws {
+        try FileSystem.replaceDurably(Self.path(forHeld: held), with: Array(try JSONEncoder().encode(self)), calls,
+                                      access: access)
+    }
+
+    /// The wait before the next attempt after `attempts` failures: 5 s × 2^(attempts-1) by
+    /// default (`base`), at most 5 minutes.
+    static func backoff(attempts: Int, base: Double) -> Double {
+        min(base * Double(1 << min(max(attempts - 1, 0), 16)), 300)
+    }
+}

@@ -1,0 +1,166 @@
+import Foundation
+import Glibc
+
+/// Lands one held recording at its destination on another filesystem: copies it chunk by
+/// chunk to a hidden temporary file beside the destination, hashing each chunk as it is read
+/// from the pool (the pool's copy is read once), flushes each chunk and records it
+/// (`LandingRecord`) so a killed transfer resumes at the last flushed chunk, reads what landed
+/// back and compares it with those checksums, then publishes it without clobbering
+/// (`NoClobberPublish`). Only then does `afterPublish` delete the pool's copy.
+///
+/// A transfer holds an OFD lock on the pool's copy: two `provideo land` processes never land
+/// the same recording at once, and a killed one lets go with its last file descriptor. Run by
+/// root (the landing service), it acts at the destination as the recording's owner
+/// (`ThreadIdentity`), on the transfer's own thread.
+struct LandingTransfer: Sendable {
+    let held: HeldRecording
+    let calls: SystemCalls
+    let access: PoolAccess
+    /// Cap in bytes per second; nil for none.
+    let rate: Int64?
+    /// The first wait after a failure, in seconds (`LandingRecord.backoff`).
+    let retryAfter: Double
+    /// Checked between reads; true ends the transfer with `Stopped` (it resumes later).
+    let shouldStop: @Sendable () -> Bool
+
+    /// The transfer was asked to stop (a signal); it resumes where it stopped.
+    struct Stopped: Error {}
+
+    /// - Returns: the destination.
+    /// - Throws: `.busy` when another process is landing it; `Stopped`; `.destinationExists`
+    ///   when another file has the destination's name (never replaced); a read, write, flush,
+    ///   verification (`.ioError`) or publish error. Every failure but `busy` and `Stopped` is
+    ///   counted in the record with its back-off; the pool's copy stays.
+    func run(afterPublish: () throws -> Void) throws -> String {
+        let source = try FileDescriptor.open(held.path, O_RDWR | O_NOFOLLOW)
+        guard try source.lock(0, 1, wait: false) else {
+            throw ProVideoError(.busy, "another process is landing \(held.path)", path: held.path)
+        }
+        var record = LandingRecord.load(forHeld: held.path)
+        do {
+            try land(source, &record)
+            try afterPublish()
+            return held.destination
+        } catch let stop as Stopped {
+            throw stop
+        } catch {
+            record.attempts += 1
+            record.lastError = (error as? ProVideoError)?.message ?? "\(error)"
+            record.nextAttemptAt = Date().timeIntervalSince1970 + LandingRecord.backoff(attempts: record.attempts,
+                                                                                          base: retryAfter)
+            try? record.save(forHeld: held.path, calls, access: access)
+            throw error
+        }
+    }
+
+    private var chunks: Int { Int((held.length + LandingRecord.chunk - 1) / LandingRecord.chunk) }
+
+    private func land(_ source: FileDescriptor, _ record: inout LandingRecord) throws {
+        let destination = held.destination
+        let temporary = RecordingCopy.temporaryPath(for: destination, tag: FileSystem.lastComponent(of: held.path))
+        // Every step at the destination runs as the recording's owner (the recorder's user):
+        // root lands only where that user could write, through paths as that user resolves
+        // them, and the landed file is theirs. The pool's own files stay root's business.
+        let owner = try source.facts()
+        func asOwner<T>(_ step: () throws -> T) throws -> T { try ThreadIdentity.acting(as: owner.uid, owner.gid, step) }
+        if let existing = try asOwner({
+            FileSystem.existsWithoutFollowing(destination) ? try FileDescriptor.open(destination, O_RDONLY | O_NOFOLLOW) : nil
+        }) {
+            // Published before a kill, the pool's copy not yet deleted; or someone else's file.
+            guard record.digests.count == chunks, try holdsLanded(existing, record) else {
+                throw RecordingMove.destinationExists(destination)
+            }
+            // A link-then-unlink publish killed between its two steps leaves the temporary name.
+            try asOwner { try FileSystem.remove(temporary) }
+            return
+        }
+        let target = try asOwner { try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o666) }
+        try copy(source, to: target, &record)
+        let synced = calls.fsync(target.rawValue)
+        if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: temporary) }
+        guard try holdsLanded(target, record) else {
+            record.landed = 0
+            record.digests = []
+            try record.save(forHeld: held.path, calls, access: access)
+            throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256 of a chunk); "
+                                + "the next attempt copies it again", path: temporary)
+        }
+        _ = try asOwner { try NoClobberPublish(calls: calls).publish(temporary, as: destination) }
+    }
+
+    /// Copies from the first chunk not yet flushed at the destination to the end, recording
+    /// each chunk once flushed.
+    private func copy(_ source: FileDescriptor, to target: FileDescriptor, _ record: inout LandingRecord) throws {
+        let length = held.length, chunk = LandingRecord.chunk
+        let existing = Int64(try target.facts().size)
+        // Only chunks both recorded and present count (a destination may have lost what was
+        // not flushed when it went away).
+        let kept = record.landed >= length && existing >= length ? chunks : Int(min(record.landed, existing) / chunk)
+        record.digests = Array(record.digests.prefix(kept))
+        var offset = min(Int64(kept) * chunk, length)
+        record.landed = offset
+        if existing > length { try target.truncate(length, calls) }
+        var buffer = [UInt8](repeating: 0, count: 1 << 20)
+        let started = MonotonicTime.now()
+        var sent: Int64 = 0
+        while offset < length {
+            let end = min(offset + chunk, length)
+            let hash = try SHA256()
+            let chunkStarted = MonotonicTime.now()
+            var at = offset
+            while at < end {
+                if shouldStop() { throw Stopped() }
+                let want = Int(min(Int64(buffer.count), end - at))
+                let n = try buffer.withUnsafeMutableBytes {
+                    try source.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: at, calls)
+                }
+                guard n > 0 else {
+                    throw ProVideoError(.ioError, "\(held.path) ended at \(at) of \(length) bytes", path: held.path)
+                }
+                try buffer.withUnsafeBytes {
+                    let piece = UnsafeRawBufferPointer(rebasing: $0[0..<n])
+                    hash.update(piece)
+                    try target.writeAll(piece, at: at, calls)
+                }
+                at += Int64(n)
+                sent += Int64(n)
+                throttle(sent: sent, since: started)
+            }
+            try target.sync(calls)
+            source.dropCachedPages(offset: offset, length: end - offset)
+            target.dropCachedPages(offset: offset, length: end - offset)
+            record.landed = end
+            record.digests.append(Self.hex(hash.finish()))
+            record.bytesPerSecond = Double(end - offset) * 1e9 / Double(max(MonotonicTime.now() - chunkStarted, 1))
+            try record.save(forHeld: held.path, calls, access: access)
+            offset = end
+        }
+    }
+
+    /// Whether `file` holds the recording's length and, chunk by chunk, the checksums taken
+    /// while reading the pool's copy. Its cached pages are dropped first, so what is compared
+    /// comes from the filesystem, not from this process's writes still in memory.
+    private func holdsLanded(_ file: FileDescriptor, _ record: LandingRecord) throws -> Bool {
+        guard Int64(try file.facts().size) == held.length, record.digests.count == chunks else { return false }
+        file.dropCachedPages(offset: 0, length: held.length)
+        for (index, expected) in record.digests.enumerated() {
+            let start = Int64(index) * LandingRecord.chunk
+            let hash = try SHA256()
+            try RecordingCopy.read(file, from: start, to: min(start + LandingRecord.chunk, held.length), calls: calls) {
+                hash.update($0)
+            }
+            if Self.hex(hash.finish()) != expected { return false }
+        }
+        return true
+    }
+
+    /// Sleeps while the transfer is ahead of `rate`.
+    private func throttle(sent: Int64, since started: UInt64) {
+        guard let rate, rate > 0 else { return }
+        let due = Double(sent) / Double(rate)
+        let elapsed = Double(MonotonicTime.now() - started) / 1e9
+        if due > elapsed { MonotonicTime.sleep(microseconds: UInt32(min(due - elapsed, 1) * 1e6)) }
+    }
+
+    static func hex(_ digest: [UInt8]) -> String { digest.map { String(format: "%02x", $0) }.joined() }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import Glibc
+import Synchronization
+
+/// What one landing attempt did.
+public struct LandingResult: Codable, Sendable, Equatable {
+    /// The recording in the pool.
+    public var path: String
+    public var destination: String
+    public var length: Int64
+    /// true when it was published at its destination and deleted from the pool.
+    public var landed: Bool
+    /// Why it did not land (it stays in the pool and is retried after a back-off).
+    public var error: String?
+}
+
+/// Landing: recordings whose destination is on another filesystem, kept durable in the pool at
+/// `finish()` (`LandingMode.background`) and copied there by `provideo land` in the
+/// background. They are held recordings (`recordings/`, note `landing: true`) with a progress
+/// record (`LandingRecord`); see Docs/LANDING.md.
+extension Pool {
+    /// The recordings waiting to land, in name order, with their progress.
+    public func landings() throws -> [LandingProgress] {
+        try landingRecordings().map { held in
+            let record = LandingRecord.load(forHeld: held.path)
+            let source = try? FileDescriptor.open(held.path, O_RDONLY | O_NOFOLLOW)
+            let transferring = (try? source?.isLockedByOthers(0, 1)) == true
+            let rate = record.bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
+            return LandingProgress(path: held.path, destination: held.destination, length: held.length,
+                                   landedBytes: record.landed, transferring: transferring, bytesPerSecond: rate,
+                                   etaSeconds: rate.map { Double(held.length - record.landed) / $0 },
+                                   attempts: record.attempts, lastError: record.lastError,
+                                   nextAttemptAt: record.nextAttemptAt)
+        }
+    }
+
+    /// Lands the recordings waiting to land, `parallel` at a time, each on a thread at idle I/O
+    /// and CPU priority (`IdlePriority`), then returns their space to the reserve (`replenishCapacity`, when the
+    /// pool is not busy; a later `land` or `replenish` does it otherwise).
+    /// - Parameters:
+    ///   - rate: a cap for each transfer, in bytes per second; nil for none.
+    ///   - dueOnly: skip recordings whose back-off after a failure has not run out.
+    ///   - retryAfter: the first back-off after a failure, in seconds; it doubles with each
+    ///     failure, up to 5 minutes.
+    ///   - shouldStop: checked between reads; true stops every transfer where it is (they resume
+    ///     at the next landing).
+    /// - Returns: one result per recording tried; a recording another process is landing is
+    ///   skipped.
+    public func landPending(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
+                            shouldStop: @escaping @Sendable () -> Bool = { false }) throws -> [LandingResult] {
+        let now = Date().timeIntervalSince1970
+        let due = try landingRecordings().filter {
+            !dueOnly || (LandingRecord.load(forHeld: $0.path).nextAttemptAt ?? 0) <= now
+        }
+        let (layout, access, calls) = (self.layout, self.access, self.calls)
+        let next = Mutex(0)
+        let results = Mutex<[LandingResult]>([])
+        let work: @Sendable () -> Void = {
+            while !shouldStop() {
+                let index = next.withLock { value -> Int in defer { value += 1 }; return value }
+                guard index < due.count else { return }
+                let held = due[index]
+                let transfer = LandingTransfer(held: held, calls: calls, access: access, rate: rate,
+                                               retryAfter: retryAfter, shouldStop: shouldStop)
+                var result = LandingResult(path: held.path, destination: held.destination, length: held.length,
+                                           landed: false, error: nil)
+                do {
+                    _ = try transfer.run { try Self.forgetLanded(held, layout: layout, access: access, calls: calls) }
+                    result.landed = true
+                } catch is LandingTransfer.Stopped {
+                    return
+                } catch let error as ProVideoError where error.code == .busy {
+                    continue
+                } catch {
+                    result.error = (error as? ProVideoError)?.message ?? "\(error)"
+                }
+                results.withLock { $0.append(result) }
+            }
+        }
+        // Threads of their own, never the caller's: the idle priorities stay with them.
+        let finished = DispatchGroup()
+        for _ in 0..<max(min(parallel, due.count), 0) {
+            finished.enter()
+            Thread {
+                try? IdlePriority.enter()
+                work()
+                finished.leave()
+            }.start()
+        }
+        finished.wait()
+        let done = results.withLock { $0 }
+        if done.contains(where: \.landed) { _ = try? replenishCapacity() }
+        return done
+    }
+
+    /// Keeps a finished recording in the pool, sealed and durable, to land in the background.
+    func queueForLanding(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64) throws -> Placement {
+        let waiting = ProVideoError(.ioError, "waiting to land at \(journal.destination) (`provideo land`)")
+        var placement = try keepInPool(files, journal, length: length, problem: waiting, landing: true)
+        placement.problem = nil
+        placement.landing = true
+        return placement
+    }
+
+    /// "; N take(s) waiting to land hold X: …" when takes still waiting to land hold space the
+    /// reserve needs; "" otherwise.
+    func landingHint() -> String {
+        guard let waiting = try? landingRecordings(), !waiting.isEmpty else { return "" }
+        let held = waiting.reduce(0) { $0 + $1.length }
+        return "; \(waiting.count) take(s) waiting to land hold \(ByteFormat.human(held)): `provideo land` lands them "
+            + "and returns their space"
+    }
+
+    /// The held recordings marked for landing whose file is there.
+    func landingRecordings() throws -> [HeldRecording] {
+        let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
+        return files.filter { $0.hasSuffix(".json") }.sorted()
+            .compactMap { Self.heldNote(layout.recordings + "/" + $0) }
+            .filter { $0.landing == true && FileSystem.exists($0.path) }
+    }
+
+    /// Deletes a landed recording's pool copy, note and record, under the pool's mutation lock:
+    /// its space is the filesystem's again, for the reserve to take back.
+    private static func forgetLanded(_ held: HeldRecording, layout: PoolLayout, access: PoolAccess,
+                                     calls: SystemCalls) throws {
+        try PoolLock(path: layout.lock, access: access).withMutation {
+            for file in [held.path, held.path + ".json", held.path + ".json.tmp", LandingRecord.path(forHeld: held.path),
+                         LandingRecord.path(forHeld: held.path) + ".tmp"] {
+                try FileSystem.remove(file)
+            }
+            try FileSystem.syncDirectory(layout.recordings, calls)
+        }
+    }
+}

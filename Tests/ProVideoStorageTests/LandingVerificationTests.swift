@@ -1,0 +1,57 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// A landing whose copy does not match what was read from the pool (a byte changed on its way
+/// to the destination, through the swappable `pwrite`) is never published: the take stays in
+/// the pool, the failure is recorded with a back-off, and the next attempt copies it again and
+/// lands it byte-identical. The destination is a tmpfs (another filesystem than the pool's).
+@Suite(.serialized, .enabled(if: TestSupport.isRoot, "needs root: a tmpfs mount"))
+struct LandingVerificationTests {
+    @Test func aCorruptedCopyIsNeverPublished() throws {
+        try LoopFilesystem.with("tmpfs", megabytes: 64) { fs in
+            try TestSupport.withScratch { scratch in
+                let destination = fs.mountPoint + "/take.mov"
+                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20)
+                defer { try? Pool.open(at: pool.path).destroy() }
+                var options = CaptureOptions(bitrate: 100_000_000)
+                options.landing = .background
+                let capture = try pool.startCapture(to: destination, options: options)
+                let bytes = TestSupport.pattern(20 << 20, seed: 9)
+                try capture.append(bytes)
+                let result = try capture.finish()
+                #expect(result.landingTo == destination)
+                #expect(result.path.hasPrefix(pool.path + "/recordings/"))
+
+                let corrupted = Shared(false)
+                var calls = SystemCalls.live
+                calls.pwrite = { fd, buffer, count, offset in
+                    guard TestSupport.path(of: fd).hasSuffix(".partial"), !corrupted.update({ $0 }) else {
+                        return SystemCalls.live.pwrite(fd, buffer, count, offset)
+                    }
+                    corrupted.update { $0 = true }
+                    var changed = Array(UnsafeRawBufferPointer(start: buffer, count: count))
+                    changed[count / 2] ^= 0xFF
+                    return SystemCalls.live.pwrite(fd, changed, count, offset)
+                }
+                let failed = try Pool.open(at: pool.path, systemCalls: calls).landPending(retryAfter: 60)
+                #expect(failed.map(\.landed) == [false])
+                #expect(failed.first?.error?.contains("differs from the recording") == true, "\(failed)")
+                #expect(!FileManager.default.fileExists(atPath: destination))
+                #expect(FileManager.default.fileExists(atPath: result.path))
+                let waiting = try #require(try pool.landings().first)
+                #expect(waiting.landedBytes == 0 && waiting.attempts == 1)
+                #expect((waiting.nextAttemptAt ?? 0) > Date().timeIntervalSince1970 + 50)
+
+                let landed = try Pool.open(at: pool.path).landPending()
+                #expect(landed.map(\.landed) == [true], "\(landed)")
+                let identical = TestSupport.fileHolds(destination, bytes)
+                #expect(identical)
+                #expect(try pool.landings().isEmpty)
+                #expect(try pool.remainingCapacity == pool.initialCapacity)
+            }
+        }
+    }
+}

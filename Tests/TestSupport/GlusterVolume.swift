@@ -1,0 +1,127 @@
+import CProVideo
+import Foundation
+import Glibc
+import ProVideoStorage
+
+/// A real single-node GlusterFS volume, mounted through FUSE with `mount -t glusterfs`, for the
+/// landing tests (root only). `GlusterVolume.with` starts `glusterd` if it is not running,
+/// creates and starts a one-brick volume, mounts it, and afterwards unmounts it, stops and
+/// deletes the volume and stops the `glusterd` it started, even when the body throws.
+package struct GlusterVolume {
+    package let name: String
+    package let mountPoint: String
+    package let brick: String
+
+    /// Why GlusterFS cannot run here (nil when it can): the reason a test is skipped with.
+    package static let unavailableReason: String? = {
+        if geteuid() != 0 { return "GlusterFS tests need root (glusterd, mount -t glusterfs)" }
+        if access("/dev/fuse", F_OK) != 0 { return "no /dev/fuse: FUSE cannot run here" }
+        for tool in ["/usr/sbin/glusterd", "/usr/sbin/gluster", "/sbin/mount.glusterfs"] where access(tool, X_OK) != 0 {
+            return "\(tool) is missing: apt-get install glusterfs-server glusterfs-client"
+        }
+        return nil
+    }()
+
+    private static let cli = "gluster --mode=script"
+    /// One volume at a time in a test process; volumes of a killed test process are cleared first.
+    private static let exclusive = NSRecursiveLock()
+    private static let staleCleared: Void = clearStale()
+
+    package static func with<T>(_ body: (GlusterVolume) throws -> T) throws -> T {
+        try exclusive.withLock {
+            _ = staleCleared
+            let startedDaemon = try startDaemonIfNeeded()
+            defer { if let pid = startedDaemon { stopDaemon(pid) } }
+            let scratch = TestSupport.scratchDirectory("gluster")
+            defer { TestSupport.removeTree(scratch) }
+            try "\(getpid())".write(toFile: scratch + "/owner", atomically: true, encoding: .utf8)
+            let volume = GlusterVolume(name: "pvtest-\(getpid())-\(UInt32.random(in: 0...UInt32.max))",
+                                       mountPoint: scratch + "/mnt", brick: scratch + "/brick")
+            try FileManager.default.createDirectory(atPath: volume.mountPoint, withIntermediateDirectories: true)
+            try FileManager.default.createDirectory(atPath: volume.brick, withIntermediateDirectories: true)
+            try "\(volume.name)".write(toFile: scratch + "/volume", atomically: true, encoding: .utf8)
+            let host = ProcessInfo.processInfo.hostName
+            try TestSupport.shell("\(cli) volume create \(volume.name) \(host):\(volume.brick) force")
+            defer { _ = try? TestSupport.shell("\(cli) volume delete \(volume.name)") }
+            try TestSupport.shell("\(cli) volume start \(volume.name)")
+            defer { _ = try? TestSupport.shell("\(cli) volume stop \(volume.name) force") }
+            daemonizing("mount -t glusterfs \(host):/\(volume.name) \(volume.mountPoint)", log: scratch + "/mount.log")
+            defer { _ = try? TestSupport.shell("umount \(volume.mountPoint) || umount -l \(volume.mountPoint)") }
+            try waitFor("the GlusterFS mount at \(volume.mountPoint) (\(logText(scratch + "/mount.log")))", seconds: 30) {
+                isFuse(volume.mountPoint)
+            }
+            return try body(volume)
+        }
+    }
+
+    /// statfs(2) says FUSE (0x65735546): the mount is up, not the directory under it.
+    private static func isFuse(_ path: String) -> Bool {
+        var type: Int64 = 0, available: UInt64 = 0, total: UInt64 = 0
+        return pv_statfs(path, &type, &available, &total) == 0 && type == 0x6573_5546
+    }
+
+    /// Starts `glusterd` when none runs and waits until it answers; returns its pid, or nil
+    /// when one was already running (it is not ours to stop).
+    private static func startDaemonIfNeeded() throws -> Int32? {
+        if daemonPid() != nil {
+            try waitFor("glusterd to answer", seconds: 30) { answers() }
+            return nil
+        }
+        let log = "/tmp/provideo-tests/glusterd-start.log"
+        daemonizing("glusterd", log: log)
+        try waitFor("glusterd to start (\(logText(log)))", seconds: 30) { daemonPid() != nil && answers() }
+        return daemonPid()
+    }
+
+    /// Runs a command that leaves a daemon behind (glusterd; the FUSE client of a mount) with
+    /// its output in `log`, through system(3): the daemon must not inherit a pipe of the test
+    /// (its reader would never see the end), and Foundation's `Process` was seen never to
+    /// reap such a command's shell. Success is judged by what the command should have made
+    /// (the caller waits for it), since Foundation may reap the shell first.
+    private static func daemonizing(_ command: String, log: String) {
+        _ = system("\(command) </dev/null >'\(log)' 2>&1")
+    }
+
+    private static func logText(_ log: String) -> String {
+        ((try? String(contentsOfFile: log, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+    }
+
+    private static func daemonPid() -> Int32? {
+        (try? TestSupport.shell("pgrep -x glusterd"))?.split(separator: "\n").first.flatMap { Int32($0) }
+    }
+
+    private static func answers() -> Bool {
+        (try? TestSupport.run("/bin/sh", ["-c", "\(cli) volume list"]))?.status == 0
+    }
+
+    /// Stops the glusterd this process started, and the brick processes it spawned.
+    private static func stopDaemon(_ pid: Int32) {
+        kill(pid, SIGTERM)
+        for _ in 0..<100 where kill(pid, 0) == 0 { usleep(100_000) }
+    }
+
+    private static func waitFor(_ what: @autoclosure () -> String, seconds: Double, _ ready: () -> Bool) throws {
+        let deadline = Date(timeIntervalSinceNow: seconds)
+        while !ready() {
+            guard Date() < deadline else {
+                throw ProVideoError(.ioError, "timed out after \(Int(seconds)) s waiting for \(what())")
+            }
+            usleep(200_000)
+        }
+    }
+
+    /// Unmounts, stops and deletes the volumes of test processes that are gone.
+    private static func clearStale() {
+        let base = "/tmp/provideo-tests"
+        for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] where name.hasPrefix("gluster") {
+            let scratch = "\(base)/\(name)"
+            let owner = (try? String(contentsOfFile: scratch + "/owner", encoding: .utf8)).flatMap { Int32($0) }
+            if let owner, owner == getpid() || kill(owner, 0) == 0 { continue }
+            _ = try? TestSupport.shell("umount -l \(scratch)/mnt 2>/dev/null; true")
+            if let volume = try? String(contentsOfFile: scratch + "/volume", encoding: .utf8), answers() {
+                _ = try? TestSupport.shell("\(cli) volume stop \(volume) force; \(cli) volume delete \(volume); true")
+            }
+            TestSupport.removeTree(scratch)
+        }
+    }
+}

@@ -1,0 +1,77 @@
+import Foundation
+import Glibc
+import ProVideoStorage
+
+/// The landing neighbour: a finished take of `size` bytes waiting in a scratch pool on the
+/// measured filesystem, landed by a separate process (this executable, `land-neighbour POOL`)
+/// with the library's landing (`Pool.landPending`: idle I/O priority, chunked, verified) to a
+/// directory on another filesystem, such as a GlusterFS mount, while the modes run. Its reads
+/// of the pool's copy compete with the captures for the disk.
+public final class LandingNeighbour {
+    private let process: Process
+    private let poolDirectory: String
+    /// Where the take lands.
+    public let destination: String
+
+    /// Records the take into `<directory>/land-pool` (with `LandingMode.background`) and starts
+    /// the lander.
+    /// - Throws: a library error (no space, a destination on the pool's own filesystem).
+    public init(directory: String, landTo: String, size: Int64, log: (String) -> Void) throws {
+        poolDirectory = directory + "/land-pool"
+        destination = "\(landTo)/provideo-bench-land-\(getpid()).mov"
+        let pool = try Pool.create(at: poolDirectory, capacity: size + (64 << 20))
+        var options = CaptureOptions(bitrate: 8_000_000_000)
+        options.landing = .background
+        let capture = try pool.startCapture(to: destination, options: options)
+        let piece = [UInt8](repeating: 0x5A, count: 4 << 20)
+        var written: Int64 = 0
+        log("landing neighbour: recording a \(ByteFormat.human(size)) take into \(poolDirectory)")
+        while written < size {
+            let count = Int(min(Int64(piece.count), size - written))
+            try piece.withUnsafeBytes { try capture.append(UnsafeRawBufferPointer(rebasing: $0[0..<count])) }
+            written += Int64(count)
+        }
+        let result = try capture.finish()
+        guard result.landingTo != nil else {
+            throw BenchError("\(landTo) is on the pool's filesystem: --land-to needs another filesystem")
+        }
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
+        process.arguments = ["land-neighbour", poolDirectory]
+        try process.run()
+        log("landing neighbour: landing it at \(destination) (process \(process.processIdentifier))")
+    }
+
+    /// The child's body: lands what waits in `pool` until killed or done, then idles until its
+    /// parent goes.
+    public static func run(pool path: String) -> Never {
+        let parent = getppid()
+        do {
+            _ = try Pool.open(at: path).landPending { getppid() != parent }
+        } catch {
+            FileHandle.standardError.write(Data("land-neighbour: \(error)\n".utf8))
+        }
+        while getppid() == parent { sleep(1) }
+        exit(0)
+    }
+
+    /// Says how far the take landed, stops the lander, and removes the scratch pool (with
+    /// whatever of the take is still in it) and what landed.
+    public func stop(log: (String) -> Void) {
+        if let progress = try? Pool.open(at: poolDirectory).landings().first {
+            log("landing neighbour: \(ByteFormat.human(progress.landedBytes)) of \(ByteFormat.human(progress.length)) "
+                + "landed when the runs ended")
+        } else {
+            log("landing neighbour: the take had landed before the runs ended")
+        }
+        if process.isRunning { process.terminate() }
+        process.waitUntilExit()
+        let directory = (destination as NSString).deletingLastPathComponent
+        let name = (destination as NSString).lastPathComponent
+        for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []
+        where file == name || file.hasPrefix(".\(name).provideo-") {
+            try? FileManager.default.removeItem(atPath: directory + "/" + file)
+        }
+        try? FileManager.default.removeItem(atPath: poolDirectory)
+    }
+}

@@ -1,0 +1,68 @@
+import CProVideo
+import CommandLineSupport
+import Foundation
+import Glibc
+import ProVideoStorage
+
+/// `provideo land [--watch] [--parallel N] [--rate RATE] [--retry SECONDS] [--interval SECONDS]
+/// [--json]`: lands the recordings waiting in the pool (see `Pool.landPending`).
+enum LandCommand {
+    static func run(_ path: String, _ arguments: inout Arguments) throws {
+        let watch = arguments.flag("--watch")
+        let json = arguments.flag("--json")
+        let parallel = try positiveNumber(arguments.option("--parallel"), "--parallel", default: 1)
+        let retry = try positiveNumber(arguments.option("--retry"), "--retry", default: 5.0)
+        let interval = try positiveNumber(arguments.option("--interval"), "--interval", default: 5.0)
+        // RATE in bits per second, as every rate the CLI takes; the transfer counts bytes.
+        let rate = try arguments.option("--rate").map { try SizeParser.bitrate($0) / 8 }
+        try arguments.finish()
+        if rate == 0 { throw UsageError("--rate must be more than 0 (200M = 200 Mbit/s)") }
+        _ = pv_install_stop_signals(1)
+        let stop: @Sendable () -> Bool = { pv_stop_requested() != 0 }
+        let pool = try Commands.openPool(path)
+        guard watch else {
+            let results = try pool.landPending(parallel: Int(parallel), rate: rate, retryAfter: retry, shouldStop: stop)
+            try report(results, json: json)
+            if results.isEmpty && !json {
+                print(try pool.landings().isEmpty ? "nothing to land"
+                      : "every recording waiting to land is being landed by another process")
+            }
+            let failed = results.filter { !$0.landed }
+            if !failed.isEmpty {
+                throw ProVideoError(.ioError, "\(failed.count) recording(s) did not land; they stay in the pool "
+                                    + "(`provideo list` shows why) and `provideo land` tries them again")
+            }
+            return
+        }
+        while !stop() {
+            let results = try pool.landPending(parallel: Int(parallel), rate: rate, dueOnly: true, retryAfter: retry,
+                                               shouldStop: stop)
+            try report(results, json: json)
+            for _ in 0..<Int(interval * 10) where !stop() { usleep(100_000) }
+        }
+    }
+
+    /// One line per result (one JSON object per line with --json), on standard output.
+    private static func report(_ results: [LandingResult], json: Bool) throws {
+        for result in results {
+            if json {
+                let encoder = JSONEncoder()
+                encoder.outputFormatting = [.sortedKeys]
+                print(String(decoding: try encoder.encode(result), as: UTF8.self))
+            } else if result.landed {
+                print("landed \(ByteFormat.human(result.length)) (\(result.length) bytes) at \(result.destination)")
+            } else {
+                CommandLineProgram.printError("did not land \(result.path) at \(result.destination): "
+                                              + "\(result.error ?? "unknown error"); it stays in the pool and is retried")
+            }
+            fflush(nil)
+        }
+    }
+
+    private static func positiveNumber<T: LosslessStringConvertible & Comparable & Numeric>(
+        _ text: String?, _ name: String, default value: T) throws -> T {
+        guard let text else { return value }
+        guard let number = T(text), number > 0 else { throw UsageError("\(name) takes a number more than 0, not '\(text)'") }
+        return number
+    }
+}

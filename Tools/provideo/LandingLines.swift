@@ -1,0 +1,37 @@
+import Foundation
+import ProVideoStorage
+
+/// The landing lines `status` and `list` add to their human output.
+enum LandingLines {
+    /// The lines `status` adds (none when nothing waits to land).
+    static func status(_ status: PoolStatus) -> [String] {
+        let landing = status.landing ?? []
+        guard !landing.isEmpty else { return [] }
+        return ["landing     \(landing.count) recording(s), \(ByteFormat.human(status.landingBytes ?? 0)) held in the pool "
+                + "until they land (`provideo land`)"] + landing.map { "            " + describe($0) }
+    }
+
+    static func printList(_ landing: [LandingProgress]) {
+        for progress in landing { print("landing \(progress.path): " + describe(progress)) }
+    }
+
+    /// "→ DEST: 1.2 GiB of 2.0 GiB (60%), 180.0 MiB/s, 5 s left" and the last error, if any.
+    static func describe(_ progress: LandingProgress) -> String {
+        let percent = progress.length > 0 ? progress.landedBytes * 100 / progress.length : 100
+        var line = "→ \(progress.destination): \(ByteFormat.human(progress.landedBytes)) of "
+            + "\(ByteFormat.human(progress.length)) (\(percent)%)"
+        if progress.transferring, let rate = progress.bytesPerSecond {
+            line += ", \(ByteFormat.human(Int64(rate)))/s"
+            if let eta = progress.etaSeconds { line += String(format: ", %.0f s left", eta) }
+        } else {
+            line += progress.transferring ? ", transferring" : ", waiting"
+        }
+        if let error = progress.lastError {
+            line += "; attempt \(progress.attempts) failed: \(error)"
+            if let next = progress.nextAttemptAt {
+                line += String(format: " (next in %.0f s)", max(next - Date().timeIntervalSince1970, 0))
+            }
+        }
+        return line
+    }
+}
