@@ -46,7 +46,7 @@ typedef enum provideo_code {
     PROVIDEO_E_UNSUPPORTED = -1,          /* the filesystem or kernel cannot host a pool */
     PROVIDEO_E_POOL_NOT_FOUND = -2,       /* no pool at the path: `provideo create` one */
     PROVIDEO_E_POOL_EXISTS = -3,          /* a pool already exists at the path */
-    PROVIDEO_E_BUSY = -4,                 /* capturing, replenishing or resizing: try later */
+    PROVIDEO_E_BUSY = -4,                 /* resizing, or as many captures as the pool takes: later */
     PROVIDEO_E_NOT_ENOUGH_SPACE = -5,     /* the filesystem lacks the space (ENOSPC, EDQUOT) */
     PROVIDEO_E_STORAGE_FULL = -6,         /* the capture reached the end of the reserve: the
                                              frame was refused, the capture stays open */
@@ -181,8 +181,11 @@ void provideo_capture_options_init(provideo_capture_options *options);
 /* Starts a capture that moves to `destination` on finish (checked now: its directory must
  * exist and be writable, the file must not exist). `options` NULL: the defaults. Allocates
  * every buffer now. Blocks for a few file creations and directory flushes.
- * Errors: BUSY (another capture, replenish or resize), NOT_ENOUGH_SPACE (no capacity left),
- * DESTINATION_EXISTS, INVALID_DESTINATION, INVALID_ARGUMENT, IO. */
+ * Several captures may run in one pool at once, from one process or many.
+ * Errors: BUSY (a resize, or the pool's maximum of captures running, e.g. a pool created with
+ * --max-captures 1), BANDWIDTH_EXCEEDED (the running captures' bitrates and this one's exceed
+ * the pool's admissible bandwidth), NOT_ENOUGH_SPACE (no capacity left), DESTINATION_EXISTS,
+ * INVALID_DESTINATION, INVALID_ARGUMENT, IO. */
 int provideo_capture_start(provideo_pool *pool, const char *destination, const provideo_capture_options *options,
                            provideo_capture **out, provideo_error *err);
 
