@@ -109,9 +109,12 @@ public final class Capture {
     static func now() -> UInt64 { MonotonicTime.now() }
 
     /// Bytes the recording can still grow by: what its file was granted beyond `length`, plus
-    /// the pool's reserve not yet granted to any capture (reads the reserve's size).
+    /// the pool's reserve not yet granted to any capture (reads the reserve's size; waits, at
+    /// most 1 s, for a grant of this capture in progress, so the two add up exactly).
     public var remainingCapacity: Int64 {
-        granter.grantedBytes - length + ((try? pool.reserve(pool.layout.reserve).size()) ?? 0)
+        granter.withoutGrantInProgress { granted in
+            granted - length + ((try? pool.reserve(pool.layout.reserve).size()) ?? 0)
+        }
     }
 
     /// Bytes a crash cannot lose: flushed and recorded as committed.

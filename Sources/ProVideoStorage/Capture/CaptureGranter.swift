@@ -50,6 +50,16 @@ final class CaptureGranter: @unchecked Sendable {
         return granted
     }
 
+    /// Runs `body` with the bytes granted while no grant of this capture is half made (its file
+    /// grown, the reserve not yet cut, or the count not yet changed), so that `body` can add the
+    /// reserve's size to them exactly. Waits at most 1 s for a grant in progress; past that,
+    /// `body` runs anyway and may be off by that grant.
+    func withoutGrantInProgress<T>(_ body: (Int64) throws -> T) rethrows -> T {
+        let locked = grantLock.lock(before: Date(timeIntervalSinceNow: 1))
+        defer { if locked { grantLock.unlock() } }
+        return try body(grantedBytes)
+    }
+
     /// Tells the thread the capture has appended up to `offset` bytes; wakes it when the
     /// lead has fallen below two steps. Returns the bytes granted so far.
     func advance(to offset: Int64) -> Int64 {
