@@ -54,14 +54,23 @@ public struct LatencyHistogram: Sendable {
     }
 
     /// p50, p99, p99.9 and max, in nanoseconds.
-    /// Samples of at most `nanoseconds` (counted by bucket: a bucket whose upper bound exceeds
-    /// it is left out, so the count is exact at bucket boundaries and low by at most one bucket
-    /// in between, 12.5%).
-    public func count(atMost nanoseconds: UInt64) -> UInt64 {
+    /// Calls `body` with the samples of at most each of `bounds` (ascending, nanoseconds), in
+    /// one pass over the buckets, allocating nothing. Counted by bucket: a bucket whose upper
+    /// bound exceeds a bound is left out, so a count is exact at bucket boundaries and low by at
+    /// most one bucket (12.5%) in between.
+    func forEachCumulativeCount(atMost bounds: [Int64], _ body: (UInt64) -> Void) {
+        var total: UInt64 = 0
+        var next = 0
         // Only buckets that hold samples: the bounds of the top buckets do not fit 64 bits.
-        counts.indices.reduce(0) { total, index in
-            counts[index] > 0 && Self.upperBound(index) <= nanoseconds ? total + counts[index] : total
+        for index in counts.indices where counts[index] > 0 {
+            let upper = Self.upperBound(index)
+            while next < bounds.count && upper > UInt64(bounds[next]) {
+                body(total)
+                next += 1
+            }
+            total += counts[index]
         }
+        for _ in next..<bounds.count { body(total) }
     }
 
     public var summary: LatencySummary {

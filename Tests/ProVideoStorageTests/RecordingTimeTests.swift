@@ -65,7 +65,7 @@ import Testing
         let block = UnsafeMutableRawBufferPointer.allocate(byteCount: 512, alignment: 512)
         defer { block.deallocate() }
         block.initializeMemory(as: UInt8.self, repeating: 0)
-        CaptureCounters(statistics, buffersInFlight: 4).store(into: block)
+        CaptureCounters.store(statistics, buffersInFlight: 4, into: block)
         let counters = try #require(CaptureCounters(block: Array(block)))
         #expect(counters.overruns == 3 && counters.shortWritesRetried == 2 && counters.commits == 7)
         #expect(counters.buffersInFlight == 4)

@@ -331,6 +331,9 @@ public final class Capture {
     /// - Throws: `.storageFull` when the reserve has nothing left for it; a grant's error
     ///   (`.ioError`, `.busy`). The capture stays open either way.
     func requireGranted(_ end: Int64) throws {
+        // The granter's lock is taken only when the grant ahead runs low (two steps, the
+        // granter's own threshold): most appends find seconds of grant ahead and take no lock.
+        guard end > capacity - 2 * granter.step else { return }
         capacity = granter.advance(to: length)
         guard end > capacity else { return }
         capacity = try granter.grantNow(reaching: end)

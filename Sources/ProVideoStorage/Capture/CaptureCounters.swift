@@ -22,23 +22,28 @@ public struct CaptureCounters: Codable, Sendable, Equatable {
     static let firstWord = 1
     static let words = 5 + 2 * LatencyBuckets.words
 
-    init(_ statistics: CaptureStatistics, buffersInFlight: Int) {
-        overruns = statistics.overruns
-        overrunFailures = statistics.overrunFailures
-        shortWritesRetried = statistics.shortWritesRetried
-        self.buffersInFlight = Int64(buffersInFlight)
-        commits = statistics.commits
-        appendLatency = LatencyBuckets(statistics.appendLatency)
-        completionLatency = LatencyBuckets(statistics.completionLatency)
-    }
-
-    /// Writes the counters into `block` after its first word (the length).
-    func store(into block: UnsafeMutableRawBufferPointer) {
-        let values = [overruns, overrunFailures, shortWritesRetried, buffersInFlight, commits]
-            + appendLatency.values + completionLatency.values
-        for (index, value) in values.enumerated() {
-            block.storeBytes(of: UInt64(bitPattern: value).littleEndian, toByteOffset: (Self.firstWord + index) * 8, as: UInt64.self)
+    /// Writes a capture's counters into its progress `block`, after the first word (the
+    /// length). Runs on the recorder's thread: word by word, nothing allocated, one pass over
+    /// each histogram.
+    static func store(_ statistics: CaptureStatistics, buffersInFlight: Int, into block: UnsafeMutableRawBufferPointer) {
+        var word = firstWord
+        func put(_ value: Int64) {
+            block.storeBytes(of: UInt64(bitPattern: value).littleEndian, toByteOffset: word * 8, as: UInt64.self)
+            word += 1
         }
+        func put(_ histogram: LatencyHistogram) {
+            histogram.forEachCumulativeCount(atMost: LatencyBuckets.boundsNanoseconds) { put(Int64($0)) }
+            put(Int64(histogram.count))
+            put(Int64(bitPattern: histogram.sum))
+            put(Int64(histogram.maximum))
+        }
+        put(statistics.overruns)
+        put(statistics.overrunFailures)
+        put(statistics.shortWritesRetried)
+        put(Int64(buffersInFlight))
+        put(statistics.commits)
+        put(statistics.appendLatency)
+        put(statistics.completionLatency)
     }
 
     /// The counters in a `progress` block; nil when it is too short to hold them.
@@ -73,18 +78,10 @@ public struct LatencyBuckets: Codable, Sendable, Equatable {
     public var sumNanoseconds: Int64
     public var maximumNanoseconds: Int64
 
-    init(_ histogram: LatencyHistogram) {
-        cumulativeCounts = Self.boundsNanoseconds.map { Int64(histogram.count(atMost: UInt64($0))) }
-        count = Int64(histogram.count)
-        sumNanoseconds = Int64(bitPattern: histogram.sum)
-        maximumNanoseconds = Int64(histogram.maximum)
-    }
-
     init(values: [Int64]) {
         let bounds = Self.boundsNanoseconds.count
         cumulativeCounts = Array(values[..<bounds])
         (count, sumNanoseconds, maximumNanoseconds) = (values[bounds], values[bounds + 1], values[bounds + 2])
     }
 
-    var values: [Int64] { cumulativeCounts + [count, sumNanoseconds, maximumNanoseconds] }
 }

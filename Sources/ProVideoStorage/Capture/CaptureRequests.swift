@@ -135,7 +135,7 @@ extension Capture {
             || statistics.overruns != published.overruns
         guard !progressInFlight, changed, now - published.at >= Self.progressInterval else { return }
         progressRecord.bytes.storeBytes(of: UInt64(length).littleEndian, toByteOffset: 0, as: UInt64.self)
-        CaptureCounters(statistics, buffersInFlight: ring.inFlight).store(into: progressRecord.bytes)
+        CaptureCounters.store(statistics, buffersInFlight: ring.inFlight, into: progressRecord.bytes)
         try issueWrite(.progress, fd: progress, from: UnsafeRawPointer(progressRecord.bytes.baseAddress!), length: alignment,
                        at: 0)
         progressInFlight = true
