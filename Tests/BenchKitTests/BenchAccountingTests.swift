@@ -35,6 +35,14 @@ final class ScriptedWriter: FrameWriter {
     }
 }
 
+/// A writer that takes every frame at once.
+final class AcceptingWriter: FrameWriter {
+    var engine: String { "accepting" }
+    var completionLatency: LatencySummary { LatencySummary(p50: 0, p99: 0, p999: 0, max: 0) }
+    func close() throws {}
+    func append(_ frame: UnsafeRawBufferPointer) throws -> Bool { true }
+}
+
 @Suite struct BenchAccountingTests {
     let interval: UInt64 = 40_000_000  // 25 fps
 
@@ -73,6 +81,30 @@ final class ScriptedWriter: FrameWriter {
         #expect(recorder.sampleCount == 5)
         #expect(recorder.appendLatency[0] == 150 * ms)
         #expect(recorder.bytes == 4 * 16)
+        // Frames 1–3 waited for frame 0's hand-over, not for the thread to wake.
+        #expect(recorder.latestWakeUp == 0)
+    }
+
+    @Test func aThreadThatWakesLateIsMeasuredApartFromItsHandOvers() throws {
+        /// Oversleeps the third deadline by 30 ms, as a thread the scheduler or the host did not run.
+        final class OversleepingClock: BenchClock {
+            var time: UInt64 = 1_000_000_000
+            var sleeps = 0
+            func now() -> UInt64 { time }
+            func sleep(until deadline: UInt64) {
+                sleeps += 1
+                time = max(time, deadline) + (sleeps == 3 ? 30_000_000 : 0)
+            }
+        }
+        let clock = OversleepingClock()
+        let recorder = SimulatedRecorder(sizes: FrameSizes(sizes: Array(repeating: 16, count: 5)), fps: 25, inputQueueFrames: 2)
+        let writer = AcceptingWriter()
+        try [UInt8](repeating: 0, count: 16).withUnsafeBytes { bytes in
+            try recorder.run(writer: writer, source: bytes, clock: clock, start: clock.time)
+        }
+        #expect(recorder.latestWakeUp == 30_000_000)
+        #expect(recorder.appendLatency.prefix(recorder.sampleCount).allSatisfy { $0 == 0 })
+        #expect(recorder.accounting.onTime == 5)
     }
 
     @Test func reportCombinesRepeatsAndComputesRatios() {

@@ -17,6 +17,10 @@ public struct BenchReport: Codable, Sendable {
     public var bufferBudget: Int?
     /// Whether pool mode's frames were produced in the capture's buffers (no copy).
     public var inPlace: Bool
+    /// The recorder threads' `SCHED_FIFO` priority, nil for the default policy.
+    public var realtimePriority: Int32?
+    /// Whether the host's free page reporting was on during the run (`FreePageReporting`).
+    public var freePageReporting = false
     public var modes: [String: ModeReport]
     public var ratios: [String: ModeRatios]
 
@@ -32,6 +36,7 @@ public struct BenchReport: Codable, Sendable {
         inputQueueFrames = plan.inputQueueFrames
         bufferBudget = plan.bufferBudget
         inPlace = plan.inPlace
+        realtimePriority = plan.realtimePriority
         let ran = BenchMode.allCases.filter { mode in runs.contains { $0.mode == mode } }
         var modes: [String: ModeReport] = [:]
         for mode in ran { modes[mode.rawValue] = ModeReport(runs.filter { $0.mode == mode }) }
@@ -50,7 +55,9 @@ public struct BenchReport: Codable, Sendable {
         func ms(_ ns: UInt64) -> String { String(format: "%.3f", Double(ns) / 1e6) }
         var lines = ["\(streams) stream(s), \(Double(bitrate) / 1e6) Mbit/s total, \(fps) fps, \(duration) s × \(repeatCount), "
                      + "noise: \(noise), input queue \(inputQueueFrames) frames, pool buffers "
-                     + (bufferBudget.map { ByteFormat.human(Int64($0)) } ?? "default") + (inPlace ? ", pool frames in place" : "")]
+                     + (bufferBudget.map { ByteFormat.human(Int64($0)) } ?? "default") + (inPlace ? ", pool frames in place" : "")
+                     + (realtimePriority.map { ", recorder threads SCHED_FIFO \($0)" } ?? "")
+                     + (freePageReporting ? ", host free page reporting on" : "")]
         lines.append("mode      MB/s     on time   late  dropped  append p50/p99/p99.9/max ms          completion p99/max ms  CPU s/GB")
         for mode in BenchMode.allCases {
             guard let r = modes[mode.rawValue] else { continue }
@@ -60,6 +67,14 @@ public struct BenchReport: Codable, Sendable {
             lines.append(pad(mode.rawValue, 8) + String(format: " %7.1f %9d %6d %8d  ", r.throughput / 1e6, r.framesOnTime,
                                                         r.framesLate, r.framesDropped)
                          + pad(append, 36) + "  " + pad(completion, 21) + String(format: "  %.3f", r.cpuSecondsPerGB))
+        }
+        for mode in BenchMode.allCases {
+            guard let report = modes[mode.rawValue] else { continue }
+            lines.append("\(mode.rawValue): latest wake-up after a frame was due \(ms(report.latestWakeUpNs)) ms")
+            guard let share = report.slowestAppends else { continue }
+            lines.append("\(mode.rawValue): the slowest 0.1% of hand-overs spent " + String(format: "%.0f%% on a CPU, %.0f%% waiting "
+                         + "for one, %.0f%% elsewhere (blocked, interrupts or steal)", share.onCPU * 100,
+                         share.waitingForCPU * 100, share.elsewhere * 100))
         }
         for (name, ratio) in ratios.sorted(by: { $0.key < $1.key }) {
             func f(_ v: Double?) -> String { v.map { String(format: "%.2f", $0) } ?? "-" }

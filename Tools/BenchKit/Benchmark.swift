@@ -40,6 +40,14 @@ public enum Benchmark {
             throw BenchError("\(workspace.directory) has \(ByteFormat.human(workspace.availableBytes())) free; a run of the "
                              + "buffered and direct modes needs \(ByteFormat.human(needed)) plus 1 GiB to spare")
         }
+        let delayAccounting = SchedulerDelayAccounting()
+        defer { delayAccounting.restore() }
+        if !delayAccounting.isOn {
+            log("run-queue delay is not counted: `sysctl kernel.task_delayacct=1` (as root) adds how long slow hand-overs "
+                + "waited for a CPU to the report")
+        }
+        let freePageReporting = FreePageReporting.isOn
+        if freePageReporting { log(FreePageReporting.advice) }
         var neighbour: NoisyNeighbour?
         if settings.noise {
             neighbour = try NoisyNeighbour(directory: workspace.directory, limit: noiseFileLimit)
@@ -77,9 +85,10 @@ public enum Benchmark {
                 runs.append(run)
             }
         }
-        let report = BenchReport(plan: plan, runs: runs, repeatCount: settings.repeats,
+        var report = BenchReport(plan: plan, runs: runs, repeatCount: settings.repeats,
                                  noise: settings.landTo != nil ? "land" : settings.noise ? "writer" : "none",
                                  frameTrace: settings.frameTrace)
+        report.freePageReporting = freePageReporting
         return (report, runs)
     }
 }

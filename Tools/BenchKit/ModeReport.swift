@@ -21,6 +21,22 @@ public struct ModeReport: Codable, Sendable {
     public var framesOverwritten: Int
     /// Exact percentiles over every hand-over of every stream and repeat.
     public var appendLatencyNs: LatencySummary
+    /// Where the time of the slowest 0.1% of hand-overs (those at or above
+    /// `appendLatencyNs.p999`) went, as shares of it (`RunQueueDelay`); nil when the kernel did
+    /// not count it.
+    public struct TimeShares: Codable, Sendable, Equatable {
+        /// Running on a CPU (copying, submitting).
+        public var onCPU: Double
+        /// Runnable, waiting for a CPU: starved by other threads.
+        public var waitingForCPU: Double
+        /// The rest: blocked in the kernel (a lock, the disk), or the CPU taken by interrupts
+        /// or by the hypervisor (steal).
+        public var elsewhere: Double
+    }
+    public var slowestAppends: TimeShares?
+    /// The longest a recorder thread woke after its frame was due (ns): late frames with fast
+    /// hand-overs are the thread not running (CPU starvation, or the host stopping the VM).
+    public var latestWakeUpNs: UInt64
     /// The worst of each stream's and repeat's write completion percentiles (the captures'
     /// histograms cannot be merged exactly).
     public var completionLatencyNs: LatencySummary
@@ -49,6 +65,8 @@ public struct ModeReport: Codable, Sendable {
         framesOverwritten = accounting.overwritten
         appendLatencyNs = Percentiles.summary(runs.flatMap { $0.samples.map(\.latency) })
         completionLatencyNs = completion
+        latestWakeUpNs = runs.map(\.latestWakeUp).max() ?? 0
+        slowestAppends = Self.shares(runs.flatMap(\.samples), atOrAbove: appendLatencyNs.p999)
         let cpu = runs.reduce(0) { $0 + $1.cpuSeconds }
         cpuSecondsPerGB = bytes > 0 ? cpu / (Double(bytes) / 1e9) : 0
         engine = runs[0].engine
@@ -57,6 +75,16 @@ public struct ModeReport: Codable, Sendable {
                    framesDropped: run.accounting.dropped,
                    appendP999Ns: Percentiles.summary(run.samples.map(\.latency)).p999)
         }
+    }
+
+    static func shares(_ samples: [ModeRun.Sample], atOrAbove threshold: UInt64) -> TimeShares? {
+        guard samples.contains(where: { $0.onCPU > 0 }) else { return nil }
+        let slowest = samples.filter { $0.latency >= threshold }
+        let total = Double(slowest.reduce(0) { $0 + $1.latency })
+        guard total > 0 else { return nil }
+        let onCPU = Double(slowest.reduce(0) { $0 + min($1.onCPU, $1.latency) }) / total
+        let waiting = Double(slowest.reduce(0) { $0 + min($1.cpuWait, $1.latency) }) / total
+        return TimeShares(onCPU: onCPU, waitingForCPU: waiting, elsewhere: max(0, 1 - onCPU - waiting))
     }
 }
 

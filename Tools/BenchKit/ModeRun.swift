@@ -6,6 +6,17 @@ public struct ModeRun: Sendable {
     public struct Sample: Sendable, Equatable {
         public var time: UInt64
         public var latency: UInt64
+        /// Of `latency`, the nanoseconds the recorder's thread waited for a CPU (0 when not counted).
+        public var cpuWait: UInt64
+        /// Of `latency`, the nanoseconds it ran on a CPU (0 when not counted).
+        public var onCPU: UInt64
+
+        public init(time: UInt64, latency: UInt64, cpuWait: UInt64 = 0, onCPU: UInt64 = 0) {
+            self.time = time
+            self.latency = latency
+            self.cpuWait = cpuWait
+            self.onCPU = onCPU
+        }
     }
 
     public var mode: BenchMode
@@ -19,6 +30,8 @@ public struct ModeRun: Sendable {
     public var cpuSeconds: Double
     /// Every hand-over of every stream, in stream order.
     public var samples: [Sample]
+    /// The longest any stream's thread woke after a frame was due, in nanoseconds.
+    public var latestWakeUp: UInt64 = 0
     /// Each stream's write completion latency, merged with `Percentiles.worst`.
     public var completionLatency: LatencySummary
 }

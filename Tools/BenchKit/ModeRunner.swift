@@ -65,6 +65,7 @@ public enum ModeRunner {
             let streamStart = start + interval * UInt64(index) / UInt64(plan.streams)
             let thread = Thread {
                 do {
+                    if let priority = plan.realtimePriority { try RealtimePriority.apply(priority) }
                     try stream.recorder.run(writer: stream.writer, source: UnsafeRawBufferPointer(shared.source.bytes),
                                             clock: shared.clock, start: streamStart) { dropped in
                         progress.frames.add(1, ordering: .relaxed)
@@ -95,14 +96,17 @@ public enum ModeRunner {
         for stream in streams {
             let recorder = stream.recorder
             for i in 0..<recorder.sampleCount {
-                samples.append(ModeRun.Sample(time: recorder.sampleTimes[i], latency: recorder.appendLatency[i]))
+                samples.append(ModeRun.Sample(time: recorder.sampleTimes[i], latency: recorder.appendLatency[i],
+                                              cpuWait: recorder.cpuWait[i], onCPU: recorder.onCPU[i]))
             }
         }
         let end = streams.map(\.end).max() ?? start
-        return ModeRun(mode: mode, engine: streams[0].writer.engine, accounting: accounting,
+        var run = ModeRun(mode: mode, engine: streams[0].writer.engine, accounting: accounting,
                        bytes: streams.reduce(0) { $0 + $1.recorder.bytes },
                        seconds: Double(end - start) / 1e9, cpuSeconds: cpuSeconds, samples: samples,
                        completionLatency: completion)
+        run.latestWakeUp = streams.map(\.recorder.latestWakeUp).max() ?? 0
+        return run
     }
 
     private static func makeWriter(_ mode: BenchMode, plan: RunPlan, stream: Int, pool: Pool) throws -> FrameWriter {

@@ -20,6 +20,10 @@ public struct RunPlan: Sendable {
     /// Pool mode gives the recorder each frame's place in the capture's buffers
     /// (`Capture.append(count:filling:)`) instead of copying the frame in.
     public var inPlace: Bool
+    /// When set, every recorder thread (in every mode) runs under `SCHED_FIFO` at this
+    /// priority (1…99), as capture applications run the thread that takes frames from the
+    /// card; nil leaves them at the default policy.
+    public var realtimePriority: Int32?
 
     public init(streams: Int, bitrate: Int64, fps: Double, sizes: FrameSizes, inputQueueFrames: Int = 2,
                 writeSize: Int = 4 << 20, scratchDirectory: String, bufferBudget: Int? = nil, inPlace: Bool = false) {

@@ -11,7 +11,16 @@ public final class SimulatedRecorder {
     public private(set) var appendLatency: [UInt64]
     /// Nanoseconds from the first frame's due time to the due time of each sampled frame.
     public private(set) var sampleTimes: [UInt64]
+    /// Nanoseconds of each hand-over the thread spent runnable but waiting for a CPU
+    /// (`RunQueueDelay`; all 0 when the kernel does not count it).
+    public private(set) var cpuWait: [UInt64]
+    /// Nanoseconds of each hand-over the thread ran on a CPU (0 when not counted).
+    public private(set) var onCPU: [UInt64]
     public private(set) var sampleCount = 0
+    /// The longest this thread woke after a frame was due while it slept (not while it was
+    /// still handing over an earlier frame), in nanoseconds: a frame can be late with every
+    /// hand-over fast when the thread itself did not run.
+    public private(set) var latestWakeUp: UInt64 = 0
 
     /// - Parameter inputQueueFrames: frames the capture card holds while the recorder is busy.
     public init(sizes: FrameSizes, fps: Double, inputQueueFrames: Int) {
@@ -20,6 +29,8 @@ public final class SimulatedRecorder {
         accounting = FrameAccounting(interval: UInt64((1e9 / fps).rounded()), inputQueueFrames: inputQueueFrames)
         appendLatency = Array(repeating: 0, count: sizes.sizes.count)
         sampleTimes = Array(repeating: 0, count: sizes.sizes.count)
+        cpuWait = Array(repeating: 0, count: sizes.sizes.count)
+        onCPU = Array(repeating: 0, count: sizes.sizes.count)
     }
 
     /// Nanoseconds from the first frame to frame `index`.
@@ -31,17 +42,26 @@ public final class SimulatedRecorder {
     ///   - onFrame: called after every frame (progress), with whether it was dropped.
     public func run(writer: FrameWriter, source: UnsafeRawBufferPointer, clock: BenchClock, start: UInt64,
                     onFrame: (Bool) -> Void = { _ in }) throws {
+        let delay = RunQueueDelay()
+        var idleSince: UInt64 = 0
         for (index, size) in sizes.sizes.enumerated() {
             if Interruption.requested { break }
             let due = start + offset(of: index)
             clock.sleep(until: due)
             let begin = clock.now()
+            let ready = max(due, idleSince)
+            latestWakeUp = max(latestWakeUp, begin &- min(begin, ready))
+            defer { idleSince = clock.now() }
+            let before = delay?.nanoseconds() ?? (onCPU: 0, waiting: 0)
             guard accounting.isStillQueued(due: due, now: begin) else {
                 onFrame(true)
                 continue
             }
             let accepted = try writer.append(UnsafeRawBufferPointer(rebasing: source[0..<size]))
             let end = clock.now()
+            let after = delay?.nanoseconds() ?? (onCPU: 0, waiting: 0)
+            onCPU[sampleCount] = after.onCPU &- before.onCPU
+            cpuWait[sampleCount] = after.waiting &- before.waiting
             accounting.handedOver(due: due, end: end, accepted: accepted)
             appendLatency[sampleCount] = end - begin
             sampleTimes[sampleCount] = due - start

@@ -17,6 +17,12 @@ enum BenchCommands {
         let inputQueue = try integer(&arguments, "--input-queue", default: 2)
         let bufferBudget = try arguments.option("--buffer-budget").map { Int(try SizeParser.bytes($0)) }
         let inPlace = arguments.flag("--in-place")
+        let realtime = try arguments.option("--realtime").map { text -> Int32 in
+            guard let priority = Int32(text), (1...99).contains(priority) else {
+                throw UsageError("--realtime is a SCHED_FIFO priority from 1 to 99, not \(text)")
+            }
+            return priority
+        }
         let json = arguments.flag("--json")
         let plotPath = try arguments.option("--plot")
         let landTo = try arguments.option("--land-to")
@@ -54,8 +60,9 @@ enum BenchCommands {
             throw UsageError("--bitrate (at least 1M, bits per second) or --frame-trace is required")
         }
         let streamBitrate = bitrate ?? Int64((Double(sizes.total) * 8 / duration).rounded())
-        let plan = RunPlan(streams: streams, bitrate: streamBitrate, fps: fps, sizes: sizes, inputQueueFrames: inputQueue,
+        var plan = RunPlan(streams: streams, bitrate: streamBitrate, fps: fps, sizes: sizes, inputQueueFrames: inputQueue,
                            scratchDirectory: "", bufferBudget: bufferBudget, inPlace: inPlace)
+        plan.realtimePriority = realtime
         // Each stream's bytes, and its capture's final padded block, allocation rounding and
         // grants not yet written (Docs/MULTI-CHANNEL.md).
         let bytesEach = sizes.total + (16 << 20)

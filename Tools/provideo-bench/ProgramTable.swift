@@ -28,6 +28,8 @@ let program = ProgramDescription(
             OptionDescription("--input-queue", "FRAMES", "frames a recorder holds before dropping (default 2)"),
             OptionDescription("--buffer-budget", "SIZE", "the capture's buffers (default three seconds of the bitrate)"),
             .flag("--in-place", "pool mode fills the capture's buffers in place (Capture.append(count:filling:))"),
+            OptionDescription("--realtime", "PRIORITY", "every mode's recorder threads run under SCHED_FIFO at PRIORITY "
+                              + "(1-99), as a capture application's input thread does (needs root or RLIMIT_RTPRIO)"),
             .flag("--json", "print the report as JSON"),
             OptionDescription("--plot", "FILE.svg", "draw the append latencies of each mode's first run"),
         ], isDefault: true),

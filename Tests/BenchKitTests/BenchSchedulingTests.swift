@@ -1,0 +1,108 @@
+import Foundation
+@testable import BenchKit
+import Glibc
+import Synchronization
+import TestSupport
+import Testing
+
+/// Where slow hand-overs spent their time, real-time recorder threads, and the host's free
+/// page reporting: the parts of the bench that explain a run's tail.
+@Suite struct BenchSchedulingTests {
+    @Test func slowestHandOversAreSplitIntoCPUWaitAndTheRest() {
+        // p99.9 of these 1,000 samples is the 999th (nearest rank): 90 ms and 100 ms are the
+        // slowest; the fast ones must not count.
+        var samples = (0..<998).map { _ in ModeRun.Sample(time: 0, latency: 1_000_000, cpuWait: 1_000_000, onCPU: 0) }
+        samples.append(ModeRun.Sample(time: 0, latency: 90_000_000, cpuWait: 60_000_000, onCPU: 10_000_000))
+        samples.append(ModeRun.Sample(time: 0, latency: 100_000_000, cpuWait: 0, onCPU: 28_000_000))
+        let shares = ModeReport.shares(samples, atOrAbove: Percentiles.summary(samples.map(\.latency)).p999)
+        let expected = (onCPU: 38.0 / 190, waiting: 60.0 / 190, elsewhere: 92.0 / 190)
+        #expect(abs((shares?.onCPU ?? 0) - expected.onCPU) < 1e-9)
+        #expect(abs((shares?.waitingForCPU ?? 0) - expected.waiting) < 1e-9)
+        #expect(abs((shares?.elsewhere ?? 0) - expected.elsewhere) < 1e-9)
+        // Without the kernel's accounting every sample reads 0: no figure rather than a false one.
+        let uncounted = samples.map { ModeRun.Sample(time: $0.time, latency: $0.latency) }
+        #expect(ModeReport.shares(uncounted, atOrAbove: 90_000_000) == nil)
+    }
+
+    @Test func freePageReportingIsFeatureBitFive() {
+        // This machine's balloon: STATS_VQ, DEFLATE_ON_OOM, REPORTING (bits 1, 2, 5).
+        #expect(FreePageReporting.offersReporting("0110010100000000000000000000000010000000\n"))
+        #expect(!FreePageReporting.offersReporting("0110000100000000000000000000000010000000\n"))
+        #expect(!FreePageReporting.offersReporting("01100"))
+    }
+
+    /// The thread's own CPU time, read through `/proc/thread-self/schedstat`, matches what
+    /// `CLOCK_THREAD_CPUTIME_ID` says it spun.
+    @Test(.enabled(if: TestSupport.isRoot, "needs root: turns kernel.task_delayacct on for the test"))
+    func runQueueDelayReadsTheThreadsOwnCPUTime() throws {
+        let accounting = SchedulerDelayAccounting()
+        defer { accounting.restore() }
+        #expect(accounting.isOn)
+        let result = Mutex<(spun: UInt64, counted: UInt64)?>(nil)
+        let thread = Thread {
+            guard let delay = RunQueueDelay() else { return }
+            func cpu() -> UInt64 {
+                var ts = timespec()
+                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
+                return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
+            }
+            let before = delay.nanoseconds(), start = cpu()
+            while cpu() - start < 30_000_000 {}
+            let spun = cpu() - start
+            result.withLock { $0 = (spun, delay.nanoseconds().onCPU - before.onCPU) }
+        }
+        thread.start()
+        let deadline = Date().addingTimeInterval(10)
+        while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        let measured = try #require(result.withLock { $0 })
+        // Both clocks count the same running; they differ by the reads themselves.
+        #expect(measured.counted > measured.spun * 9 / 10 && measured.counted < measured.spun * 11 / 10, "\(measured)")
+    }
+
+    @Test(.enabled(if: TestSupport.isRoot, "needs root (or RLIMIT_RTPRIO) for SCHED_FIFO"))
+    func realtimePriorityPutsTheThreadUnderFIFO() throws {
+        let seen = Mutex<(policy: Int32, priority: Int32)?>(nil)
+        let thread = Thread {
+            try? RealtimePriority.apply(7)
+            var policy: Int32 = 0
+            var parameter = sched_param()
+            pthread_getschedparam(pthread_self(), &policy, &parameter)
+            seen.withLock { $0 = (policy, parameter.sched_priority) }
+        }
+        thread.start()
+        let deadline = Date().addingTimeInterval(10)
+        while seen.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
+        let result = try #require(seen.withLock { $0 })
+        #expect(result.policy == Int32(SCHED_FIFO) && result.priority == 7)
+    }
+
+    @Test func realtimePriorityOutOfRangeIsAUsageError() throws {
+        let result = try TestSupport.run("provideo-bench", ["--fps", "25", "--duration", "1", "--bitrate", "10M", "--realtime", "0"])
+        #expect(result.status == 2)
+        #expect(result.stderr.hasPrefix("provideo-bench: --realtime is a SCHED_FIFO priority from 1 to 99, not 0"), "\(result.stderr)")
+    }
+}
+
+/// `Tools/copy-stall`, the C program that separates the machine's copy stalls from the engine:
+/// built with the system's compiler and run briefly.
+@Suite struct CopyStallToolTests {
+    static let source = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Tools/copy-stall/copy-stall.c").path
+
+    @Test func reportsEachThreadsCopyTimes() throws {
+        try TestSupport.withScratch { scratch in
+        _ = try TestSupport.shell("cc -Wall -Wextra -Werror -O2 -pthread -o \(scratch)/copy-stall \(Self.source)")
+        // 1 s, 2 threads, 1 MiB frames at 50 fps: 50 copies each.
+        let result = try TestSupport.run("\(scratch)/copy-stall", ["1", "2", "1", "50"])
+        #expect(result.status == 0, "\(result.stderr)")
+        let lines = result.stdout.split(separator: "\n").map(String.init)
+        #expect(lines.count == 2, "\(result.stdout)")
+        for (index, line) in lines.enumerated() {
+            let pattern = #"^thread \#(index): 50 copies, p50 [0-9.]+ p99 [0-9.]+ p99\.9 [0-9.]+ max [0-9.]+ ms, [0-9]+ over 4 ms$"#
+            #expect(line.range(of: pattern, options: .regularExpression) != nil, "\(line)")
+        }
+        let bad = try TestSupport.run("\(scratch)/copy-stall", ["1", "0"])
+        #expect(bad.status == 2 && bad.stderr.hasPrefix("copy-stall: bad argument '0'"), "\(bad.stderr)")
+        }
+    }
+}

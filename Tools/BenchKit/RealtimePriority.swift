@@ -1,0 +1,21 @@
+import Glibc
+
+/// Real-time scheduling for a recorder's thread, as capture applications run the thread that
+/// takes frames from the card: the thread runs before every `SCHED_OTHER` thread (the noisy
+/// neighbour, kernel flushers) whenever it is runnable.
+enum RealtimePriority {
+    /// Puts the calling thread under `SCHED_FIFO` at `priority`. The corresponding C function
+    /// is `pthread_setschedparam(3)`.
+    /// - Throws: `BenchError` when the process may not (it needs root, `CAP_SYS_NICE` or an
+    ///   `RLIMIT_RTPRIO` of at least `priority`).
+    static func apply(_ priority: Int32) throws {
+        var parameter = sched_param()
+        parameter.sched_priority = priority
+        let result = pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &parameter)
+        guard result == 0 else {
+            throw BenchError("cannot run a recorder thread under SCHED_FIFO at priority \(priority): "
+                             + String(cString: strerror(result)) + " (run as root, or raise RLIMIT_RTPRIO: "
+                             + "`ulimit -r \(priority)`)")
+        }
+    }
+}
