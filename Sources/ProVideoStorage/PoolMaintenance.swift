@@ -1,4 +1,5 @@
 import Foundation
+import CProVideo
 import Glibc
 
 /// A recording salvaged from a capture whose recorder died.
@@ -29,9 +30,12 @@ extension Pool {
     /// (see `RecordingCopy`) after which the pool's file is deleted. Run `replenishCapacity()`
     /// afterwards to turn the freed space back into reserve.
     /// - Returns: the path the recording now has.
-    /// - Throws: `.invalidArgument` when `held` is not a recording the pool holds;
-    ///   `.invalidDestination`, `.destinationExists` (nothing is overwritten); a copy error
-    ///   (the recording stays held and the move can be retried).
+    /// A take waiting to land (`landing`) is moved only while no `provideo land` transfers it,
+    /// and a partial copy an earlier transfer left at its landing destination is removed.
+    /// - Throws: `.invalidArgument` when `held` is not a recording the pool holds; `.busy`
+    ///   when a landing is transferring it; `.invalidDestination`, `.destinationExists`
+    ///   (nothing is overwritten); a copy error (the recording stays held and the move can be
+    ///   retried).
     @discardableResult
     public func moveHeldRecording(_ held: String, to destination: String? = nil) throws -> String {
         let held = FileSystem.absolute(held)
@@ -43,16 +47,38 @@ extension Pool {
         }
         let target = try resolveDestination(destination ?? note.destination)
         return try lock.withMutation {
+            // The transfer's own lock (`LandingTransfer`), held until the move is done: a lander
+            // never publishes a second copy of a take moved under it.
+            let landingLock = note.landing == true ? try FileDescriptor.open(held, O_RDWR | O_NOFOLLOW) : nil
+            if let landingLock, try !landingLock.lock(0, 1, wait: false) {
+                throw ProVideoError(.busy, "`provideo land` is landing \(held) now; move it once that landing stops "
+                                    + "(or let it land)", path: held)
+            }
+            let owner = try FileSystem.facts(held)
             note.movingTo = target
             try note.save(notePath, calls, access: access)
-            let outcome = try RecordingMove(calls: calls).move(held, length: Int64(try FileSystem.facts(held).size),
+            let outcome = try RecordingMove(calls: calls).move(held, length: Int64(owner.size),
                                                                 to: target, tag: FileSystem.lastComponent(of: held))
             if outcome == .copied { try FileSystem.remove(held) }
             try FileSystem.remove(notePath)
-            // A take that was waiting to land: its progress record goes with it.
-            try FileSystem.remove(LandingRecord.path(forHeld: held))
+            if landingLock != nil {
+                try removePartialLanding(of: held, at: note.destination, owner: owner, movedTo: target)
+            }
             try FileSystem.syncDirectory(layout.recordings, calls)
             return target
+        }
+    }
+
+    /// What a take waiting to land leaves when it is moved instead: its progress record, and
+    /// the temporary file an interrupted transfer left beside the landing destination (removed
+    /// as the take's owner, as `LandingTransfer` made it; a move to that same destination
+    /// reused the name and left nothing).
+    private func removePartialLanding(of held: String, at landing: String, owner: pv_file_facts, movedTo target: String) throws {
+        try FileSystem.remove(LandingRecord.path(forHeld: held))
+        guard target != landing else { return }
+        let partial = RecordingCopy.temporaryPath(for: landing, tag: FileSystem.lastComponent(of: held))
+        try ThreadIdentity.acting(as: owner.uid, owner.gid) {
+            if FileSystem.existsWithoutFollowing(partial) { try FileSystem.remove(partial) }
         }
     }
 
