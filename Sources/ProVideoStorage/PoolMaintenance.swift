@@ -126,11 +126,19 @@ extension Pool {
     }
 
     /// Adds `recording` to the salvage log, so `provideo list` shows it whichever process
-    /// salvaged it.
+    /// salvaged it. The log keeps the newest entries that fit in the room the pool's headroom
+    /// holds for it (`MetadataHeadroom.recoveredLogBytes`, about 100 entries): the oldest are
+    /// dropped, so a full filesystem can always take the next salvage's log.
     func logSalvage(_ recording: SalvagedRecording) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted]
-        try FileSystem.replaceDurably(layout.recoveredLog, with: Array(try encoder.encode(recoveredRecordings() + [recording])), calls, access: access)
+        var entries = recoveredRecordings() + [recording]
+        var bytes = try encoder.encode(entries)
+        while bytes.count > MetadataHeadroom.recoveredLogBytes && entries.count > 1 {
+            entries.removeFirst()
+            bytes = try encoder.encode(entries)
+        }
+        try FileSystem.replaceDurably(layout.recoveredLog, with: Array(bytes), calls, access: access)
     }
 
     /// Checks the pool's accounting against what the filesystem really allocated. Returns one

@@ -113,6 +113,28 @@ extension CrashTests {
 }
 
 extension CrashTests {
+    /// The salvage log keeps the newest entries that fit the room the headroom holds for it,
+    /// so a pool salvaging for years never outgrows it.
+    @Suite struct SalvageLog {
+        @Test func keepsTheNewestEntriesThatFitItsRoom() throws {
+            try withPool { pool, _ in
+                let directory = "/media/" + String(repeating: "d", count: 100)
+                for index in 0..<300 {
+                    try pool.logSalvage(SalvagedRecording(path: "\(directory)/take-\(index).mov", length: Int64(index),
+                                                          salvagedAt: Double(index)))
+                }
+                let kept = pool.recoveredRecordings()
+                let size = try FileSystem.facts(pool.layout.recoveredLog).size
+                #expect(size <= UInt64(MetadataHeadroom.recoveredLogBytes), "\(size) bytes")
+                #expect(kept.count >= 50 && kept.count < 300, "\(kept.count) entries")
+                // The newest, in order, ending with the last one logged.
+                #expect(kept.map(\.length) == Array(Int64(300 - kept.count)..<300))
+            }
+        }
+    }
+}
+
+extension CrashTests {
     /// `move` of a held recording killed right after its rename (same filesystem) or right
     /// after the copy's final rename (another filesystem, EXDEV simulated through
     /// `SystemCalls`), before the pool forgot the recording. The next processes must not
