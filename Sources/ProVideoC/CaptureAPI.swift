@@ -201,6 +201,11 @@ extension CaptureOptions {
             options.overrun_policy = Int32(PROVIDEO_OVERRUN_WAIT)
             options.overrun_wait_ns = nanoseconds
         }
+        options.landing = switch landing {
+        case .automatic: UInt32(PROVIDEO_LANDING_AUTOMATIC)
+        case .inFinish: UInt32(PROVIDEO_LANDING_FINISH)
+        case .background: UInt32(PROVIDEO_LANDING_BACKGROUND)
+        }
         return options
     }
 
@@ -221,7 +226,15 @@ extension CaptureOptions {
             policy = .wait(nanoseconds: options.overrun_wait_ns)
         default: throw bad("unknown overrun policy \(options.overrun_policy)")
         }
+        let landing: LandingMode
+        switch Int(options.landing) {
+        case Int(PROVIDEO_LANDING_AUTOMATIC): landing = .automatic
+        case Int(PROVIDEO_LANDING_FINISH): landing = .inFinish
+        case Int(PROVIDEO_LANDING_BACKGROUND): landing = .background
+        default: throw bad("unknown landing \(options.landing) (PROVIDEO_LANDING_AUTOMATIC, _FINISH or _BACKGROUND)")
+        }
         self.init(bitrate: options.bitrate, bufferBudget: options.buffer_budget == 0 ? nil : Int(options.buffer_budget),
                   durabilityInterval: options.durability_interval_ns, overrunPolicy: policy)
+        self.landing = landing
     }
 }

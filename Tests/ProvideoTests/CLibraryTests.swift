@@ -7,9 +7,13 @@ import Testing
 /// regular MOV through a custom AVIOContext, and the GStreamer sink, each built against the
 /// installed library with pkg-config alone and run as its own process.
 @Suite(.serialized) struct CLibraryTests {
-    /// Every call of provideo.h, bad handles, NULL pointers, a busy pool, storage full and
-    /// in-place appends, checked byte for byte by the C program itself.
+    /// Every call of provideo.h, bad handles, NULL pointers, a busy pool, storage full,
+    /// in-place appends and landing on another filesystem (/dev/shm, tmpfs), checked byte for
+    /// byte by the C program itself; the take it leaves waiting lands with `provideo land`.
     @Test func apiTestProgramPassesEveryCheck() throws {
+        var template = Array("/dev/shm/provideo-tests-XXXXXX".utf8CString)
+        let landing = try #require(mkdtemp(&template).map { String(cString: $0) })
+        defer { TestSupport.removeTree(landing) }
         try TestSupport.withScratch { scratch in
             let library = try CLibrary(scratch: scratch)
             for file in ["lib/libprovideo.so", "include/provideo.h", "lib/pkgconfig/provideo.pc", "bin/provideo"] {
@@ -19,10 +23,16 @@ import Testing
             let pool = scratch + "/pool"
             try FS.createPool(pool, capacity: "16M")
             // No LD_LIBRARY_PATH: the program's RUNPATH finds libprovideo.so, the library's the Swift runtime.
-            let result = try TestSupport.run(scratch + "/api-test", [pool, "16777216", scratch],
+            let result = try TestSupport.run(scratch + "/api-test", [pool, "16777216", scratch, landing],
                                              environment: ["LD_LIBRARY_PATH": ""])
             #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
             #expect(result.stdout.contains(", 0 failed"), "\(result.stdout)")
+            #expect(!FileManager.default.fileExists(atPath: landing + "/lands-later.mov"))
+            let land = try TestSupport.run("provideo", ["--pool", pool, "land"])
+            #expect(land.status == 0, "\(land.stdout)\(land.stderr)")
+            let landed = (try? Data(contentsOf: URL(fileURLWithPath: landing + "/lands-later.mov"))) ?? Data()
+            let inFinish = (try? Data(contentsOf: URL(fileURLWithPath: landing + "/landed-in-finish.mov"))) ?? Data()
+            #expect(landed.count == 1 << 20 && landed == inFinish, "both takes hold the same MiB")
             let status = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
             #expect(status.stdout.contains("\"busyReasons\" : [\n\n  ]") || status.stdout.contains("\"busyReasons\" : []"))
         }

@@ -3,10 +3,11 @@
  * byte for byte. Built and run by Tests/ProvideoTests/CLibraryTests.swift against an installed
  * libprovideo (pkg-config), so it also proves the install.
  *
- *   api-test POOL CAPACITY SCRATCH
+ *   api-test POOL CAPACITY SCRATCH [LANDING]
  *
  * POOL: an idle pool of CAPACITY bytes (created by the test); SCRATCH: a directory for the
- * destinations. Prints one line per failed check and "api-test: N checks passed"; exit 0 only
+ * destinations; LANDING: a directory on another filesystem than the pool's (the landing
+ * checks run only with it). Prints one line per failed check and "api-test: N checks passed"; exit 0 only
  * when every check passed.
  */
 #include <errno.h>
@@ -108,8 +109,8 @@ static void *append_many(void *arg) {
 }
 
 int main(int argc, char **argv) {
-    if (argc != 4) {
-        fprintf(stderr, "usage: %s POOL CAPACITY SCRATCH\n", argv[0]);
+    if (argc != 4 && argc != 5) {
+        fprintf(stderr, "usage: %s POOL CAPACITY SCRATCH [LANDING]\n", argv[0]);
         return 2;
     }
     const char *pool_path = argv[1];
@@ -174,7 +175,8 @@ int main(int argc, char **argv) {
     provideo_capture_options options;
     provideo_capture_options_init(&options);
     CHECK(options.bitrate == 880000000 && options.buffer_budget == 0 && options.durability_interval_ns == 1000000000u &&
-              options.overrun_policy == PROVIDEO_OVERRUN_WAIT && options.overrun_wait_ns == 2000000000u,
+              options.overrun_policy == PROVIDEO_OVERRUN_WAIT && options.overrun_wait_ns == 2000000000u &&
+              options.landing == PROVIDEO_LANDING_AUTOMATIC,
           "defaults");
     provideo_capture_options_init(NULL); /* harmless */
     provideo_capture *capture = (provideo_capture *)(uintptr_t)1;
@@ -185,6 +187,10 @@ int main(int argc, char **argv) {
     options.overrun_policy = 7;
     FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_start(pool, dest1, &options, &capture, &err));
     options.overrun_policy = PROVIDEO_OVERRUN_WAIT;
+    options.landing = 3;
+    FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_start(pool, dest1, &options, &capture, &err));
+    CHECK(strstr(err.message, "landing") != NULL, "%s", err.message);
+    options.landing = PROVIDEO_LANDING_AUTOMATIC;
     options.overrun_wait_ns = 31000000000u;
     FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_start(pool, dest1, &options, &capture, &err));
     options.overrun_wait_ns = 2000000000u;
@@ -384,6 +390,31 @@ int main(int argc, char **argv) {
     OK(provideo_capture_finish(capture, &recording, &err));
     CHECK(recording.length == 2 * 200 * 4096, "threaded length %" PRId64, recording.length);
     OK(provideo_capture_close(capture, &err));
+
+    /* ---- landing on another filesystem: in finish, or kept in the pool for `provideo land` ---- */
+    if (argc == 5) {
+        char landed[4096], waiting[4096];
+        snprintf(landed, sizeof landed, "%s/landed-in-finish.mov", argv[4]);
+        snprintf(waiting, sizeof waiting, "%s/lands-later.mov", argv[4]);
+        fill_pattern(mib, 1 << 20, 0, 11);
+        options.landing = PROVIDEO_LANDING_FINISH;
+        OK(provideo_capture_start(pool, landed, &options, &capture, &err));
+        OK(provideo_capture_append(capture, mib, 1 << 20, &err));
+        OK(provideo_capture_finish(capture, &recording, &err));
+        CHECK(strcmp(recording.path, landed) == 0 && file_holds(landed, mib, 1 << 20), "landed in finish: %s",
+              recording.path);
+        OK(provideo_capture_close(capture, &err));
+        options.landing = PROVIDEO_LANDING_BACKGROUND;
+        OK(provideo_capture_start(pool, waiting, &options, &capture, &err));
+        OK(provideo_capture_append(capture, mib, 1 << 20, &err));
+        OK(provideo_capture_finish(capture, &recording, &err));
+        CHECK(strncmp(recording.path, pool_path, strlen(pool_path)) == 0 && !exists(waiting) &&
+                  file_holds(recording.path, mib, 1 << 20),
+              "waits in the pool: %s", recording.path);
+        CHECK(recording.length == 1 << 20, "waiting length %" PRId64, recording.length);
+        OK(provideo_capture_close(capture, &err));
+        options.landing = PROVIDEO_LANDING_AUTOMATIC;
+    }
 
     /* ---- close the pool; the handle is gone ---- */
     OK(provideo_pool_close(pool, &err));

@@ -81,6 +81,17 @@ enum {
     PROVIDEO_OVERRUN_FAIL = 1  /* PROVIDEO_E_OVERRUN at once: the recorder drops the frame */
 };
 
+/* When a recording whose destination is on another filesystem than the pool is copied there
+ * (Docs/LANDING.md). A destination on the pool's filesystem is always a rename in finish. */
+enum {
+    PROVIDEO_LANDING_AUTOMATIC = 0,  /* in the background for network and FUSE filesystems
+                                        (GlusterFS, CephFS, NFS, SMB), in finish elsewhere */
+    PROVIDEO_LANDING_FINISH = 1,     /* in provideo_capture_finish, which returns once the copy
+                                        is verified and published */
+    PROVIDEO_LANDING_BACKGROUND = 2  /* finish keeps the recording durable in the pool (its
+                                        path there is returned); `provideo land` copies it */
+};
+
 /* Caller-owned error report; see "Errors" above. */
 typedef struct provideo_error {
     int code;          /* a provideo_code */
@@ -107,7 +118,7 @@ typedef struct provideo_capture_options {
     uint64_t durability_interval_ns; /* how often the committed length is made durable;
                                         0 commits after every frame */
     int32_t overrun_policy;          /* PROVIDEO_OVERRUN_WAIT or PROVIDEO_OVERRUN_FAIL */
-    uint32_t reserved;               /* 0 */
+    uint32_t landing;                /* PROVIDEO_LANDING_AUTOMATIC, _FINISH or _BACKGROUND */
     uint64_t overrun_wait_ns;        /* for PROVIDEO_OVERRUN_WAIT; at most 30 s */
 } provideo_capture_options;
 
