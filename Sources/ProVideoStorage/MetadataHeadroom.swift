@@ -16,21 +16,33 @@ import Glibc
 /// plus the blocks the filesystem needs to map the reserve's extents: ext4 keeps at most 340
 /// extents of at most 128 MiB in one 4 KiB index block (ext4 disk layout, "Extent Tree"),
 /// XFS about as many records in one block of its extent B+tree, so one block per 42.5 GiB.
+///
+/// btrfs needs more: every change to its trees (a rename, a write into preallocated NOCOW
+/// blocks) first reserves metadata for the worst case, nodesize × 8 levels × 2 per item
+/// (`btrfs_calc_insert_metadata_size`), a rename 5 items or more, and refuses with ENOSPC
+/// when the free space cannot cover that reservation, however little the change really
+/// writes. On a full 96 MiB btrfs (mixed block groups, 4 KiB nodes) a rename failed with
+/// 512 KiB freed and worked with 1 MiB; with the default 16 KiB nodes a rename reserves
+/// 1.25 MiB. So on btrfs the headroom holds `btrfsTransactionBytes` more.
 enum MetadataHeadroom {
     /// Room for the salvage log: about 150 bytes per salvaged recording, so about 100 of them.
     static let recoveredLogBytes: Int64 = 16 << 10
     static let smallFiles: Int64 = 2 + 4 + 3 + 1
     static let bytesMappedPerIndexBlock: Int64 = 340 * (128 << 20)
+    /// A rename's metadata reservation on btrfs with 16 KiB nodes, with room to spare.
+    static let btrfsTransactionBytes: Int64 = 2 << 20
 
     /// - Parameters:
     ///   - blockSize: the filesystem block size in bytes.
     ///   - directIOBlock: the pool's direct-I/O alignment in bytes (the `progress` file's size).
     ///   - capacity: the reserve's size in bytes.
-    static func bytes(blockSize: Int64, directIOBlock: Int64, capacity: Int64) -> Int64 {
+    ///   - btrfs: the filesystem is btrfs (see `btrfsTransactionBytes`).
+    static func bytes(blockSize: Int64, directIOBlock: Int64, capacity: Int64, btrfs: Bool = false) -> Int64 {
         let block = max(blockSize, 512)
         func blocks(_ bytes: Int64) -> Int64 { (bytes + block - 1) / block * block }
         let indexBlocks = capacity / bytesMappedPerIndexBlock + 1
         return smallFiles * block + 2 * blocks(recoveredLogBytes) + blocks(directIOBlock) + indexBlocks * block
+            + (btrfs ? btrfsTransactionBytes : 0)
     }
 }
 

@@ -468,7 +468,7 @@ public final class Pool: @unchecked Sendable {
     func reserve(_ file: String) -> Reserve {
         let storage = configuration.storage
         return Reserve(path: file, calls: calls, access: access, unit: Int64(max(storage.directIOAlignment.io, storage.blockSize)),
-                       blockSize: Int64(storage.blockSize))
+                       blockSize: Int64(storage.blockSize), isBtrfs: storage.isBtrfs)
     }
 
     func busyError(_ busy: BusyReasons, action: String) -> ProVideoError {

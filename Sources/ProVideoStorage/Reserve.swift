@@ -13,6 +13,8 @@ struct Reserve {
     let unit: Int64
     /// The filesystem's block size in bytes (for `MetadataHeadroom`).
     let blockSize: Int64
+    /// The filesystem is btrfs, whose metadata reservations the headroom must cover too.
+    var isBtrfs = false
 
     /// The reserve's size in bytes, 0 when there is no reserve file.
     func size() throws -> Int64 {
@@ -79,7 +81,7 @@ struct Reserve {
 
     /// `MetadataHeadroom` for a reserve of `size` bytes.
     func headroom(reaching size: Int64) -> Int64 {
-        MetadataHeadroom.bytes(blockSize: blockSize, directIOBlock: unit, capacity: size)
+        MetadataHeadroom.bytes(blockSize: blockSize, directIOBlock: unit, capacity: size, btrfs: isBtrfs)
     }
 
     private static func notEnoughSpace(needed: Int64, available: Int64, errno: Int32, path: String) -> ProVideoError {

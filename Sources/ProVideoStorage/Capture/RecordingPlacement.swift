@@ -32,16 +32,26 @@ extension Pool {
         if sameFilesystem { try sealRecording(files, length: length) }
         if !sameFilesystem && journal.landInBackground == true { return try queueForLanding(files, journal, length: length) }
         let mover = RecordingMove(calls: calls)
+        // On btrfs even a rename needs free space (its metadata reservation, see
+        // `MetadataHeadroom`): on a full filesystem the spare gives its blocks for it. A copy's
+        // ENOSPC is the destination's, which the spare cannot help.
+        func move(to target: String) throws {
+            guard sameFilesystem, let spare = access.spare else {
+                _ = try mover.move(files.data, length: length, to: target, tag: journal.id, renaming: sameFilesystem)
+                return
+            }
+            _ = try spare.retryingOnFullFilesystem(calls) {
+                try mover.move(files.data, length: length, to: target, tag: journal.id, renaming: true)
+            }
+        }
         var target = destination
         do {
             do {
-                _ = try mover.move(files.data, length: length, to: target, tag: journal.id,
-                                              renaming: sameFilesystem)
+                try move(to: target)
                 return Placement(path: target, problem: nil)
             } catch let error as ProVideoError where error.code == .destinationExists && whenTaken == .recoveredSibling {
                 target = Self.recoveredName(destination, id: journal.id)
-                _ = try mover.move(files.data, length: length, to: target, tag: journal.id,
-                                              renaming: sameFilesystem)
+                try move(to: target)
                 return Placement(path: target, problem: nil)
             }
         } catch let error as ProVideoError {

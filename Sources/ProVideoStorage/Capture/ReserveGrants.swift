@@ -62,6 +62,6 @@ struct ReserveGrants {
     /// Puts the capture's file back to `size` bytes, freeing blocks a failed fallocate kept.
     private func rollBack(_ data: FileDescriptor, to size: Int64) throws {
         try Reserve(path: data.path, calls: reserve.calls, access: reserve.access, unit: reserve.unit,
-                    blockSize: reserve.blockSize).rollBack(data, to: size)
+                    blockSize: reserve.blockSize, isBtrfs: reserve.isBtrfs).rollBack(data, to: size)
     }
 }
