@@ -67,11 +67,18 @@ struct ExhaustionTests {
         try FS.provideo(pool, "record", destination, "--bitrate", "80M", stdin: Data(bytes))
     }
 
-    /// ext4 with space, then inodes, used up; XFS with space used up (it allocates inodes on
-    /// demand from free space, so running out of space is running out of inodes).
-    @Test(arguments: [("ext4", Resource.space), ("ext4", .inodes), ("xfs", .space)])
+    /// ext4 with space, then inodes, used up; XFS and btrfs with space used up (they allocate
+    /// inodes on demand from free space, so running out of space is running out of inodes).
+    @Test(arguments: [("ext4", Resource.space), ("ext4", .inodes), ("xfs", .space), ("btrfs", .space)])
     func everyStepWorksOrFailsCleanly(type: String, resource: Resource) throws {
-        let (megabytes, options) = type == "xfs" ? (320, "") : (96, "-m 0 -N 96")
+        let (megabytes, options) = switch type {
+        case "xfs": (320, "")
+        // mkfs.btrfs refuses less than 109 MiB with separate data and metadata block groups
+        // ("minimum size for each btrfs device is 114294784"); mixed ones (-M) fit in 96 MiB,
+        // and there data and metadata run out together, as space and inodes do on XFS.
+        case "btrfs": (96, "-M")
+        default: (96, "-m 0 -N 96")
+        }
         try LoopFilesystem.with(type, megabytes: megabytes, mkfsOptions: options) { fs in
             try LoopFilesystem.with("ext4", megabytes: 48, mkfsOptions: "-m 0 -N 64") { other in
                 let pool = fs.mountPoint + "/pool"
