@@ -135,6 +135,47 @@ import Testing
         #expect(error?.message.contains("no progress") == true)
     }
 
+    /// A data write that fails with ENOSPC (on btrfs, once a neighbour filled the filesystem)
+    /// draws on the pool's spare once and is made again: the take is whole. ENOSPC on every
+    /// write fails the capture after that one release, with its committed bytes safe.
+    @Test(arguments: [1, Int.max])
+    func noSpaceDrawsOnTheSpareOnce(failures: Int) throws {
+        let failed = Shared(0)
+        var calls = SystemCalls.live
+        calls.writeCompletion = { requested, result in
+            guard requested >= 64 << 10 else { return result }
+            return failed.update { count in
+                guard count < failures else { return result }
+                count += 1
+                return -ENOSPC
+            }
+        }
+        try withPool(calls: calls) { (pool, scratch) throws in
+            let spare = try #require(pool.access.spare)
+            #expect(spare.size() > 0)
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: testOptions)
+            let frames = (0..<12).map { TestSupport.pattern(256 << 10, seed: UInt64($0)) }
+            var failure: ProVideoError?
+            do {
+                for frame in frames { try capture.append(frame) }
+                let result = try capture.finish()
+                let whole = TestSupport.fileHolds(result.path, frames.flatMap { $0 })
+                #expect(whole)
+                #expect(result.statistics.spareReleases == 1)
+            } catch let error as ProVideoError {
+                failure = error
+            }
+            if failures == 1 {
+                #expect(failure == nil, "\(String(describing: failure))")
+                #expect(failed.update { $0 } == 1)
+            } else {
+                #expect(failure?.code == .notEnoughSpace, "\(String(describing: failure))")
+                #expect(failure?.message.contains("committed and safe") == true)
+                #expect(spare.size() == 0, "the spare was released once")
+            }
+        }
+    }
+
     /// EIO on the 5th write stops the capture with a typed error saying how many bytes are
     /// safe; every later call reports it; reopening the pool salvages the committed bytes.
     @Test func ioErrorStopsTheCaptureAndTheRestIsSalvaged() throws {

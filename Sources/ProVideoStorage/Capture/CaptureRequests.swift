@@ -186,6 +186,14 @@ extension Capture {
         if tag == .cancel { return }
         outstanding -= 1
         let result = completion.result
+        if result == -ENOSPC, tag != .progress, pool.access.spare?.release(pool.calls) == true {
+            // btrfs reserves metadata even to write into preallocated NOCOW blocks, so once a
+            // neighbour fills the filesystem a write can fail with ENOSPC (ext4 and XFS write
+            // there without allocating). Nothing was written: the spare gives its blocks back
+            // once and the same request is made again; a second ENOSPC fails the capture.
+            statistics.spareReleases += 1
+            return try reissue(tag)
+        }
         switch tag {
         case .slotWrite(let slot):
             statistics.writeCompletions += 1
@@ -216,9 +224,25 @@ extension Capture {
         case .progress:
             progressInFlight = false
             // A short write leaves the old value readable; the next publish writes it again.
-            if result < 0 && result != -ECANCELED { throw ProVideoError.system("write", errno: -result, path: progress.path) }
+            // So does ENOSPC (btrfs, above): other processes see a stale length meanwhile,
+            // never a wrong one, and the recording does not stop for it.
+            if result < 0 && result != -ECANCELED && result != -ENOSPC {
+                throw ProVideoError.system("write", errno: -result, path: progress.path)
+            }
         case .cancel:
             break
+        }
+    }
+
+    /// Makes the request `tag` again, from where it stands (a completion that failed before
+    /// writing anything leaves its progress as it was).
+    private func reissue(_ tag: CompletionTag) throws {
+        switch tag {
+        case .slotWrite(let slot): try issue(ring.rest(of: slot))
+        case .flush(let slot): try issue(ring.flushWrite(slot, progress: commits.flush))
+        case .dataSync: try issueDataSync()
+        case .commitRecord: try issueRecord()
+        case .progress, .cancel: break
         }
     }
 

@@ -10,6 +10,9 @@ public struct CaptureStatistics: Sendable {
     public var writeCompletions: Int64 = 0
     /// Writes that completed short and were resubmitted from an aligned boundary.
     public var shortWritesRetried: Int64 = 0
+    /// Requests made again after the pool's spare gave its blocks back: a write that failed
+    /// with ENOSPC, as one into preallocated blocks can on a full btrfs.
+    public var spareReleases: Int64 = 0
     /// Appends that found every buffer in flight (they waited or failed, per the policy).
     public var overruns: Int64 = 0
     /// Appends refused with `.overrun`.
