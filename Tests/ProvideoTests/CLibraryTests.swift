@@ -115,11 +115,12 @@ import Testing
 
         /// Runs `gst-launch-1.0 videotestsrc num-buffers=N ! … ! MUXER ! provideosink …`.
         func record(frames: Int, size: String = "640x360", muxer: String = "qtmux", pool: String,
-                    location: String) throws -> TestSupport.ProcessResult {
+                    location: String, landing: String? = nil) throws -> TestSupport.ProcessResult {
             let dimensions = size.split(separator: "x")
             let pipeline = "videotestsrc num-buffers=\(frames) ! video/x-raw,width=\(dimensions[0]),height=\(dimensions[1]) "
                 + "! videoconvert ! video/x-raw,format=I422_10LE ! avenc_prores_ks profile=hq ! \(muxer) "
                 + "! provideosink pool=\(pool) location=\(location) bitrate=200000000"
+                + (landing.map { " landing=\($0)" } ?? "")
             return try TestSupport.run("/usr/bin/gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init),
                                        environment: environment)
         }
@@ -151,6 +152,34 @@ import Testing
             #expect(again.stderr.contains("already exists; it is never overwritten"), "\(again.stderr)")
             let untouched = TestSupport.readFile(mov) == before
             #expect(untouched)
+        }
+    }
+
+    /// landing=background to another filesystem (/dev/shm): the pipeline ends with the take
+    /// waiting in the pool, and `provideo land` puts it at the location, decodable; a landing
+    /// value the sink does not know fails the pipeline before any capture starts.
+    @Test func landingInTheBackground() throws {
+        var template = Array("/dev/shm/provideo-tests-XXXXXX".utf8CString)
+        let elsewhere = try #require(mkdtemp(&template).map { String(cString: $0) })
+        defer { TestSupport.removeTree(elsewhere) }
+        try TestSupport.withScratch { scratch in
+            let plugin = try Plugin(scratch: scratch)
+            let pool = scratch + "/pool"
+            try FS.createPool(pool, capacity: "32M")
+            let location = elsewhere + "/take.mov"
+            let result = try plugin.record(frames: 20, pool: pool, location: location, landing: "background")
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: location))
+            #expect(try TestSupport.poolListing(pool).recordings.count == 1)
+            let land = try TestSupport.run("provideo", ["--pool", pool, "land"])
+            #expect(land.status == 0, "\(land.stderr)")
+            #expect(try Probe.frames(location) == 20)
+            #expect(try TestSupport.poolListing(pool).recordings.isEmpty)
+
+            let unknown = try plugin.record(frames: 5, pool: pool, location: elsewhere + "/other.mov", landing: "later")
+            #expect(unknown.status != 0)
+            #expect(unknown.stderr.contains("landing=later: use automatic, finish or background"), "\(unknown.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: elsewhere + "/other.mov"))
         }
     }
 

@@ -5,7 +5,9 @@
  *       ! provideosink pool=/srv/pool location=/media/take1.mov bitrate=880000000
  *
  * Properties: location (the destination), pool (the pool directory; unset: $PROVIDEO_POOL,
- * else /var/lib/provideo), bitrate (bit/s, sizes the capture's buffers).
+ * else /var/lib/provideo), bitrate (bit/s, sizes the capture's buffers), landing (automatic,
+ * finish or background: when a location on another filesystem than the pool gets the
+ * recording; background leaves it in the pool for `provideo land`).
  *
  * Like filesink: a buffer at the end is appended; a BYTES segment event (qtmux, mp4mux and
  * matroskamux seek back to patch sizes in headers) moves the write position, and the buffers
@@ -21,6 +23,7 @@
 #include <gst/base/gstbasesink.h>
 #include <gst/gst.h>
 #include <inttypes.h>
+#include <string.h>
 
 #include <provideo.h>
 
@@ -35,6 +38,7 @@ typedef struct {
     gchar *location;
     gchar *pool_path;
     gint64 bitrate;
+    gchar *landing;
     provideo_pool *pool;
     provideo_capture *capture;
     gint64 position; /* where the next buffer goes */
@@ -47,7 +51,7 @@ typedef struct {
     GstBaseSinkClass parent_class;
 } ProvideoSinkClass;
 
-enum { PROP_0, PROP_LOCATION, PROP_POOL, PROP_BITRATE };
+enum { PROP_0, PROP_LOCATION, PROP_POOL, PROP_BITRATE, PROP_LANDING };
 
 G_DEFINE_TYPE(ProvideoSink, provideo_sink, GST_TYPE_BASE_SINK)
 
@@ -93,6 +97,17 @@ static gboolean provideo_sink_start(GstBaseSink *base) {
     provideo_capture_options options;
     provideo_capture_options_init(&options);
     if (self->bitrate > 0) options.bitrate = self->bitrate;
+    if (!self->landing || strcmp(self->landing, "automatic") == 0) {
+        options.landing = PROVIDEO_LANDING_AUTOMATIC;
+    } else if (strcmp(self->landing, "finish") == 0) {
+        options.landing = PROVIDEO_LANDING_FINISH;
+    } else if (strcmp(self->landing, "background") == 0) {
+        options.landing = PROVIDEO_LANDING_BACKGROUND;
+    } else {
+        GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("landing=%s: use automatic, finish or background", self->landing),
+                          (NULL));
+        return FALSE;
+    }
     if (provideo_pool_open(self->pool_path, &self->pool, &err) != 0) {
         post_error(self, "start", &err);
         return FALSE;
@@ -248,6 +263,10 @@ static void provideo_sink_set_property(GObject *object, guint id, const GValue *
         self->pool_path = g_value_dup_string(value);
         break;
     case PROP_BITRATE: self->bitrate = g_value_get_int64(value); break;
+    case PROP_LANDING:
+        g_free(self->landing);
+        self->landing = g_value_dup_string(value);
+        break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, spec);
     }
 }
@@ -258,6 +277,7 @@ static void provideo_sink_get_property(GObject *object, guint id, GValue *value,
     case PROP_LOCATION: g_value_set_string(value, self->location); break;
     case PROP_POOL: g_value_set_string(value, self->pool_path); break;
     case PROP_BITRATE: g_value_set_int64(value, self->bitrate); break;
+    case PROP_LANDING: g_value_set_string(value, self->landing ? self->landing : "automatic"); break;
     default: G_OBJECT_WARN_INVALID_PROPERTY_ID(object, id, spec);
     }
 }
@@ -266,6 +286,7 @@ static void provideo_sink_finalize(GObject *object) {
     ProvideoSink *self = (ProvideoSink *)object;
     g_free(self->location);
     g_free(self->pool_path);
+    g_free(self->landing);
     G_OBJECT_CLASS(provideo_sink_parent_class)->finalize(object);
 }
 
@@ -288,6 +309,12 @@ static void provideo_sink_class_init(ProvideoSinkClass *klass) {
         gobject, PROP_BITRATE,
         g_param_spec_int64("bitrate", "Bitrate", "Expected bitrate in bit/s (sizes the capture buffers)", 1, G_MAXINT64,
                            880000000, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+    g_object_class_install_property(
+        gobject, PROP_LANDING,
+        g_param_spec_string("landing", "Landing",
+                            "When a location on another filesystem gets the recording: automatic (in the background "
+                            "for network filesystems), finish, or background (`provideo land` copies it)",
+                            "automatic", G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
     gst_element_class_set_static_metadata(element, "Pro Video Storage sink", "Sink/File",
                                           "Records into a preallocated Pro Video Storage pool",
                                           "Pro Video Storage for Linux");
