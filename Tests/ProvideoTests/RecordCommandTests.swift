@@ -21,6 +21,59 @@ import Testing
         }
     }
 
+    /// A read error mid-take (the encoder's connection reset) ends the take like end of input:
+    /// every byte received is at the destination, and the exit status (1) and message say the
+    /// input failed. An input that fails at once (a directory) records nothing and leaves no
+    /// file.
+    @Test func aFailedReadKeepsWhatArrived() throws {
+        try TestSupport.withScratch { scratch in
+            let pool = scratch + "/pool"
+            try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", "16M"])
+            // A Unix stream socket closed with unread data of its own: the reader gets every
+            // byte sent, then ECONNRESET (unix_release_sock).
+            var ends: [Int32] = [0, 0]
+            #expect(socketpair(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0, &ends) == 0)
+            let recorder = Process()
+            recorder.executableURL = URL(fileURLWithPath: TestSupport.productsDirectory + "/provideo")
+            recorder.arguments = ["--pool", pool, "record", scratch + "/take.mov", "--bitrate", "100M"]
+            recorder.standardInput = FileHandle(fileDescriptor: ends[1], closeOnDealloc: false)
+            let errors = Pipe()
+            recorder.standardError = errors
+            recorder.standardOutput = Pipe()
+            try recorder.run()
+            #expect(write(ends[1], "unread", 6) == 6)
+            close(ends[1])
+            let input = TestSupport.pattern(3_000_000, seed: 21)
+            let sent = input.withUnsafeBytes { bytes in
+                var offset = 0
+                while offset < bytes.count {
+                    let n = write(ends[0], bytes.baseAddress! + offset, bytes.count - offset)
+                    if n <= 0 { break }
+                    offset += n
+                }
+                return offset
+            }
+            #expect(sent == input.count)
+            usleep(500_000)
+            close(ends[0])
+            recorder.waitUntilExit()
+            let message = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            #expect(recorder.terminationStatus == 1)
+            #expect(message.contains("reading the input failed: Connection reset by peer; the 2.9 MiB received until "
+                                     + "then are at \(scratch)/take.mov"), "\(message)")
+            let kept = TestSupport.fileHolds(scratch + "/take.mov", input)
+            #expect(kept, "the take holds every byte received")
+
+            let directory = try TestSupport.run("/bin/sh", ["-c", "\(TestSupport.productsDirectory)/provideo --pool \(pool) "
+                                                           + "record \(scratch)/none.mov < \(scratch)"])
+            #expect(directory.status == 1)
+            #expect(directory.stderr.contains("reading the input failed: Is a directory; nothing was recorded"),
+                    "\(directory.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: scratch + "/none.mov"))
+            #expect(try TestSupport.poolListing(pool).captures.isEmpty)
+        }
+    }
+
     @Test(arguments: [SIGTERM, SIGINT])
     func stopSignalFinishesTheCapture(signal: Int32) throws {
         try TestSupport.kernelSettings.reading { try stopSignal(signal) }

@@ -16,6 +16,9 @@ enum Recorder {
         var droppedReads = 0
         var storageFull = false
         var stoppedBySignal = false
+        /// Why reading the input failed (strerror), when it did: the recording holds what was
+        /// received until then.
+        var inputError: String?
         /// From the first byte of input to the end of input (or the stop): the input's own
         /// time, without the encoder's start-up before its first byte.
         var inputSeconds: Double = 0
@@ -25,9 +28,12 @@ enum Recorder {
     /// writer upstream (ffmpeg stopped by the same Ctrl-C) can flush its last bytes.
     static let stopGraceMilliseconds = 2000
 
-    /// Reads until end of input, a stop signal, or a full reserve, then finishes the capture.
-    /// - Throws: `.invalidArgument` when no byte arrived (the capture is cancelled, no file is
-    ///   left); the capture's error when a write failed.
+    /// Reads until end of input, a stop signal, a full reserve or a failed read, then finishes
+    /// the capture: a read error (a connection reset, an input that is a directory) ends the
+    /// take like end of input, since every byte received is the recorder's to keep.
+    /// - Throws: `.invalidArgument` when no byte arrived, `.ioError` when the first read
+    ///   failed (the capture is cancelled, no file is left); the capture's error when a write
+    ///   failed.
     static func capture(from fd: Int32, into capture: Capture, chunk: Int = 1 << 20) throws -> Outcome {
         var buffer = [UInt8](repeating: 0, count: chunk)
         var input = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
@@ -35,6 +41,7 @@ enum Recorder {
         var storageFull = false
         var stopDeadline: Date?
         var firstInput: Date?
+        var inputError: String?
         while true {
             if stopDeadline == nil && pv_stop_requested() != 0 {
                 stopDeadline = Date(timeIntervalSinceNow: Double(stopGraceMilliseconds) / 1000)
@@ -50,7 +57,8 @@ enum Recorder {
             if n == 0 { break }
             if n < 0 {
                 if errno == EINTR { continue }
-                throw ProVideoError(.ioError, "reading the input failed: \(String(cString: strerror(errno)))")
+                inputError = String(cString: strerror(errno))
+                break
             }
             if firstInput == nil { firstInput = Date() }
             do {
@@ -73,13 +81,18 @@ enum Recorder {
             throw ProVideoError(.storageFull, "storage full: the pool has no remaining capacity, nothing was recorded and "
                                 + "no file was created; run `provideo replenish` or `provideo resize`")
         }
+        if capture.length == 0 && dropped.reads == 0, let inputError {
+            try capture.cancel()
+            throw ProVideoError(.ioError, "reading the input failed: \(inputError); nothing was recorded and no file was created")
+        }
         if capture.length == 0 && dropped.reads == 0 {
             try capture.cancel()
             throw ProVideoError(.invalidArgument, "no input arrived: nothing was recorded and no file was created")
         }
         let inputSeconds = firstInput.map { Date().timeIntervalSince($0) } ?? 0
         return Outcome(result: try capture.finish(), droppedBytes: dropped.bytes, droppedReads: dropped.reads,
-                       storageFull: storageFull, stoppedBySignal: stopDeadline != nil, inputSeconds: inputSeconds)
+                       storageFull: storageFull, stoppedBySignal: stopDeadline != nil, inputError: inputError,
+                       inputSeconds: inputSeconds)
     }
 
     /// Prints the one-line summary (or, with `json`, the summary as JSON); throws (exit 1)
@@ -109,6 +122,10 @@ enum Recorder {
         }
         if outcome.stoppedBySignal {
             CommandLineProgram.printError("note: stopped by a signal; the recording holds everything received until then")
+        }
+        if let inputError = outcome.inputError {
+            throw ProVideoError(.ioError, "reading the input failed: \(inputError); the \(ByteFormat.human(result.length)) "
+                                + "received until then are at \(result.path)")
         }
         if outcome.storageFull {
             throw ProVideoError(.storageFull, "storage full: the pool's reserve ran out; the \(ByteFormat.human(result.length)) "
