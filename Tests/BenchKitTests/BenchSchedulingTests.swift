@@ -1,6 +1,7 @@
 import Foundation
 @testable import BenchKit
 import Glibc
+import ProVideoStorage
 import Synchronization
 import TestSupport
 import Testing
@@ -19,9 +20,24 @@ import Testing
         #expect(abs((shares?.onCPU ?? 0) - expected.onCPU) < 1e-9)
         #expect(abs((shares?.waitingForCPU ?? 0) - expected.waiting) < 1e-9)
         #expect(abs((shares?.elsewhere ?? 0) - expected.elsewhere) < 1e-9)
-        // Without the kernel's accounting every sample reads 0: no figure rather than a false one.
-        let uncounted = samples.map { ModeRun.Sample(time: $0.time, latency: $0.latency) }
-        #expect(ModeReport.shares(uncounted, atOrAbove: 90_000_000) == nil)
+        // Two clocks read apart from the latency's: the wait is capped by what the CPU time
+        // leaves, so the shares never add up to more than 1.
+        let overlapping = [ModeRun.Sample(time: 0, latency: 10_000_000, cpuWait: 5_000_000, onCPU: 8_000_000)]
+        let capped = ModeReport.shares(overlapping, atOrAbove: 0)
+        #expect(capped?.onCPU == 0.8 && abs((capped?.waitingForCPU ?? 0) - 0.2) < 1e-9 && capped?.elsewhere == 0)
+    }
+
+    /// A run whose waits were not counted reports no shares rather than false ones.
+    @Test func uncountedWaitsGiveNoShares() {
+        let plan = RunPlan(streams: 1, bitrate: 8, fps: 25, sizes: FrameSizes(sizes: [1]), scratchDirectory: "/tmp")
+        var run = ModeRun(mode: .pool, engine: "e", accounting: FrameAccounting(interval: 1, inputQueueFrames: 1), bytes: 1,
+                          seconds: 1, cpuSeconds: 0, samples: [ModeRun.Sample(time: 0, latency: 5, cpuWait: 0, onCPU: 5)],
+                          completionLatency: LatencySummary(p50: 0, p99: 0, p999: 0, max: 0))
+        #expect(BenchReport(plan: plan, runs: [run], repeatCount: 1, noise: "none", frameTrace: nil)
+            .modes["pool"]?.slowestAppends == nil)
+        run.cpuWaitCounted = true
+        #expect(BenchReport(plan: plan, runs: [run], repeatCount: 1, noise: "none", frameTrace: nil)
+            .modes["pool"]?.slowestAppends?.onCPU == 1)
     }
 
     @Test func freePageReportingIsFeatureBitFive() {
@@ -31,32 +47,34 @@ import Testing
         #expect(!FreePageReporting.offersReporting("01100"))
     }
 
-    /// The thread's own CPU time, read through `/proc/thread-self/schedstat`, matches what
-    /// `CLOCK_THREAD_CPUTIME_ID` says it spun.
+    /// A thread spinning among more spinners than there are CPUs waits for one part of the
+    /// time: the wait read through `/proc/thread-self/schedstat` is more than 0 and, with its
+    /// CPU time (`ThreadCPUTime`), no more than the time that passed.
     @Test(.enabled(if: TestSupport.isRoot, "needs root: turns kernel.task_delayacct on for the test"))
-    func runQueueDelayReadsTheThreadsOwnCPUTime() throws {
+    func runQueueDelayCountsTheWaitForACPU() throws {
         let accounting = SchedulerDelayAccounting()
         defer { accounting.restore() }
-        #expect(accounting.isOn)
-        let result = Mutex<(spun: UInt64, counted: UInt64)?>(nil)
+        #expect(SchedulerDelayAccounting.isOn)
+        let stop = Atomic<Bool>(false)
+        let spinners = (0..<ProcessInfo.processInfo.activeProcessorCount + 1).map { _ in
+            Thread { while !stop.load(ordering: .relaxed) {} }
+        }
+        spinners.forEach { $0.start() }
+        defer { stop.store(true, ordering: .relaxed) }
+        let result = Mutex<(waited: UInt64, ran: UInt64, elapsed: UInt64)?>(nil)
         let thread = Thread {
             guard let delay = RunQueueDelay() else { return }
-            func cpu() -> UInt64 {
-                var ts = timespec()
-                clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts)
-                return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
-            }
-            let before = delay.nanoseconds(), start = cpu()
-            while cpu() - start < 30_000_000 {}
-            let spun = cpu() - start
-            result.withLock { $0 = (spun, delay.nanoseconds().onCPU - before.onCPU) }
+            let (waited, ran, started) = (delay.nanoseconds(), ThreadCPUTime.nanoseconds(), MonotonicClock.nanoseconds())
+            while MonotonicClock.nanoseconds() - started < 300_000_000 {}
+            let elapsed = MonotonicClock.nanoseconds() - started
+            result.withLock { $0 = (delay.nanoseconds() - waited, ThreadCPUTime.nanoseconds() - ran, elapsed) }
         }
         thread.start()
         let deadline = Date().addingTimeInterval(10)
         while result.withLock({ $0 }) == nil && Date() < deadline { usleep(10_000) }
-        let measured = try #require(result.withLock { $0 })
-        // Both clocks count the same running; they differ by the reads themselves.
-        #expect(measured.counted > measured.spun * 9 / 10 && measured.counted < measured.spun * 11 / 10, "\(measured)")
+        let measured = try #require(result.withLock { $0 }, "RunQueueDelay() was nil with accounting on")
+        #expect(measured.waited > 0, "\(measured)")
+        #expect(measured.waited + measured.ran <= measured.elapsed + 5_000_000, "\(measured)")
     }
 
     @Test(.enabled(if: TestSupport.isRoot, "needs root (or RLIMIT_RTPRIO) for SCHED_FIFO"))

@@ -42,7 +42,7 @@ public enum Benchmark {
         }
         let delayAccounting = SchedulerDelayAccounting()
         defer { delayAccounting.restore() }
-        if !delayAccounting.isOn {
+        if !SchedulerDelayAccounting.isOn {
             log("run-queue delay is not counted: `sysctl kernel.task_delayacct=1` (as root) adds how long slow hand-overs "
                 + "waited for a CPU to the report")
         }

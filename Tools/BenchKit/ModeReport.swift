@@ -66,7 +66,8 @@ public struct ModeReport: Codable, Sendable {
         appendLatencyNs = Percentiles.summary(runs.flatMap { $0.samples.map(\.latency) })
         completionLatencyNs = completion
         latestWakeUpNs = runs.map(\.latestWakeUp).max() ?? 0
-        slowestAppends = Self.shares(runs.flatMap(\.samples), atOrAbove: appendLatencyNs.p999)
+        slowestAppends = runs.allSatisfy(\.cpuWaitCounted)
+            ? Self.shares(runs.flatMap(\.samples), atOrAbove: appendLatencyNs.p999) : nil
         let cpu = runs.reduce(0) { $0 + $1.cpuSeconds }
         cpuSecondsPerGB = bytes > 0 ? cpu / (Double(bytes) / 1e9) : 0
         engine = runs[0].engine
@@ -77,14 +78,21 @@ public struct ModeReport: Codable, Sendable {
         }
     }
 
+    /// The shares of the samples at or above `threshold`. A sample's CPU and wait times come
+    /// from two clocks read a few instructions apart from its latency's, so each is capped by
+    /// what its latency leaves: the shares never add up to more than 1.
     static func shares(_ samples: [ModeRun.Sample], atOrAbove threshold: UInt64) -> TimeShares? {
-        guard samples.contains(where: { $0.onCPU > 0 }) else { return nil }
         let slowest = samples.filter { $0.latency >= threshold }
         let total = Double(slowest.reduce(0) { $0 + $1.latency })
         guard total > 0 else { return nil }
-        let onCPU = Double(slowest.reduce(0) { $0 + min($1.onCPU, $1.latency) }) / total
-        let waiting = Double(slowest.reduce(0) { $0 + min($1.cpuWait, $1.latency) }) / total
-        return TimeShares(onCPU: onCPU, waitingForCPU: waiting, elsewhere: max(0, 1 - onCPU - waiting))
+        var (onCPU, waiting): (UInt64, UInt64) = (0, 0)
+        for sample in slowest {
+            let ran = min(sample.onCPU, sample.latency)
+            onCPU += ran
+            waiting += min(sample.cpuWait, sample.latency - ran)
+        }
+        let (ranShare, waitShare) = (Double(onCPU) / total, Double(waiting) / total)
+        return TimeShares(onCPU: ranShare, waitingForCPU: waitShare, elsewhere: max(0, 1 - ranShare - waitShare))
     }
 }
 

@@ -30,6 +30,8 @@ public struct ModeRun: Sendable {
     public var cpuSeconds: Double
     /// Every hand-over of every stream, in stream order.
     public var samples: [Sample]
+    /// Whether every stream's time waiting for a CPU was counted (`RunQueueDelay`).
+    public var cpuWaitCounted = false
     /// The longest any stream's thread woke after a frame was due, in nanoseconds.
     public var latestWakeUp: UInt64 = 0
     /// Each stream's write completion latency, merged with `Percentiles.worst`.

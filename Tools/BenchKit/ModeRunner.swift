@@ -106,6 +106,7 @@ public enum ModeRunner {
                        seconds: Double(end - start) / 1e9, cpuSeconds: cpuSeconds, samples: samples,
                        completionLatency: completion)
         run.latestWakeUp = streams.map(\.recorder.latestWakeUp).max() ?? 0
+        run.cpuWaitCounted = streams.allSatisfy(\.recorder.cpuWaitCounted)
         return run
     }
 

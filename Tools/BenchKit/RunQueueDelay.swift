@@ -1,18 +1,21 @@
 import Glibc
 
-/// The calling thread's time on a CPU and time spent runnable but waiting for one: the first
-/// two fields of `/proc/thread-self/schedstat` (nanoseconds; proc(5), and the kernel's
-/// Documentation/scheduler/sched-stats.rst). The kernel counts it only while task delay
-/// accounting (`kernel.task_delayacct`) or schedstats are on; `SchedulerDelayAccounting`
-/// turns it on for a run.
+/// The calling thread's time spent runnable but waiting for a CPU: the second field of
+/// `/proc/thread-self/schedstat` (nanoseconds; proc(5), and the kernel's
+/// Documentation/scheduler/sched-stats.rst), added when the thread gets a CPU, so exact
+/// between two reads by the thread itself. (Its first field, time on a CPU, moves only at
+/// ticks and switches for a running thread: `ThreadCPUTime` is exact.) The kernel counts it
+/// only while task delay accounting (`kernel.task_delayacct`) or schedstats are on;
+/// `SchedulerDelayAccounting` turns it on for a run.
 final class RunQueueDelay {
     private let fd: Int32
     /// Room for the three decimal fields; read without allocating, on the recorder's thread.
     private let text = UnsafeMutableRawBufferPointer.allocate(byteCount: 96, alignment: 8)
 
-    /// Opens the calling thread's file; nil when the kernel has none.
+    /// Opens the calling thread's file; nil when the kernel has none or does not count
+    /// (task delay accounting off: the file then reads 0 for every thread).
     init?() {
-        let fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC)
+        let fd = SchedulerDelayAccounting.isOn ? open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC) : -1
         guard fd >= 0 else {
             text.deallocate()
             return nil
@@ -25,25 +28,23 @@ final class RunQueueDelay {
         text.deallocate()
     }
 
-    /// Nanoseconds this thread has run on a CPU and waited on a run queue since it started;
-    /// (0, 0) when unreadable. The kernel leaves out time stolen by the hypervisor and spent in
-    /// interrupts from the first.
-    func nanoseconds() -> (onCPU: UInt64, waiting: UInt64) {
+    /// Nanoseconds this thread has waited on a run queue since it started (the file's second
+    /// field); 0 when unreadable.
+    func nanoseconds() -> UInt64 {
         let count = pread(fd, text.baseAddress, text.count, 0)
-        guard count > 0 else { return (0, 0) }
-        var fields: (UInt64, UInt64) = (0, 0)
+        guard count > 0 else { return 0 }
         var field = 0
         var value: UInt64 = 0
         for byte in text.prefix(count) {
             if byte == UInt8(ascii: " ") {
-                if field == 0 { fields.0 = value } else { fields.1 = value; break }
+                if field == 1 { return value }
                 field += 1
                 value = 0
-            } else if byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
+            } else if field == 1 && byte >= UInt8(ascii: "0") && byte <= UInt8(ascii: "9") {
                 value = value &* 10 &+ UInt64(byte - UInt8(ascii: "0"))
             }
         }
-        return fields
+        return 0
     }
 }
 
@@ -64,7 +65,7 @@ struct SchedulerDelayAccounting {
     }
 
     /// Whether the kernel counts run-queue delay now.
-    var isOn: Bool { Self.read() == "1" }
+    static var isOn: Bool { read() == "1" }
 
     /// Restores the sysctl.
     func restore() {
@@ -84,5 +85,15 @@ struct SchedulerDelayAccounting {
         guard fd >= 0 else { return false }
         defer { close(fd) }
         return value.utf8CString.withUnsafeBufferPointer { Glibc.write(fd, $0.baseAddress, 1) } == 1
+    }
+}
+
+/// The calling thread's time on a CPU, in nanoseconds (`CLOCK_THREAD_CPUTIME_ID`, brought up to
+/// date by the kernel on each read; it leaves out time the hypervisor stole).
+enum ThreadCPUTime {
+    static func nanoseconds() -> UInt64 {
+        var now = timespec()
+        clock_gettime(CLOCK_THREAD_CPUTIME_ID, &now)
+        return UInt64(now.tv_sec) * 1_000_000_000 + UInt64(now.tv_nsec)
     }
 }

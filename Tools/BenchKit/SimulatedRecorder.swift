@@ -12,10 +12,12 @@ public final class SimulatedRecorder {
     /// Nanoseconds from the first frame's due time to the due time of each sampled frame.
     public private(set) var sampleTimes: [UInt64]
     /// Nanoseconds of each hand-over the thread spent runnable but waiting for a CPU
-    /// (`RunQueueDelay`; all 0 when the kernel does not count it).
+    /// (`RunQueueDelay`; all 0 when the kernel does not count it, see `cpuWaitCounted`).
     public private(set) var cpuWait: [UInt64]
-    /// Nanoseconds of each hand-over the thread ran on a CPU (0 when not counted).
+    /// Nanoseconds of each hand-over the thread ran on a CPU (`ThreadCPUTime`).
     public private(set) var onCPU: [UInt64]
+    /// Whether the kernel counted the time waiting for a CPU during the run.
+    public private(set) var cpuWaitCounted = false
     public private(set) var sampleCount = 0
     /// The longest this thread woke after a frame was due while it slept (not while it was
     /// still handing over an earlier frame), in nanoseconds: a frame can be late with every
@@ -43,6 +45,7 @@ public final class SimulatedRecorder {
     public func run(writer: FrameWriter, source: UnsafeRawBufferPointer, clock: BenchClock, start: UInt64,
                     onFrame: (Bool) -> Void = { _ in }) throws {
         let delay = RunQueueDelay()
+        cpuWaitCounted = delay != nil
         var idleSince: UInt64 = 0
         for (index, size) in sizes.sizes.enumerated() {
             if Interruption.requested { break }
@@ -52,16 +55,15 @@ public final class SimulatedRecorder {
             let ready = max(due, idleSince)
             latestWakeUp = max(latestWakeUp, begin &- min(begin, ready))
             defer { idleSince = clock.now() }
-            let before = delay?.nanoseconds() ?? (onCPU: 0, waiting: 0)
+            let (waitedBefore, ranBefore) = (delay?.nanoseconds() ?? 0, ThreadCPUTime.nanoseconds())
             guard accounting.isStillQueued(due: due, now: begin) else {
                 onFrame(true)
                 continue
             }
             let accepted = try writer.append(UnsafeRawBufferPointer(rebasing: source[0..<size]))
             let end = clock.now()
-            let after = delay?.nanoseconds() ?? (onCPU: 0, waiting: 0)
-            onCPU[sampleCount] = after.onCPU &- before.onCPU
-            cpuWait[sampleCount] = after.waiting &- before.waiting
+            onCPU[sampleCount] = ThreadCPUTime.nanoseconds() &- ranBefore
+            cpuWait[sampleCount] = (delay?.nanoseconds() ?? 0) &- waitedBefore
             accounting.handedOver(due: due, end: end, accepted: accepted)
             appendLatency[sampleCount] = end - begin
             sampleTimes[sampleCount] = due - start
