@@ -164,9 +164,14 @@ enum Commands {
         try Recorder.report(outcome, poolPath: path, json: json)
     }
 
-    /// A capacity as typed, at least `Pool.minimumCapacity`.
+    /// A capacity as typed, at least `Pool.minimumCapacity` and at most `Pool.maximumCapacity`.
     static func capacity(_ text: String) throws -> Int64 {
         let bytes = try SizeParser.bytes(text)
+        // Refused here with the parser's own words for a size past 63 bits, rather than as the
+        // library's invalidArgument (exit 1): it is a typing mistake, a usage error.
+        guard bytes <= Pool.maximumCapacity else {
+            throw UsageError("invalid size '\(text)': too large (the limit is \(Pool.maximumCapacity) bytes)")
+        }
         guard bytes >= Pool.minimumCapacity else {
             throw UsageError("a capacity of \(bytes) bytes is too small: the minimum is "
                              + "\(ByteFormat.human(Pool.minimumCapacity)) (\(Pool.minimumCapacity) bytes), one capture write")
