@@ -174,6 +174,30 @@ import Testing
         }
     }
 
+    /// An empty destination (an unset shell variable) is a usage error saying a path is
+    /// needed, not the current directory refused as existing; the library says
+    /// invalidDestination. Nothing changes.
+    @Test func emptyDestination() throws {
+        try withPool { dir, pool in
+            let before = CrashKit.snapshot(pool)
+            let beforeDir = CrashKit.contents(dir)
+            let record = try CrashKit.provideo(pool, ["record", ""], input: Array("frame".utf8))
+            expectRefused(record, status: 2, ["provideo: ", "destination path"], "record ''")
+            #expect(!record.stderr.contains("already exists"), "\(record.stderr)")
+            let move = try CrashKit.provideo(pool, ["move", pool + "/recordings/x.mov", ""])
+            expectRefused(move, status: 2, ["provideo: ", "destination path"], "move HELD ''")
+            do {
+                let capture = try Pool.open(at: pool).startCapture(to: "")
+                try? capture.cancel()
+                Issue.record("startCapture(to: \"\") was accepted")
+            } catch let error as ProVideoError {
+                #expect(error.code == .invalidDestination && error.message.contains("empty"), "\(error.code) \(error)")
+            }
+            #expect(CrashKit.snapshot(pool) == before, "a refused empty destination changed the pool")
+            #expect(CrashKit.contents(dir) == beforeDir)
+        }
+    }
+
     /// The pool's own files are never a destination (they exist: never overwritten), and a
     /// destination whose directory is missing is refused before the capture starts.
     @Test func destinationsThatAreNotUsable() throws {
