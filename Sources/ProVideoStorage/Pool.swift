@@ -101,7 +101,7 @@ public final class Pool: @unchecked Sendable {
     ///     second (`measureBandwidth()` measures it); nil: no admission.
     ///   - progress: called with (bytes done, bytes total) while zero-filling.
     /// - Throws: `.poolExists`, `.unsupported` (with the reason), `.invalidArgument` for a
-    ///   capacity ≤ 0, a path that is not a directory or an unknown group,
+    ///   capacity ≤ 0 or above `maximumCapacity`, a path that is not a directory or an unknown group,
     ///   `.permissionDenied` when this user may not give the pool that group (not a member),
     ///   `.notEnoughSpace` (the capacity and the pool's own files must fit), `.ioError`.
     public static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
@@ -118,9 +118,7 @@ public final class Pool: @unchecked Sendable {
                                systemCalls: SystemCalls) throws -> Pool {
         guard !path.isEmpty else { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = FileSystem.absolute(path)
-        guard capacity > 0 else {
-            throw ProVideoError(.invalidArgument, "the capacity must be more than 0 bytes")
-        }
+        try requireValidCapacity(capacity)
         if let maxCaptures, maxCaptures < 1 {
             throw ProVideoError(.invalidArgument, "a pool must take at least 1 capture at a time, not \(maxCaptures)")
         }
@@ -358,7 +356,7 @@ public final class Pool: @unchecked Sendable {
         let remaining = try remainingCapacity
         let current = (try? PoolConfiguration.load(layout.configuration)) ?? configuration
         let storage = current.storage
-        let admitted = captures.reduce(Int64(0)) { $0 + $1.bitrate }
+        let admitted = captures.map(\.bitrate).saturatingSum()
         let landing = try landings()
         return PoolStatus(
             path: path, initialCapacity: current.initialCapacity, remainingCapacity: remaining,
@@ -380,10 +378,10 @@ public final class Pool: @unchecked Sendable {
     /// refused while a capture runs (a capture cannot start while it runs).
     /// - Returns: the new capacity in bytes.
     /// - Throws: `.busy`; `.notEnoughSpace` with the missing bytes, the reserve left exactly as
-    ///   it was; `.invalidArgument` for a capacity ≤ 0.
+    ///   it was; `.invalidArgument` for a capacity ≤ 0 or above `maximumCapacity`.
     @discardableResult
     public func resize(to capacity: Int64) throws -> Int64 {
-        guard capacity > 0 else { throw ProVideoError(.invalidArgument, "the capacity must be more than 0 bytes") }
+        try Self.requireValidCapacity(capacity)
         return try whileBusy(.adjustingCapacity, action: "resize the pool") { try lock.withReserve {
             let reserve = reserve(layout.reserve)
             let target = reserve.rounded(capacity)

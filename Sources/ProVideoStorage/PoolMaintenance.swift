@@ -55,6 +55,11 @@ extension Pool {
                                     + "(or let it land)", path: held)
             }
             let owner = try FileSystem.facts(held)
+            // An earlier move toward another target was killed mid-copy: its temporary is
+            // garbage no later move reuses (each target has its own), so it goes now.
+            if let previous = note.movingTo, previous != target {
+                try removeAbandonedCopy(of: held, toward: previous, owner: owner)
+            }
             note.movingTo = target
             try note.save(notePath, calls, access: access)
             let outcome = try RecordingMove(calls: calls).move(held, length: Int64(owner.size),
@@ -76,10 +81,34 @@ extension Pool {
     private func removePartialLanding(of held: String, at landing: String, owner: pv_file_facts, movedTo target: String) throws {
         try FileSystem.remove(LandingRecord.path(forHeld: held))
         guard target != landing else { return }
-        let partial = RecordingCopy.temporaryPath(for: landing, tag: FileSystem.lastComponent(of: held))
+        try removeAbandonedCopy(of: held, toward: landing, owner: owner)
+    }
+
+    /// Removes the temporary a copy of `held` toward `target` left when it was stopped
+    /// (`RecordingCopy.temporaryPath`), if any. Done as the recording's owner, who made it: the
+    /// directory is the user's, and root must never follow a path a user could swap.
+    private func removeAbandonedCopy(of held: String, toward target: String, owner: pv_file_facts) throws {
+        let partial = RecordingCopy.temporaryPath(for: target, tag: FileSystem.lastComponent(of: held))
         try ThreadIdentity.acting(as: owner.uid, owner.gid) {
             if FileSystem.existsWithoutFollowing(partial) { try FileSystem.remove(partial) }
         }
+    }
+
+    /// Forgets a move of `held` that was killed before its copy was published (the note's
+    /// `movingTo` does not exist): removes the copy's temporary, then clears `movingTo`. When
+    /// the temporary cannot be removed now (its directory unreachable), `movingTo` stays so a
+    /// later open tries again.
+    private func forgetUnfinishedMove(of held: String, note: HeldRecording, notePath: String) throws {
+        guard let target = note.movingTo else { return }
+        // A take waiting to land shares its landing destination's temporary with
+        // `provideo land`, which may be transferring it now: that file is the lander's.
+        let landersOwn = note.landing == true && target == note.destination
+        if !landersOwn, let owner = try? FileSystem.facts(held) {
+            do { try removeAbandonedCopy(of: held, toward: target, owner: owner) } catch { return }
+        }
+        var note = note
+        note.movingTo = nil
+        try note.save(notePath, calls, access: access)
     }
 
     static func heldNote(_ path: String) -> HeldRecording? {
@@ -88,7 +117,8 @@ extension Pool {
     }
 
     /// Finishes a `moveHeldRecording` that was killed: after the rename, only the note is left;
-    /// after a copy's final rename, the pool's copy is identical to the destination.
+    /// after a copy's final rename, the pool's copy is identical to the destination; before it,
+    /// the target does not exist and the move is forgotten (`forgetUnfinishedMove`).
     func finishKilledMoves() throws {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
         // A note rewritten (`movingTo`) when the power went, before its rename: the note itself
@@ -98,8 +128,12 @@ extension Pool {
         }
         for name in files where name.hasSuffix(".json") {
             let notePath = layout.recordings + "/" + name
-            guard let note = Self.heldNote(notePath), let target = note.movingTo, FileSystem.exists(target) else { continue }
+            guard let note = Self.heldNote(notePath), let target = note.movingTo else { continue }
             let held = String(notePath.dropLast(".json".count))
+            guard FileSystem.exists(target) else {
+                try forgetUnfinishedMove(of: held, note: note, notePath: notePath)
+                continue
+            }
             if FileSystem.exists(held) {
                 let source = try FileDescriptor.open(held, O_RDONLY)
                 guard try RecordingCopy.isCopy(of: source, length: Int64(try FileSystem.facts(held).size), at: target,

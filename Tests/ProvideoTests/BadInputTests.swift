@@ -7,7 +7,10 @@ import Testing
 /// Bad input to the CLI and the library: a clear error, the documented exit status (2 for a
 /// usage error, 1 for an operation refused), and nothing changed on disk.
 @Suite struct BadInputTests {
-    static let badSizes = ["12x", "-1", "", "9223372036854775808", "99999999999999999999", "1.5", "1.5X", "0", "4095"]
+    /// The last two fit in 63 bits but exceed `Pool.maximumCapacity` (rounding them up to the
+    /// allocation unit overflowed and crashed).
+    static let badSizes = ["12x", "-1", "", "9223372036854775808", "99999999999999999999", "1.5", "1.5X", "0", "4095",
+                           "9223372036854775807", "9223372036854771712"]
 
     /// What the message about a bad size says: the minimum for a number too small.
     static func refusal(_ size: String) -> String {
@@ -72,7 +75,7 @@ import Testing
 
     @Test func badCapacityThroughTheLibrary() throws {
         try TestSupport.withScratch("badinput-library") { dir in
-            for capacity: Int64 in [0, -1, Int64.min] {
+            for capacity: Int64 in [0, -1, Int64.min, Int64.max, Int64.max - 4095, Pool.maximumCapacity + 1] {
                 #expect(throws: ProVideoError.self) { _ = try Pool.create(at: dir + "/pool", capacity: capacity) }
                 do { _ = try Pool.create(at: dir + "/pool", capacity: capacity) } catch let error as ProVideoError {
                     #expect(error.code == .invalidArgument)
@@ -82,13 +85,20 @@ import Testing
             let pool = try Pool.create(at: dir + "/pool", capacity: 16 << 20)
             defer { try? pool.destroy() }
             let before = CrashKit.snapshot(dir + "/pool")
-            for capacity: Int64 in [0, -4096] {
+            for capacity: Int64 in [0, -4096, Int64.max, Int64.max - 4095, Pool.maximumCapacity + 1] {
                 do {
                     try pool.resize(to: capacity)
                     Issue.record("resize(to: \(capacity)) succeeded")
                 } catch let error as ProVideoError {
-                    #expect(error.code == .invalidArgument)
+                    #expect(error.code == .invalidArgument, "resize(to: \(capacity)): \(error.code) \(error)")
                 }
+            }
+            // The largest capacity taken is rounded without overflow, then refused for space.
+            do {
+                try pool.resize(to: Pool.maximumCapacity)
+                Issue.record("resize(to: \(Pool.maximumCapacity)) succeeded")
+            } catch let error as ProVideoError {
+                #expect(error.code == .notEnoughSpace, "\(error.code) \(error)")
             }
             #expect(CrashKit.snapshot(dir + "/pool") == before)
         }
@@ -139,6 +149,52 @@ import Testing
             #expect(try library.busyReasons.isEmpty)
             #expect(CrashKit.snapshot(pool) == before)
             try CrashKit.expectSane(pool, "after refused destinations")
+        }
+    }
+
+    /// Bitrates up to `Int64.max` bit/s are taken without a crash: as the admission bandwidth,
+    /// as the rate `status` computes the time left at, and as a capture's declared rate.
+    @Test func largestBitrates() throws {
+        try withPool { dir, pool in
+            let largest = "9223372036854775807"
+            let set = try CrashKit.provideo(pool, ["set-bandwidth", largest])
+            #expect(set.reason == .exit && set.status == 0, "set-bandwidth \(largest): \(set)")
+            #expect(try TestSupport.poolStatus(pool).bandwidth == Int64.max)
+            let status = try CrashKit.provideo(pool, ["status", "--bitrate", largest])
+            #expect(status.reason == .exit && status.status == 0, "status --bitrate \(largest): \(status)")
+            #expect(status.stdout.contains("time left"), "\(status.stdout)")
+            let input = TestSupport.pattern(100_000, seed: 5)
+            let record = try CrashKit.provideo(pool, ["record", dir + "/take.mov", "--bitrate", largest], input: input)
+            #expect(record.reason == .exit && record.status == 0, "record --bitrate \(largest): \(record)")
+            let whole = TestSupport.fileHolds(dir + "/take.mov", input)
+            #expect(whole)
+            // Declared rates of captures forced in beside each other are added without overflow.
+            #expect([Int64.max, Int64.max, 1].saturatingSum() == Int64.max)
+            #expect([Int64(3), 4].saturatingSum() == 7)
+        }
+    }
+
+    /// An empty destination (an unset shell variable) is a usage error saying a path is
+    /// needed, not the current directory refused as existing; the library says
+    /// invalidDestination. Nothing changes.
+    @Test func emptyDestination() throws {
+        try withPool { dir, pool in
+            let before = CrashKit.snapshot(pool)
+            let beforeDir = CrashKit.contents(dir)
+            let record = try CrashKit.provideo(pool, ["record", ""], input: Array("frame".utf8))
+            expectRefused(record, status: 2, ["provideo: ", "destination path"], "record ''")
+            #expect(!record.stderr.contains("already exists"), "\(record.stderr)")
+            let move = try CrashKit.provideo(pool, ["move", pool + "/recordings/x.mov", ""])
+            expectRefused(move, status: 2, ["provideo: ", "destination path"], "move HELD ''")
+            do {
+                let capture = try Pool.open(at: pool).startCapture(to: "")
+                try? capture.cancel()
+                Issue.record("startCapture(to: \"\") was accepted")
+            } catch let error as ProVideoError {
+                #expect(error.code == .invalidDestination && error.message.contains("empty"), "\(error.code) \(error)")
+            }
+            #expect(CrashKit.snapshot(pool) == before, "a refused empty destination changed the pool")
+            #expect(CrashKit.contents(dir) == beforeDir)
         }
     }
 

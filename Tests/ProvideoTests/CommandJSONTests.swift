@@ -61,6 +61,35 @@ import Testing
         }
     }
 
+    /// `land --json` is one JSON list: `[]` with nothing to land (it printed nothing), then the
+    /// take it landed. The take waits in the pool because its destination is on tmpfs.
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "no /dev/shm (tmpfs) on this machine"))
+    func landReportsAJSONList() throws {
+        try FS.withScratchPool(capacity: "8M") { _, pool in
+            let empty = try FS.provideo(pool, "land", "--json")
+            #expect(empty.status == 0, "\(empty.stderr)")
+            #expect(empty.stdout == "[]\n", "land --json with nothing to land printed '\(empty.stdout)'")
+            let none = try #require(try JSONSerialization.jsonObject(with: Data(empty.stdout.utf8)) as? [Any])
+            #expect(none.isEmpty)
+
+            let destination = "/dev/shm/provideo-test-land-\(getpid()).mov"
+            defer { try? FileManager.default.removeItem(atPath: destination) }
+            let input = TestSupport.pattern(1_000_000, seed: 21)
+            let record = try FS.provideo(pool, "record", destination, "--land", "background", stdin: Data(input))
+            #expect(record.status == 0, "\(record.stderr)")
+            #expect(!FileManager.default.fileExists(atPath: destination), "the take landed before `land`")
+            let landed = try FS.provideo(pool, "land", "--json")
+            #expect(landed.status == 0, "\(landed.stderr)")
+            let results = try #require(try JSONSerialization.jsonObject(with: Data(landed.stdout.utf8)) as? [[String: Any]],
+                                       "\(landed.stdout)")
+            #expect(results.count == 1)
+            #expect(results.first?["destination"] as? String == destination && results.first?["landed"] as? Bool == true)
+            #expect(results.first?["length"] as? Int64 == 1_000_000)
+            let whole = TestSupport.fileHolds(destination, input)
+            #expect(whole)
+        }
+    }
+
     /// A take whose destination appeared while recording is held; `move --json` says where
     /// it went.
     @Test func moveReportsJSON() throws {

@@ -145,6 +145,9 @@ enum Commands {
         let json = arguments.flag("--json")
         let destination = try arguments.positional("DEST")
         try arguments.finish()
+        // An empty word would resolve to the current directory and be refused as existing,
+        // which hides the typing mistake (an unset shell variable, most often).
+        if destination.isEmpty { throw UsageError("record needs a destination path (DEST), e.g. /media/card/take1.mov; got ''") }
         let capture = try openPool(path).startCapture(to: destination, options: options)
         _ = pv_install_stop_signals(0)
         let outcome: Recorder.Outcome
@@ -164,9 +167,14 @@ enum Commands {
         try Recorder.report(outcome, poolPath: path, json: json)
     }
 
-    /// A capacity as typed, at least `Pool.minimumCapacity`.
+    /// A capacity as typed, at least `Pool.minimumCapacity` and at most `Pool.maximumCapacity`.
     static func capacity(_ text: String) throws -> Int64 {
         let bytes = try SizeParser.bytes(text)
+        // Refused here with the parser's own words for a size past 63 bits, rather than as the
+        // library's invalidArgument (exit 1): it is a typing mistake, a usage error.
+        guard bytes <= Pool.maximumCapacity else {
+            throw UsageError("invalid size '\(text)': too large (the limit is \(Pool.maximumCapacity) bytes)")
+        }
         guard bytes >= Pool.minimumCapacity else {
             throw UsageError("a capacity of \(bytes) bytes is too small: the minimum is "
                              + "\(ByteFormat.human(Pool.minimumCapacity)) (\(Pool.minimumCapacity) bytes), one capture write")
@@ -241,6 +249,9 @@ enum Commands {
         let held = try arguments.positional("HELD (a recording `provideo list` shows)")
         let destination = try? arguments.positional("DEST")
         try arguments.finish()
+        if destination?.isEmpty == true {
+            throw UsageError("move needs a destination path (DEST), or none to move it where it was meant to go; got ''")
+        }
         let copyProgress = CopyProgressDisplay.start()
         let target = try openPool(path).moveHeldRecording(held, to: destination)
         copyProgress.stop()

@@ -22,7 +22,14 @@ enum LandCommand {
         let pool = try Commands.openPool(path)
         guard watch else {
             let results = try pool.landPending(parallel: Int(parallel), rate: rate, retryAfter: retry, shouldStop: stop)
-            try report(results, json: json)
+            // One run, one JSON document: a list of the takes tried, `[]` when there was none
+            // (an empty output is not JSON). Only --watch, which never ends, streams lines.
+            if json {
+                // The pretty printer writes an empty list over three lines.
+                if results.isEmpty { print("[]") } else { try CommandLineProgram.printJSON(results) }
+            } else {
+                try report(results, json: false)
+            }
             if results.isEmpty && !json {
                 print(try pool.landings().isEmpty ? "nothing to land"
                       : "every recording waiting to land is being landed by another process")
@@ -42,7 +49,7 @@ enum LandCommand {
         }
     }
 
-    /// One line per result (one JSON object per line with --json), on standard output.
+    /// One line per result (one JSON object per line with --json, for --watch), on standard output.
     private static func report(_ results: [LandingResult], json: Bool) throws {
         for result in results {
             if json {

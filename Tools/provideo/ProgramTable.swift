@@ -72,7 +72,7 @@ let program = ProgramDescription(
             OptionDescription("--rate", "RATE", "cap each transfer at RATE (880M = 880,000,000 bit/s)"),
             OptionDescription("--retry", "SECONDS", "first back-off after a failure, doubling up to 5 minutes"),
             OptionDescription("--interval", "SECONDS", "with --watch, how often to look for new takes"),
-            .flag("--json", "print what landed and what failed as JSON"),
+            .flag("--json", "print what landed and what failed as a JSON list (with --watch, one object per line)"),
         ]),
         CommandDescription("set-bandwidth", arguments: "RATE|none",
                            summary: "set the bandwidth captures are admitted against (80% of it), or none", options: []),

@@ -38,8 +38,8 @@ extension Pool {
         // bandwidth is a short measurement, and a stream it cannot carry shows as overruns.
         guard let bandwidth = configuration.bandwidth, !running.isEmpty else { return }
         let admissible = Int64(Double(bandwidth) * Self.admissibleShare)
-        let declared = running.reduce(Int64(0)) { $0 + $1.journal.bitrate }
-        guard declared + options.bitrate > admissible else { return }
+        let declared = running.map(\.journal.bitrate).saturatingSum()
+        guard [declared, options.bitrate].saturatingSum() > admissible else { return }
         guard options.admitOverBandwidth else {
             throw ProVideoError(.bandwidthExceeded, "cannot start a capture at \(BitRateFormat.human(options.bitrate)): "
                                 + "\(Self.describe(running.map(\.journal.bitrate))) running, "

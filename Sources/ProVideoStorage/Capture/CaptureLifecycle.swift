@@ -136,6 +136,10 @@ extension Pool {
     /// now hold at finish even if a link in the path changes.
     /// - Throws: `.invalidDestination`, `.destinationExists`.
     func resolveDestination(_ destination: String) throws -> String {
+        // "" would resolve to the current directory, refused as existing: say what is wrong.
+        guard !destination.isEmpty else {
+            throw ProVideoError(.invalidDestination, "the destination path is empty; give a file name", path: destination)
+        }
         let absolute = FileSystem.absolute(destination)
         let name = FileSystem.lastComponent(of: absolute)
         guard !destination.hasSuffix("/"), !name.isEmpty else {

@@ -1,0 +1,89 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// A cross-filesystem `moveHeldRecording` killed mid-copy leaves its temporary
+/// (`RecordingCopy.temporaryPath`) beside the target, and the note's `movingTo` names a target
+/// that does not exist. The pool removes that temporary when it finds such a note (opening it)
+/// and when a move to another target starts; the killed copy is simulated by creating the
+/// temporary and setting `movingTo`. The targets are on /dev/shm (tmpfs, another filesystem
+/// than the pool's, writable without root).
+@Suite struct AbandonedMoveCopyTests {
+    /// A take kept in the pool (waiting to land at `landingDirectory`/take.mov), with a killed
+    /// move toward `abandoned` simulated; `body` gets the pool, the held path, the temporary
+    /// and the bytes of the take.
+    private func withKilledMove(toward abandoned: @escaping (String) -> String,
+                                _ body: (Pool, String, String, String, [UInt8], String) throws -> Void) throws {
+        var template = Array("/dev/shm/provideo-tests-XXXXXX".utf8CString)
+        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
+        defer { TestSupport.removeTree(directory) }
+        try withPool(capacity: 32 << 20) { pool, scratch in
+            var options = testOptions
+            options.landing = .background
+            let capture = try pool.startCapture(to: directory + "/take.mov", options: options)
+            let bytes = TestSupport.pattern(3 << 20, seed: 11)
+            try capture.append(bytes)
+            _ = try capture.finish()
+            let held = try #require(try pool.landings().first).path
+            let target = abandoned(directory)
+            let partial = RecordingCopy.temporaryPath(for: target, tag: FileSystem.lastComponent(of: held))
+            try Data(bytes.prefix(1 << 20)).write(to: URL(fileURLWithPath: partial))
+            try setMovingTo(target, note: held + ".json")
+            try body(pool, held, target, partial, bytes, scratch)
+        }
+    }
+
+    private func setMovingTo(_ target: String, note: String) throws {
+        var object = try #require(try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: note)))
+                                  as? [String: Any])
+        object["movingTo"] = target
+        try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: note))
+    }
+
+    /// Opening the pool finds the note whose target does not exist: the temporary goes, the
+    /// note forgets the move, and the take stays held, still waiting to land.
+    @Test func openingThePoolRemovesTheTemporary() throws {
+        try withKilledMove(toward: { $0 + "/elsewhere.mov" }) { pool, held, target, partial, bytes, _ in
+            #expect(FileSystem.existsWithoutFollowing(partial))
+            let reopened = try Pool.open(at: pool.path)
+            #expect(!FileSystem.existsWithoutFollowing(partial), "the killed move's temporary stayed at \(partial)")
+            #expect(!FileSystem.exists(target))
+            let note = try #require(Pool.heldNote(held + ".json"))
+            #expect(note.movingTo == nil)
+            #expect(note.landing == true)
+            #expect(TestSupport.fileHolds(held, bytes))
+            #expect(try reopened.landings().map(\.path) == [held])
+        }
+    }
+
+    /// A new move to another target removes the old target's temporary and lands the take at
+    /// the new one; nothing is left beside either.
+    @Test func aMoveToAnotherTargetRemovesTheTemporary() throws {
+        try withKilledMove(toward: { $0 + "/first.mov" }) { pool, held, target, partial, bytes, _ in
+            let directory = FileSystem.parent(of: target)
+            let moved = try pool.moveHeldRecording(held, to: directory + "/second.mov")
+            #expect(moved == directory + "/second.mov")
+            #expect(TestSupport.fileHolds(moved, bytes))
+            #expect(!FileSystem.existsWithoutFollowing(partial), "the killed move's temporary stayed at \(partial)")
+            #expect(!FileSystem.exists(held) && !FileSystem.exists(held + ".json"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory) == ["second.mov"])
+        }
+    }
+
+    /// A symbolic link where the temporary would be is removed itself, never followed: the
+    /// file it points to stays.
+    @Test func aLinkInPlaceOfTheTemporaryIsNotFollowed() throws {
+        try withKilledMove(toward: { $0 + "/elsewhere.mov" }) { pool, held, _, partial, _, scratch in
+            let victim = scratch + "/victim"
+            try Data("keep".utf8).write(to: URL(fileURLWithPath: victim))
+            try FileManager.default.removeItem(atPath: partial)
+            try FileManager.default.createSymbolicLink(atPath: partial, withDestinationPath: victim)
+            _ = try Pool.open(at: pool.path)
+            #expect(!FileSystem.existsWithoutFollowing(partial))
+            #expect(TestSupport.readFile(victim) == Array("keep".utf8))
+            #expect(try #require(Pool.heldNote(held + ".json")).movingTo == nil)
+        }
+    }
+}
