@@ -16,22 +16,16 @@ import Testing
     /// and the bytes of the take.
     private func withKilledMove(toward abandoned: @escaping (String) -> String,
                                 _ body: (Pool, String, String, String, [UInt8], String) throws -> Void) throws {
-        var template = Array("/dev/shm/provideo-tests-XXXXXX".utf8CString)
-        let directory = try #require(mkdtemp(&template).map { String(cString: $0) })
-        defer { TestSupport.removeTree(directory) }
-        try withPool(capacity: 32 << 20) { pool, scratch in
-            var options = testOptions
-            options.landing = .background
-            let capture = try pool.startCapture(to: directory + "/take.mov", options: options)
-            let bytes = TestSupport.pattern(3 << 20, seed: 11)
-            try capture.append(bytes)
-            _ = try capture.finish()
-            let held = try #require(try pool.landings().first).path
-            let target = abandoned(directory)
-            let partial = RecordingCopy.temporaryPath(for: target, tag: FileSystem.lastComponent(of: held))
-            try Data(bytes.prefix(1 << 20)).write(to: URL(fileURLWithPath: partial))
-            try setMovingTo(target, note: held + ".json")
-            try body(pool, held, target, partial, bytes, scratch)
+        try TestSupport.withScratchOnAnotherFilesystem { directory in
+            try withPool(capacity: 32 << 20) { pool, scratch in
+                let bytes = TestSupport.pattern(3 << 20, seed: 11)
+                let held = try recordWaitingToLand(pool, to: directory + "/take.mov", bytes)
+                let target = abandoned(directory)
+                let partial = RecordingCopy.temporaryPath(for: target, tag: FileSystem.lastComponent(of: held))
+                try Data(bytes.prefix(1 << 20)).write(to: URL(fileURLWithPath: partial))
+                try setMovingTo(target, note: held + ".json")
+                try body(pool, held, target, partial, bytes, scratch)
+            }
         }
     }
 

@@ -20,6 +20,17 @@ func withPool<T>(capacity: Int64 = 32 << 20, calls: SystemCalls = .live, _ name:
     }
 }
 
+/// Records `bytes` to `destination` on another filesystem with `.background` landing: the take
+/// stays in the pool, waiting to land. Returns its path in the pool.
+func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8]) throws -> String {
+    var options = testOptions
+    options.landing = .background
+    let capture = try pool.startCapture(to: destination, options: options)
+    try capture.append(bytes)
+    _ = try capture.finish()
+    return try #require(try pool.landings().first { $0.destination == destination }).path
+}
+
 @Suite struct CaptureTests {
     @Test func oddFramesGiveAnExactFile() throws {
         try withPool { (pool, scratch) throws in

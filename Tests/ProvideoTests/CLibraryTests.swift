@@ -11,30 +11,29 @@ import Testing
     /// in-place appends and landing on another filesystem (/dev/shm, tmpfs), checked byte for
     /// byte by the C program itself; the take it leaves waiting lands with `provideo land`.
     @Test func apiTestProgramPassesEveryCheck() throws {
-        var template = Array("/dev/shm/provideo-tests-XXXXXX".utf8CString)
-        let landing = try #require(mkdtemp(&template).map { String(cString: $0) })
-        defer { TestSupport.removeTree(landing) }
-        try TestSupport.withScratch { scratch in
-            let library = try CLibrary(scratch: scratch)
-            for file in ["lib/libprovideo.so", "include/provideo.h", "lib/pkgconfig/provideo.pc", "bin/provideo"] {
-                #expect(FileManager.default.fileExists(atPath: library.prefix + "/" + file), "\(file) not installed")
+        try TestSupport.withScratchOnAnotherFilesystem { landing in
+            try TestSupport.withScratch { scratch in
+                let library = try CLibrary(scratch: scratch)
+                for file in ["lib/libprovideo.so", "include/provideo.h", "lib/pkgconfig/provideo.pc", "bin/provideo"] {
+                    #expect(FileManager.default.fileExists(atPath: library.prefix + "/" + file), "\(file) not installed")
+                }
+                try library.compile("api-test.c", to: scratch + "/api-test")
+                let pool = scratch + "/pool"
+                try FS.createPool(pool, capacity: "16M")
+                // No LD_LIBRARY_PATH: the program's RUNPATH finds libprovideo.so, the library's the Swift runtime.
+                let result = try TestSupport.run(scratch + "/api-test", [pool, "16777216", scratch, landing],
+                                                 environment: ["LD_LIBRARY_PATH": ""])
+                #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
+                #expect(result.stdout.contains(", 0 failed"), "\(result.stdout)")
+                #expect(!FileManager.default.fileExists(atPath: landing + "/lands-later.mov"))
+                let land = try TestSupport.run("provideo", ["--pool", pool, "land"])
+                #expect(land.status == 0, "\(land.stdout)\(land.stderr)")
+                let landed = (try? Data(contentsOf: URL(fileURLWithPath: landing + "/lands-later.mov"))) ?? Data()
+                let inFinish = (try? Data(contentsOf: URL(fileURLWithPath: landing + "/landed-in-finish.mov"))) ?? Data()
+                #expect(landed.count == 1 << 20 && landed == inFinish, "both takes hold the same MiB")
+                let status = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
+                #expect(status.stdout.contains("\"busyReasons\" : [\n\n  ]") || status.stdout.contains("\"busyReasons\" : []"))
             }
-            try library.compile("api-test.c", to: scratch + "/api-test")
-            let pool = scratch + "/pool"
-            try FS.createPool(pool, capacity: "16M")
-            // No LD_LIBRARY_PATH: the program's RUNPATH finds libprovideo.so, the library's the Swift runtime.
-            let result = try TestSupport.run(scratch + "/api-test", [pool, "16777216", scratch, landing],
-                                             environment: ["LD_LIBRARY_PATH": ""])
-            #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
-            #expect(result.stdout.contains(", 0 failed"), "\(result.stdout)")
-            #expect(!FileManager.default.fileExists(atPath: landing + "/lands-later.mov"))
-            let land = try TestSupport.run("provideo", ["--pool", pool, "land"])
-            #expect(land.status == 0, "\(land.stdout)\(land.stderr)")
-            let landed = (try? Data(contentsOf: URL(fileURLWithPath: landing + "/lands-later.mov"))) ?? Data()
-            let inFinish = (try? Data(contentsOf: URL(fileURLWithPath: landing + "/landed-in-finish.mov"))) ?? Data()
-            #expect(landed.count == 1 << 20 && landed == inFinish, "both takes hold the same MiB")
-            let status = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
-            #expect(status.stdout.contains("\"busyReasons\" : [\n\n  ]") || status.stdout.contains("\"busyReasons\" : []"))
         }
     }
 
@@ -159,27 +158,26 @@ import Testing
     /// waiting in the pool, and `provideo land` puts it at the location, decodable; a landing
     /// value the sink does not know fails the pipeline before any capture starts.
     @Test func landingInTheBackground() throws {
-        var template = Array("/dev/shm/provideo-tests-XXXXXX".utf8CString)
-        let elsewhere = try #require(mkdtemp(&template).map { String(cString: $0) })
-        defer { TestSupport.removeTree(elsewhere) }
-        try TestSupport.withScratch { scratch in
-            let plugin = try Plugin(scratch: scratch)
-            let pool = scratch + "/pool"
-            try FS.createPool(pool, capacity: "32M")
-            let location = elsewhere + "/take.mov"
-            let result = try plugin.record(frames: 20, pool: pool, location: location, landing: "background")
-            #expect(result.status == 0, "\(result.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: location))
-            #expect(try TestSupport.poolListing(pool).recordings.count == 1)
-            let land = try TestSupport.run("provideo", ["--pool", pool, "land"])
-            #expect(land.status == 0, "\(land.stderr)")
-            #expect(try Probe.frames(location) == 20)
-            #expect(try TestSupport.poolListing(pool).recordings.isEmpty)
+        try TestSupport.withScratchOnAnotherFilesystem { elsewhere in
+            try TestSupport.withScratch { scratch in
+                let plugin = try Plugin(scratch: scratch)
+                let pool = scratch + "/pool"
+                try FS.createPool(pool, capacity: "32M")
+                let location = elsewhere + "/take.mov"
+                let result = try plugin.record(frames: 20, pool: pool, location: location, landing: "background")
+                #expect(result.status == 0, "\(result.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: location))
+                #expect(try TestSupport.poolListing(pool).recordings.count == 1)
+                let land = try TestSupport.run("provideo", ["--pool", pool, "land"])
+                #expect(land.status == 0, "\(land.stderr)")
+                #expect(try Probe.frames(location) == 20)
+                #expect(try TestSupport.poolListing(pool).recordings.isEmpty)
 
-            let unknown = try plugin.record(frames: 5, pool: pool, location: elsewhere + "/other.mov", landing: "later")
-            #expect(unknown.status != 0)
-            #expect(unknown.stderr.contains("landing=later: use automatic, finish or background"), "\(unknown.stderr)")
-            #expect(!FileManager.default.fileExists(atPath: elsewhere + "/other.mov"))
+                let unknown = try plugin.record(frames: 5, pool: pool, location: elsewhere + "/other.mov", landing: "later")
+                #expect(unknown.status != 0)
+                #expect(unknown.stderr.contains("landing=later: use automatic, finish or background"), "\(unknown.stderr)")
+                #expect(!FileManager.default.fileExists(atPath: elsewhere + "/other.mov"))
+            }
         }
     }
 

@@ -41,6 +41,18 @@ package enum TestSupport {
         return String(cString: made)
     }
 
+    /// Runs `body` with a fresh directory on /dev/shm (tmpfs: another filesystem than the
+    /// scratch directories', writable without root), removed afterwards, even when `body` throws.
+    package static func withScratchOnAnotherFilesystem<T>(_ body: (String) throws -> T) throws -> T {
+        var template = Array("/dev/shm/provideo-tests-XXXXXX".utf8CString)
+        guard let made = mkdtemp(&template) else {
+            throw ProVideoError(.ioError, "mkdtemp in /dev/shm failed (errno \(errno))")
+        }
+        let directory = String(cString: made)
+        defer { removeTree(directory) }
+        return try body(directory)
+    }
+
     package static func removeTree(_ path: String) {
         try? FileManager.default.removeItem(atPath: path)
     }
