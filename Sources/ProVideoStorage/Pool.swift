@@ -134,8 +134,10 @@ public final class Pool: @unchecked Sendable {
             throw ProVideoError(.poolExists, "a pool already exists at \(path); use `provideo resize` to change "
                                 + "its capacity or `provideo destroy` first", path: path)
         }
-        guard FileSystem.isDirectory(FileSystem.parent(of: path)) else {
-            throw ProVideoError(.invalidArgument, "the parent directory of \(path) does not exist", path: path)
+        let parent = FileSystem.parent(of: path)
+        guard FileSystem.isDirectory(parent) else {
+            let problem = FileSystem.exists(parent) ? "\(parent) is a file, not a directory" : "\(parent) does not exist"
+            throw ProVideoError(.invalidArgument, "cannot create a pool at \(path): \(problem)", path: path)
         }
         let groupID = try group.map { name in
             guard let id = ProcessIdentity.groupID(named: name) else {

@@ -232,6 +232,9 @@ import Testing
                 #expect(outcome.stderr.contains(file), "\(command): the message does not name the path: \(outcome.stderr)")
             }
             #expect(CrashKit.snapshot(dir) == before, "a command changed the file or its directory")
+            // A pool path under the file: the file is named as what is wrong.
+            let under = try CrashKit.provideo(file + "/pool", ["create", "--capacity", "16M"])
+            expectRefused(under, status: 1, ["\(file) is a file, not a directory"], "create under a file")
             do {
                 _ = try Pool.open(at: file)
                 Issue.record("Pool.open accepted a file")

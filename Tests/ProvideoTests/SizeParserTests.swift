@@ -45,6 +45,12 @@ import Testing
         #expect(size?.description == "invalid size '9999999T': too large (the limit is 9223372036854775807 bytes)")
     }
 
+    /// An unknown unit is quoted as it was typed (1e9 is not read as a unit "E9").
+    @Test func unknownUnitIsQuotedAsTyped() {
+        let error = #expect(throws: UsageError.self) { try SizeParser.bytes("1e9") }
+        #expect(error?.description.hasPrefix("invalid size '1e9': unknown unit 'e9'; use e.g.") == true, "\(String(describing: error))")
+    }
+
     @Test func rejectsBadBitrate() {
         #expect(throws: UsageError.self) { try SizeParser.bitrate("fast") }
         #expect(throws: UsageError.self) { try SizeParser.bitrate("880MiB") }

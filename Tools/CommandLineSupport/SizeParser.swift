@@ -52,7 +52,7 @@ public enum SizeParser {
             throw UsageError("invalid \(what) '\(shown)': expected a number with an optional unit, e.g. \(example)")
         }
         guard let unit = units[suffix] else {
-            throw UsageError("invalid \(what) '\(shown)': unknown unit '\(suffix)'; use e.g. \(example)")
+            throw UsageError("invalid \(what) '\(shown)': unknown unit '\(rest)'; use e.g. \(example)")
         }
         guard fraction.count <= 6 else {
             throw UsageError("invalid \(what) '\(shown)': at most 6 decimals")
