@@ -51,6 +51,8 @@ public final class Capture {
     var published: (length: Int64, commits: Int64, overruns: Int64, at: UInt64) = (-1, 0, 0, 0)
     /// Whether a progress write is in the engine (`progressRecord` must not change then).
     var progressInFlight = false
+    /// ENOSPC completions in a row since the last request that completed (see `handle`).
+    var noSpaceInARow = 0
 
     enum State { case open, failed(ProVideoError), closed }
 
