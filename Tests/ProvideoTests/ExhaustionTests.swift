@@ -77,9 +77,7 @@ struct ExhaustionTests {
         // ("minimum size for each btrfs device is 114294784"); mixed ones (-M) fit in 96 MiB,
         // and there data and metadata run out together, as space and inodes do on XFS.
         case "btrfs": (96, "-M")
-        // Few inodes only where inodes are what runs out: with 96, filling the space (a file
-        // per fallocate) could use them up too, and a shrink then finds no inode for pool.json.
-        default: (96, resource == .inodes ? "-m 0 -N 96" : "-m 0")
+        default: (96, "-m 0 -N 96")
         }
         try LoopFilesystem.with(type, megabytes: megabytes, mkfsOptions: options) { fs in
             try LoopFilesystem.with("ext4", megabytes: 48, mkfsOptions: "-m 0 -N 64") { other in
