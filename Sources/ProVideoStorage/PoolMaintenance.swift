@@ -28,10 +28,10 @@ extension Pool {
     /// Moves a recording the pool holds (see `listing()`) to `destination`, or to the
     /// destination it was meant for: a rename on the pool's filesystem, else a verified copy
     /// (see `RecordingCopy`) after which the pool's file is deleted. Run `replenishCapacity()`
-    /// afterwards to turn the freed space back into reserve.
+    /// afterwards to turn the freed space back into reserve. A take waiting to land
+    /// (`landing`) is moved only while no `provideo land` transfers it, and a partial copy an
+    /// earlier transfer or move left is removed.
     /// - Returns: the path the recording now has.
-    /// A take waiting to land (`landing`) is moved only while no `provideo land` transfers it,
-    /// and a partial copy an earlier transfer left at its landing destination is removed.
     /// - Throws: `.invalidArgument` when `held` is not a recording the pool holds; `.busy`
     ///   when a landing is transferring it; `.invalidDestination`, `.destinationExists`
     ///   (nothing is overwritten); a copy error (the recording stays held and the move can be

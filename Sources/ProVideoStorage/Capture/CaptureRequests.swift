@@ -186,22 +186,18 @@ extension Capture {
         if tag == .cancel { return }
         outstanding -= 1
         let result = completion.result
-        if result == -ENOSPC && tag != .progress {
+        if result == -ENOSPC && tag != .progress && noSpaceInARow < WriteProgress.maximumRetries {
             // btrfs reserves metadata even to write into preallocated NOCOW blocks, so once a
             // neighbour fills the filesystem a write can fail with ENOSPC (ext4 and XFS write
             // there without allocating). Nothing was written: the spare gives its blocks back
-            // and the same request is made again. Requests in flight together each reserve
-            // their worst case, so one may still fail while the others hold theirs: it is made
-            // again as they complete, up to `WriteProgress.maximumRetries` in a row.
-            if pool.access.spare?.release(pool.calls) == true {
-                statistics.spareReleases += 1
-                return try reissue(tag)
-            }
-            if noSpaceInARow < WriteProgress.maximumRetries {
-                noSpaceInARow += 1
-                return try reissue(tag)
-            }
-        } else if result >= 0 {
+            // (once) and the same request is made again. Requests in flight together each
+            // reserve their worst case, so one may still fail while the others hold theirs: it
+            // is made again as they complete, up to `WriteProgress.maximumRetries` in a row.
+            if pool.access.spare?.release(pool.calls) == true { statistics.spareReleases += 1 }
+            noSpaceInARow += 1
+            return try reissue(tag)
+        }
+        if result >= 0 {
             noSpaceInARow = 0
         }
         switch tag {
