@@ -92,6 +92,8 @@ static int statx_facts(int dirfd, const char *path, int flags, pv_file_facts *ou
     out->mode = stx.stx_mode;
     out->uid = stx.stx_uid;
     out->gid = stx.stx_gid;
+    out->ino = stx.stx_ino;
+    out->nlink = stx.stx_nlink;
     return 0;
 }
 
@@ -366,3 +368,53 @@ int pv_thread_fs_identity(uint32_t uid, uint32_t gid, const uint32_t *groups, in
     if ((uint32_t)syscall(SYS_setfsuid, -1) != uid || (uint32_t)syscall(SYS_setfsgid, -1) != gid) return -EPERM;
     return 0;
 }
+
+#include <linux/openat2.h>
+
+int pv_open_beneath(int dirfd, const char *path, int flags, mode_t mode) {
+    struct open_how how = {
+        .flags = (uint64_t)(flags | O_CLOEXEC),
+        .mode = ((flags & O_CREAT) || (flags & O_TMPFILE) == O_TMPFILE) ? mode : 0,
+        .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV,
+    };
+    long fd = syscall(SYS_openat2, dirfd, path, &how, sizeof how);
+    if (fd < 0 && errno == ENOSYS) {
+        // Before Linux 5.6: the last component at least is never followed.
+        fd = strstr(path, "..") ? (errno = EXDEV, -1) : openat(dirfd, path, flags | O_CLOEXEC | O_NOFOLLOW, mode);
+    }
+    return fd < 0 ? -errno : (int)fd;
+}
+
+int pv_openat(int dirfd, const char *name, int flags, mode_t mode) {
+    int fd = openat(dirfd, name, flags | O_CLOEXEC, mode);
+    return fd < 0 ? -errno : fd;
+}
+
+int pv_renameat_noreplace(int from_dir, const char *from, int to_dir, const char *to) {
+    return NEG_ERRNO(renameat2(from_dir, from, to_dir, to, RENAME_NOREPLACE));
+}
+
+int pv_renameat(int from_dir, const char *from, int to_dir, const char *to) {
+    return NEG_ERRNO(renameat(from_dir, from, to_dir, to));
+}
+
+int pv_link_descriptor(int fd, int dirfd, const char *name) {
+    char self[64];
+    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
+    return NEG_ERRNO(linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW));
+}
+
+int pv_unlinkat(int dirfd, const char *name, int directory) {
+    return NEG_ERRNO(unlinkat(dirfd, name, directory ? AT_REMOVEDIR : 0));
+}
+
+int pv_mkdirat(int dirfd, const char *name, mode_t mode) {
+    return NEG_ERRNO(mkdirat(dirfd, name, mode));
+}
+
+int pv_statx_at(int dirfd, const char *name, pv_file_facts *out) {
+    return statx_facts(dirfd, name, AT_SYMLINK_NOFOLLOW, out);
+}
+
+const int pv_O_DIRECT = O_DIRECT;
+const int pv_O_PATH = O_PATH;

@@ -11,6 +11,12 @@
 struct PoolLayout: Sendable {
     let directory: String
 
+    /// Every path operation below `directory` is confined to it from now on (`PoolConfinement`).
+    init(directory: String) {
+        self.directory = directory
+        PoolConfinement.register(directory)
+    }
+
     var configuration: String { directory + "/pool.json" }
     var lock: String { directory + "/pool.lock" }
     var reserve: String { directory + "/reserve" }

@@ -50,10 +50,33 @@ typedef struct {
     uint32_t mode;
     uint32_t uid;
     uint32_t gid;
+    uint64_t ino;               // with dev_major/dev_minor: which file this is
+    uint32_t nlink;             // hard links to it
 } pv_file_facts;
 int pv_statx(const char *path, pv_file_facts *out);
 /// statx(2) on an open file (AT_EMPTY_PATH).
 int pv_fstatx(int fd, pv_file_facts *out);
+/// statx(2) on `name` in `dirfd` without following a symbolic link (AT_SYMLINK_NOFOLLOW).
+int pv_statx_at(int dirfd, const char *name, pv_file_facts *out);
+
+/// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+/// RESOLVE_NO_XDEV: `path` stays below `dirfd`, on its mount, and no component may be a
+/// symbolic link (ELOOP, EXDEV otherwise). O_CLOEXEC is added. fd or -errno.
+/// O_DIRECT and O_PATH, which need _GNU_SOURCE and so do not reach Swift from <fcntl.h>.
+extern const int pv_O_DIRECT;
+extern const int pv_O_PATH;
+int pv_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
+/// openat(2) with O_CLOEXEC added: fd or -errno.
+int pv_openat(int dirfd, const char *name, int flags, mode_t mode);
+/// renameat2(2) with RENAME_NOREPLACE; renameat(2).
+int pv_renameat_noreplace(int from_dir, const char *from, int to_dir, const char *to);
+int pv_renameat(int from_dir, const char *from, int to_dir, const char *to);
+/// linkat(2) of the open file `fd` itself (through /proc/self/fd, AT_SYMLINK_FOLLOW) to `name`
+/// in `dirfd`: gives a new name to exactly the inode the caller holds; -EEXIST when taken.
+int pv_link_descriptor(int fd, int dirfd, const char *name);
+/// unlinkat(2) (`directory`: AT_REMOVEDIR); mkdirat(2).
+int pv_unlinkat(int dirfd, const char *name, int directory);
+int pv_mkdirat(int dirfd, const char *name, mode_t mode);
 
 /// The file's extents (FIEMAP ioctl): bytes mapped at offsets below `below` and the end of
 /// the last extent (including extents past end of file, e.g. from FALLOC_FL_KEEP_SIZE). Unlike

@@ -14,15 +14,33 @@ final class FileDescriptor {
 
     deinit { Glibc.close(rawValue) }
 
-    /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`.
+    /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`. A path inside a pool is opened
+    /// beneath the pool's directory without following any link (`PoolConfinement`), and must be
+    /// a directory (`O_DIRECTORY`) or a regular file, with one link when opened for writing.
+    /// - Throws: the errno of open(2); `.corruptState` for a pool path that is a link, passes
+    ///   through one, or is not a regular file.
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, direct: Bool = false) throws -> FileDescriptor {
-        let fd = direct ? pv_open_direct(path, flags, mode) : Glibc.open(path, flags | O_CLOEXEC, mode)
-        if fd < 0 {
-            let error = direct ? -fd : Glibc.errno
+        let flags = direct ? flags | pv_O_DIRECT : flags
+        guard let (root, relative) = PoolConfinement.split(path) else {
+            let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
             // ENOENT is a missing file, not a missing pool: only `Pool.open` says "no pool".
-            throw ProVideoError.system("open", errno: error, path: path)
+            if fd < 0 { throw ProVideoError.system("open", errno: Glibc.errno, path: path) }
+            return FileDescriptor(rawValue: fd, path: path)
         }
-        return FileDescriptor(rawValue: fd, path: path)
+        // O_NONBLOCK: a FIFO planted in place of a pool file must not block the open.
+        let fd = PoolConfinement.open(root: root, relative: relative, flags: flags | O_NONBLOCK, mode: mode)
+        if fd < 0 { throw PoolConfinement.refusal("open", errno: -fd, path: path) }
+        let file = FileDescriptor(rawValue: fd, path: path)
+        if flags & O_NONBLOCK == 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
+        let facts = try file.facts()
+        let type = facts.mode & UInt32(S_IFMT)
+        let writing = flags & (O_WRONLY | O_RDWR) != 0
+        guard flags & O_DIRECTORY != 0 ? type == UInt32(S_IFDIR) : type == UInt32(S_IFREG), !writing || facts.nlink <= 1 else {
+            throw ProVideoError(.corruptState, "\(path) in the pool is not " + (type == UInt32(S_IFREG)
+                ? "the pool's own file: it has \(facts.nlink) hard links" : "a regular file")
+                + "; the pool never writes through such a file: remove it and run the command again", path: path)
+        }
+        return file
     }
 
     /// statx(2) on the open file.

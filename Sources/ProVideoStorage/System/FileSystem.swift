@@ -3,8 +3,14 @@ import Glibc
 
 /// Path-level helpers: existence, directories, durable replacement of small files.
 enum FileSystem {
+    /// statx(2); a path inside a pool is not followed if it is a link (`PoolConfinement`).
     static func facts(_ path: String) throws -> pv_file_facts {
         var facts = pv_file_facts()
+        if PoolConfinement.split(path) != nil {
+            let rc = try PoolConfinement.withParent(of: path) { pv_statx_at($0, $1, &facts) }.get()
+            if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
+            return facts
+        }
         let rc = pv_statx(path, &facts)
         if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
         return facts
@@ -35,10 +41,14 @@ enum FileSystem {
         return pv_device_topology(device, &topology) == 0 ? topology : nil
     }
 
-    static func exists(_ path: String) -> Bool { access(path, F_OK) == 0 }
+    /// access(2) with `F_OK`; inside a pool, whether anything is at `path` (a link included).
+    static func exists(_ path: String) -> Bool {
+        PoolConfinement.split(path) != nil ? (try? facts(path)) != nil : access(path, F_OK) == 0
+    }
 
     /// lstat(2): whether anything, a dangling symbolic link included, is at `path`.
     static func existsWithoutFollowing(_ path: String) -> Bool {
+        if PoolConfinement.split(path) != nil { return exists(path) }
         var st = stat()
         return lstat(path, &st) == 0
     }
@@ -55,6 +65,9 @@ enum FileSystem {
     }
 
     static func isDirectory(_ path: String) -> Bool {
+        if PoolConfinement.split(path) != nil {
+            return (try? facts(path)).map { $0.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) } ?? false
+        }
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
@@ -62,9 +75,8 @@ enum FileSystem {
     /// mkdir(2); an existing directory is fine. A directory of the pool (`access` given) gets
     /// the pool's group and mode (`PoolAccess`).
     static func makeDirectory(_ path: String, access: PoolAccess?) throws {
-        if mkdir(path, 0o700) != 0 && Glibc.errno != EEXIST {
-            throw ProVideoError.system("mkdir", errno: Glibc.errno, path: path)
-        }
+        let rc = try PoolConfinement.withParent(of: path) { pv_mkdirat($0, $1, 0o700) }.get()
+        if rc < 0 && rc != -EEXIST { throw ProVideoError.system("mkdir", errno: -rc, path: path) }
         if let access { try access.apply(to: try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY), directory: true) }
     }
 
@@ -73,21 +85,34 @@ enum FileSystem {
         Glibc.access(path, R_OK | W_OK | X_OK) == 0 ? 0 : Glibc.errno
     }
 
+    /// unlink(2); a missing file is fine. Inside a pool, through its directory opened beneath
+    /// the pool (`PoolConfinement`).
     static func remove(_ path: String) throws {
-        if unlink(path) != 0 && Glibc.errno != ENOENT {
-            throw ProVideoError.system("unlink", errno: Glibc.errno, path: path)
+        let rc = PoolConfinement.withParent(of: path) { pv_unlinkat($0, $1, 0) }
+        switch rc {
+        case .failure(let error) where error.errno == ENOENT: return
+        case .failure(let error): throw error
+        case .success(let rc) where rc < 0 && rc != -ENOENT: throw ProVideoError.system("unlink", errno: -rc, path: path)
+        case .success: return
         }
     }
 
     static func removeDirectory(_ path: String) throws {
-        if rmdir(path) != 0 && Glibc.errno != ENOENT {
-            throw ProVideoError.system("rmdir", errno: Glibc.errno, path: path)
+        let rc = PoolConfinement.withParent(of: path) { pv_unlinkat($0, $1, 1) }
+        switch rc {
+        case .failure(let error) where error.errno == ENOENT: return
+        case .failure(let error): throw error
+        case .success(let rc) where rc < 0 && rc != -ENOENT: throw ProVideoError.system("rmdir", errno: -rc, path: path)
+        case .success: return
         }
     }
 
     /// rename(2), replacing the target (used only for the pool's own files).
     static func rename(_ from: String, _ to: String) throws {
-        if Glibc.rename(from, to) != 0 { throw ProVideoError.system("rename", errno: Glibc.errno, path: from) }
+        let rc = try PoolConfinement.withParent(of: from) { fromDirectory, fromName in
+            PoolConfinement.withParent(of: to) { pv_renameat(fromDirectory, fromName, $0, $1) }
+        }.get().get()
+        if rc < 0 { throw ProVideoError.system("rename", errno: -rc, path: from) }
     }
 
     /// fsync(2) on a directory, so that a rename or create in it survives a power cut.
@@ -127,9 +152,21 @@ enum FileSystem {
         return String(cString: cwd)
     }
 
-    /// Reads a whole small file.
+    /// The most a small file (a pool's state file, a sysfs value) may hold, in bytes.
+    static let smallFileLimit = 1 << 20
+
+    /// Reads a whole small file, at most `smallFileLimit` bytes. Opened `O_NONBLOCK`: a FIFO in
+    /// its place is refused, never waited on.
+    /// - Throws: the open's or read's error; `.corruptState` when it is not a regular file or
+    ///   holds more than the limit.
     static func readSmallFile(_ path: String) throws -> [UInt8] {
-        let fd = try FileDescriptor.open(path, O_RDONLY)
+        let fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
+        let facts = try fd.facts()
+        let procfs = path.hasPrefix("/proc/") || path.hasPrefix("/sys/")
+        guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), procfs || facts.size <= UInt64(smallFileLimit) else {
+            throw ProVideoError(.corruptState, "\(path) is not a small regular file (\(facts.size) bytes; at most "
+                                + "\(smallFileLimit)): it cannot be a state file of the pool", path: path)
+        }
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
         var offset: Int64 = 0
@@ -137,6 +174,9 @@ enum FileSystem {
             let n = try chunk.withUnsafeMutableBytes { try fd.read(into: $0, at: offset, .live) }
             if n == 0 { return result }
             result += chunk[0..<n]
+            if result.count > smallFileLimit {
+                throw ProVideoError(.corruptState, "\(path) holds more than \(smallFileLimit) bytes", path: path)
+            }
             offset += Int64(n)
         }
     }
