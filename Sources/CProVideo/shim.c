@@ -37,7 +37,7 @@ int pv_rename_noreplace(const char *from, const char *to) {
 }
 
 int pv_link(const char *from, const char *to) {
-    return NEG_ERRNO(link(from, to));
+    return NEG_ERRNO(linkat(AT_FDCWD, from, AT_FDCWD, to, AT_SYMLINK_FOLLOW));
 }
 
 int pv_ioprio_set_idle(void) {
@@ -396,12 +396,6 @@ int pv_renameat_noreplace(int from_dir, const char *from, int to_dir, const char
 
 int pv_renameat(int from_dir, const char *from, int to_dir, const char *to) {
     return NEG_ERRNO(renameat(from_dir, from, to_dir, to));
-}
-
-int pv_link_descriptor(int fd, int dirfd, const char *name) {
-    char self[64];
-    snprintf(self, sizeof self, "/proc/self/fd/%d", fd);
-    return NEG_ERRNO(linkat(AT_FDCWD, self, dirfd, name, AT_SYMLINK_FOLLOW));
 }
 
 int pv_unlinkat(int dirfd, const char *name, int directory) {

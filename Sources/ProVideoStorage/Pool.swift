@@ -49,6 +49,15 @@ public final class Pool: @unchecked Sendable {
         set { state.withLock { $0.repairFailure = newValue } }
     }
 
+    /// Captures of dead recorders that could not be salvaged because their files in the pool
+    /// are not what the pool made (a link, another file type, a hard link): each error names
+    /// the file. Nothing outside the pool was touched, the capture is left as it is, and the
+    /// other captures were salvaged.
+    public internal(set) var unsalvageable: [ProVideoError] {
+        get { state.withLock { $0.unsalvageable } }
+        set { state.withLock { $0.unsalvageable = newValue } }
+    }
+
     /// Where a pool lives when neither `--pool` nor `PROVIDEO_POOL` says otherwise.
     public static let defaultPath = "/var/lib/provideo"
 
@@ -218,12 +227,16 @@ public final class Pool: @unchecked Sendable {
     ///   the path is a file, `.corruptState` for an unreadable or newer `pool.json`,
     ///   `.permissionDenied` for a user outside the pool's group (the message names it). A
     ///   repair that finds no space or inode does not fail the open: see `repairFailure`.
-    public static func open(at path: String? = nil) throws -> Pool {
-        try open(at: path, systemCalls: .live)
+    ///
+    /// `salvaging: false` opens the pool to look at it: nothing is repaired and no recording is
+    /// moved (what `status`, `list`, `metrics` and `check` do, so that a root monitoring job
+    /// never places takes: Docs/SECURITY.md); `deadCaptures()` lists what is left to salvage.
+    public static func open(at path: String? = nil, salvaging: Bool = true) throws -> Pool {
+        try open(at: path, systemCalls: .live, salvaging: salvaging)
     }
 
     /// `open(at:)` with system calls a test swapped.
-    package static func open(at path: String?, systemCalls: SystemCalls) throws -> Pool {
+    package static func open(at path: String?, systemCalls: SystemCalls, salvaging: Bool = true) throws -> Pool {
         if path?.isEmpty == true { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = resolvePath(path)
         if FileSystem.exists(path) && !FileSystem.isDirectory(path) {
@@ -237,6 +250,7 @@ public final class Pool: @unchecked Sendable {
         }
         let pool = try Pool(path: path, configuration: try PoolConfiguration.load(layout.configuration),
                             calls: systemCalls)
+        guard salvaging else { return pool }
         do {
             try pool.repair()
         } catch let error as ProVideoError where error.code == .notEnoughSpace {

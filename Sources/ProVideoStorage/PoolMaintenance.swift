@@ -47,14 +47,17 @@ extension Pool {
         }
         let target = try resolveDestination(destination ?? note.destination)
         return try lock.withMutation {
-            // The transfer's own lock (`LandingTransfer`), held until the move is done: a lander
-            // never publishes a second copy of a take moved under it.
-            let landingLock = note.landing == true ? try FileDescriptor.open(held, O_RDWR | O_NOFOLLOW) : nil
-            if let landingLock, try !landingLock.lock(0, 1, wait: false) {
+            // Opened once (beneath the pool, not followed, one link): the file that is checked
+            // is the file that moves. Held open for writing, it also carries the transfer's own
+            // lock (`LandingTransfer`) until the move is done: a lander never publishes a second
+            // copy of a take moved under it.
+            let file = try FileDescriptor.open(held, note.landing == true ? O_RDWR : O_RDONLY | O_NONBLOCK)
+            if note.landing == true, try !file.lock(0, 1, wait: false) {
                 throw ProVideoError(.busy, "`provideo land` is landing \(held) now; move it once that landing stops "
                                     + "(or let it land)", path: held)
             }
-            let owner = try FileSystem.facts(held)
+            let length = try Self.checkedLength(of: file, note: note)
+            let owner = try RecordingOwner.of(file)
             // An earlier move toward another target was killed mid-copy: its temporary is
             // garbage no later move reuses (each target has its own), so it goes now.
             if let previous = note.movingTo, previous != target {
@@ -62,11 +65,14 @@ extension Pool {
             }
             note.movingTo = target
             try note.save(notePath, calls, access: access)
-            let outcome = try RecordingMove(calls: calls).move(held, length: Int64(owner.size),
-                                                                to: target, tag: FileSystem.lastComponent(of: held))
+            let directory = try owner.acting { try DirectoryHandle.open(FileSystem.parent(of: target)) }
+            let outcome = try RecordingMove(calls: calls).move(
+                file, named: FileSystem.lastComponent(of: held), in: try DirectoryHandle.open(layout.recordings),
+                length: length, to: FileSystem.lastComponent(of: target), in: directory, owner: owner,
+                tag: FileSystem.lastComponent(of: held))
             if outcome == .copied { try FileSystem.remove(held) }
             try FileSystem.remove(notePath)
-            if landingLock != nil {
+            if note.landing == true {
                 try removePartialLanding(of: held, at: note.destination, owner: owner, movedTo: target)
             }
             try FileSystem.syncDirectory(layout.recordings, calls)
@@ -74,11 +80,30 @@ extension Pool {
         }
     }
 
+    /// A held recording's length: its file's size, which its note must agree with. A note is a
+    /// group-writable file: a length it alone claims could publish a truncated take and delete
+    /// the whole.
+    /// - Throws: `.corruptState` naming both sizes when they differ.
+    static func checkedLength(of file: FileDescriptor, note: HeldRecording) throws -> Int64 {
+        let facts = try file.facts()
+        guard facts.nlink == 1 else {
+            throw ProVideoError(.corruptState, "\(file.path) has \(facts.nlink) hard links: it is not a recording the "
+                                + "pool made; it is left as it is", path: file.path)
+        }
+        let size = facts.size
+        guard size <= UInt64(Int64.max), Int64(size) == note.length else {
+            throw ProVideoError(.corruptState, "\(file.path) has \(size) bytes but its note says \(note.length); it is "
+                                + "left in the pool as it is: check the file, then fix `length` in \(file.path).json",
+                                path: file.path)
+        }
+        return Int64(size)
+    }
+
     /// What a take waiting to land leaves when it is moved instead: its progress record, and
     /// the temporary file an interrupted transfer left beside the landing destination (removed
     /// as the take's owner, as `LandingTransfer` made it; a move to that same destination
     /// reused the name and left nothing).
-    private func removePartialLanding(of held: String, at landing: String, owner: pv_file_facts, movedTo target: String) throws {
+    private func removePartialLanding(of held: String, at landing: String, owner: RecordingOwner, movedTo target: String) throws {
         try FileSystem.remove(LandingRecord.path(forHeld: held))
         guard target != landing else { return }
         try removeAbandonedCopy(of: held, toward: landing, owner: owner)
@@ -87,10 +112,11 @@ extension Pool {
     /// Removes the temporary a copy of `held` toward `target` left when it was stopped
     /// (`RecordingCopy.temporaryPath`), if any. Done as the recording's owner, who made it: the
     /// directory is the user's, and root must never follow a path a user could swap.
-    private func removeAbandonedCopy(of held: String, toward target: String, owner: pv_file_facts) throws {
-        let partial = RecordingCopy.temporaryPath(for: target, tag: FileSystem.lastComponent(of: held))
-        try ThreadIdentity.acting(as: owner.uid, owner.gid) {
-            if FileSystem.existsWithoutFollowing(partial) { try FileSystem.remove(partial) }
+    private func removeAbandonedCopy(of held: String, toward target: String, owner: RecordingOwner) throws {
+        let name = RecordingCopy.temporaryName(for: FileSystem.lastComponent(of: target), tag: FileSystem.lastComponent(of: held))
+        try owner.acting {
+            guard let directory = try? DirectoryHandle.open(FileSystem.parent(of: target)) else { return }
+            try directory.remove(name)
         }
     }
 
@@ -103,7 +129,8 @@ extension Pool {
         // A take waiting to land shares its landing destination's temporary with
         // `provideo land`, which may be transferring it now: that file is the lander's.
         let landersOwn = note.landing == true && target == note.destination
-        if !landersOwn, let owner = try? FileSystem.facts(held) {
+        if !landersOwn, let file = try? FileDescriptor.open(held, O_RDONLY | O_NONBLOCK),
+           let owner = try? RecordingOwner.of(file) {
             do { try removeAbandonedCopy(of: held, toward: target, owner: owner) } catch { return }
         }
         var note = note
@@ -111,9 +138,14 @@ extension Pool {
         try note.save(notePath, calls, access: access)
     }
 
+    /// The note `<recording>.json` of a held recording. The recording is the file the note is
+    /// named for, whatever `path` the note says: a note is group-writable, and a path taken from
+    /// it could name any file its writer can read (Docs/SECURITY.md).
     static func heldNote(_ path: String) -> HeldRecording? {
-        guard let bytes = try? FileSystem.readSmallFile(path) else { return nil }
-        return try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes))
+        guard path.hasSuffix(".json"), let bytes = try? FileSystem.readSmallFile(path),
+              var note = try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes)) else { return nil }
+        note.path = String(path.dropLast(".json".count))
+        return note
     }
 
     /// Finishes a `moveHeldRecording` that was killed: after the rename, only the note is left;
@@ -135,9 +167,15 @@ extension Pool {
                 continue
             }
             if FileSystem.exists(held) {
-                let source = try FileDescriptor.open(held, O_RDONLY)
-                guard try RecordingCopy.isCopy(of: source, length: Int64(try FileSystem.facts(held).size), at: target,
-                                               calls: calls) else { continue }
+                // The target is looked at as the recording's owner, who moved it there.
+                let source = try FileDescriptor.open(held, O_RDONLY | O_NONBLOCK)
+                let owner = try RecordingOwner.of(source)
+                let copied = try owner.acting { () -> Bool in
+                    guard let directory = try? DirectoryHandle.open(FileSystem.parent(of: target)) else { return false }
+                    return try RecordingCopy.isCopy(of: source, length: Int64(try source.facts().size),
+                                                    at: FileSystem.lastComponent(of: target), in: directory, calls: calls)
+                }
+                guard copied else { continue }
                 try FileSystem.remove(held)
             }
             try FileSystem.remove(notePath)

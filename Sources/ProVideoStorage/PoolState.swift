@@ -5,4 +5,5 @@ struct PoolState: Sendable {
     var salvaged: [SalvagedRecording] = []
     var discarded: [DiscardedCapture] = []
     var repairFailure: ProVideoError?
+    var unsalvageable: [ProVideoError] = []
 }

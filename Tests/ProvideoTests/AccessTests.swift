@@ -14,10 +14,14 @@ struct AccessTests {
     static let admin = "pvtest-admin"
     static let recorder = "pvtest-rec"
     static let outsider = "pvtest-out"
+    private static let usersInUse = NSLock()
 
     /// Creates the group and users, a world-readable copy of `provideo` (the build directory
     /// may not be), and runs `body` with a scratch directory everyone can enter.
     static func withUsers<T>(_ body: (_ scratch: String, _ provideo: String) throws -> T) throws -> T {
+        // The users are one set for the whole test process: suites that use them take turns.
+        usersInUse.lock()
+        defer { usersInUse.unlock() }
         let cleanup = "userdel \(admin); userdel \(recorder); userdel \(outsider); groupdel \(admin); "
             + "groupdel \(recorder); groupdel \(outsider); groupdel \(group); true"
         _ = try? TestSupport.shell(cleanup + " 2>/dev/null")

@@ -44,9 +44,9 @@ enum Commands {
                 throw UsageError("--watch takes seconds between views, from 0.1 to 86400, not '\(watch)'")
             }
             if json { throw UsageError("--watch redraws the human view; for scripts, use `provideo metrics` or status --json") }
-            return try StatusWatch(pool: try openPool(path), interval: interval, rate: rate, exactBytes: exactBytes).run()
+            return try StatusWatch(pool: try openPool(path, lookingOnly: true), interval: interval, rate: rate, exactBytes: exactBytes).run()
         }
-        let status = try openPool(path).status()
+        let status = try openPool(path, lookingOnly: true).status()
         if json { return try CommandLineProgram.printJSON(StatusReport(status: status, rate: rate)) }
         print(StatusView(status: status, rate: rate, exactBytes: exactBytes).lines.joined(separator: "\n"))
     }
@@ -56,7 +56,7 @@ enum Commands {
     static func metrics(_ path: String, _ arguments: inout Arguments) throws {
         let output = try arguments.option("--output")
         try arguments.finish()
-        let pool = try openPool(path)
+        let pool = try openPool(path, lookingOnly: true)
         let text = Metrics(status: try pool.status(), listing: try pool.listing()).text
         guard let output else { return print(text, terminator: "") }
         let temporary = output + ".tmp"
@@ -182,9 +182,18 @@ enum Commands {
         return bytes
     }
 
-    /// Opens the pool and says on standard error what opening it salvaged.
-    static func openPool(_ path: String) throws -> Pool {
-        let pool = try Pool.open(at: path)
+    /// Opens the pool and says on standard error what opening it salvaged. `lookingOnly`: for
+    /// the commands that only look at the pool (status, list, metrics, check), which salvage
+    /// nothing (a root monitoring job never places takes) and say what waits for `recover`.
+    static func openPool(_ path: String, lookingOnly: Bool = false) throws -> Pool {
+        let pool = try Pool.open(at: path, salvaging: !lookingOnly)
+        let dead = lookingOnly ? pool.deadCaptures() : []
+        if !dead.isEmpty {
+            CommandLineProgram.printError("note: \(dead.count) capture(s) left by recorders that died wait to be "
+                                          + "salvaged (\(dead.joined(separator: ", "))); their committed bytes are kept: "
+                                          + "run `provideo recover` (the recovery unit, `provideo land` and the next "
+                                          + "capture start do it too)")
+        }
         for recording in pool.salvaged {
             CommandLineProgram.printError("note: recovered a capture left by a recorder that died: "
                                           + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path)")
@@ -193,6 +202,10 @@ enum Commands {
             CommandLineProgram.printError("note: discarded a capture left by a recorder that died before anything was "
                                           + "committed: \(capture.destination) (\(capture.bytesWritten) bytes written, none "
                                           + "durable); no file was made")
+        }
+        for refused in pool.unsalvageable {
+            CommandLineProgram.printError("warning: a capture left by a recorder that died cannot be salvaged: "
+                                          + refused.message)
         }
         if let failure = pool.repairFailure {
             CommandLineProgram.printError("warning: a capture left by a recorder that died is not recovered yet: "
@@ -207,6 +220,13 @@ enum Commands {
         try arguments.finish()
         let pool = try Pool.open(at: path)
         if let failure = pool.repairFailure { throw failure }
+        if let refused = pool.unsalvageable.first {
+            for recording in pool.salvaged {
+                CommandLineProgram.printError("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) "
+                                              + "to \(recording.path)")
+            }
+            throw refused
+        }
         if json {
             return try CommandLineProgram.printJSON(CommandReports.Recover(
                 path: path, salvaged: pool.salvaged, discarded: pool.discarded,
@@ -229,7 +249,7 @@ enum Commands {
     static func list(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
         try arguments.finish()
-        let pool = try openPool(path)
+        let pool = try openPool(path, lookingOnly: true)
         let listing = try pool.listing()
         if json { return try CommandLineProgram.printJSON(listing) }
         for capture in listing.captures { print(Captures.line(capture, size: ByteFormat.significant)) }
@@ -262,7 +282,7 @@ enum Commands {
     static func check(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
         try arguments.finish()
-        let problems = try openPool(path).check()
+        let problems = try openPool(path, lookingOnly: true).check()
         if json {
             try CommandLineProgram.printJSON(CommandReports.Check(path: path, ok: problems.isEmpty, problems: problems))
         } else {

@@ -17,7 +17,8 @@ int pv_open_direct(const char *path, int flags, mode_t mode);
 int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length);
 /// renameat2(2) with RENAME_NOREPLACE.
 int pv_rename_noreplace(const char *from, const char *to);
-/// link(2): a second name for `from`; -EEXIST when `to` exists (it is never replaced).
+/// linkat(2) with AT_SYMLINK_FOLLOW: a second name for `from`, so `/proc/self/fd/N` names the
+/// open file itself; -EEXIST when `to` exists (it is never replaced).
 int pv_link(const char *from, const char *to);
 /// ioprio_set(2) on the calling thread (IOPRIO_WHO_PROCESS, 0 = this thread) with the idle
 /// class: its I/O is served only when the disk has nothing else to do (BFQ, mq-deadline).
@@ -71,9 +72,6 @@ int pv_openat(int dirfd, const char *name, int flags, mode_t mode);
 /// renameat2(2) with RENAME_NOREPLACE; renameat(2).
 int pv_renameat_noreplace(int from_dir, const char *from, int to_dir, const char *to);
 int pv_renameat(int from_dir, const char *from, int to_dir, const char *to);
-/// linkat(2) of the open file `fd` itself (through /proc/self/fd, AT_SYMLINK_FOLLOW) to `name`
-/// in `dirfd`: gives a new name to exactly the inode the caller holds; -EEXIST when taken.
-int pv_link_descriptor(int fd, int dirfd, const char *name);
 /// unlinkat(2) (`directory`: AT_REMOVEDIR); mkdirat(2).
 int pv_unlinkat(int dirfd, const char *name, int directory);
 int pv_mkdirat(int dirfd, const char *name, mode_t mode);

@@ -95,7 +95,7 @@ extension Pool {
         let stepsAfterStart: Int64 = 1
         do {
             try FileSystem.makeDirectory(layout.captures, access: access)
-            try FileSystem.makeDirectory(files.directory, access: access)
+            try FileSystem.makeDirectory(files.directory, access: access, keepingOwner: true)
             let commitBytes = Int64(CaptureJournal.commitSlots.last! + 512)
             for (file, bytes) in [(files.progress, Int64(directIOAlignment.io)), (files.commit, commitBytes)] {
                 let fd = try access.openCreating(file, O_RDWR)
@@ -296,7 +296,12 @@ extension Pool {
         try adoptLegacyCapture()
         var recordings: [SalvagedRecording] = []
         for files in captureFiles() where !CaptureClaim.isAlive(files) {
-            if let recording = try salvage(files) { recordings.append(recording) }
+            do {
+                if let recording = try salvage(files) { recordings.append(recording) }
+            } catch let error as ProVideoError where error.code == .corruptState {
+                // A planted link or file: refused, reported, and no reason to leave the others.
+                if !unsalvageable.contains(where: { $0.path == error.path }) { unsalvageable.append(error) }
+            }
         }
         return recordings
     }
@@ -334,6 +339,12 @@ extension Pool {
         } catch let error as ProVideoError where error.path?.hasPrefix(layout.recordings) == true {
             return try logged(SalvagedRecording(path: error.path!, length: committed, salvagedAt: Date().timeIntervalSince1970))
         }
+    }
+
+    /// The captures whose recorder died, not yet salvaged (`provideo recover` salvages them),
+    /// by id.
+    public func deadCaptures() -> [String] {
+        captureFiles().filter { !CaptureClaim.isAlive($0) }.map(\.id)
     }
 
     private func logged(_ recording: SalvagedRecording) throws -> SalvagedRecording {

@@ -32,13 +32,14 @@ struct LandingTransfer: Sendable {
     ///   verification (`.ioError`) or publish error. Every failure but `busy` and `Stopped` is
     ///   counted in the record with its back-off; the pool's copy stays.
     func run(afterPublish: () throws -> Void) throws -> String {
-        let source = try FileDescriptor.open(held.path, O_RDWR | O_NOFOLLOW)
+        let source = try FileDescriptor.open(held.path, O_RDWR)
         guard try source.lock(0, 1, wait: false) else {
             throw ProVideoError(.busy, "another process is landing \(held.path)", path: held.path)
         }
         var record = LandingRecord.load(forHeld: held.path)
         do {
-            try land(source, &record)
+            let length = try Pool.checkedLength(of: source, note: held)
+            try land(source, length: length, &record)
             try afterPublish()
             return held.destination
         } catch let stop as Stopped {
@@ -53,49 +54,84 @@ struct LandingTransfer: Sendable {
         }
     }
 
-    private var chunks: Int { Int((held.length + LandingRecord.chunk - 1) / LandingRecord.chunk) }
+    private func chunks(_ length: Int64) -> Int { Int((length + LandingRecord.chunk - 1) / LandingRecord.chunk) }
 
-    private func land(_ source: FileDescriptor, _ record: inout LandingRecord) throws {
-        let destination = held.destination
-        let temporary = RecordingCopy.temporaryPath(for: destination, tag: FileSystem.lastComponent(of: held.path))
-        // Every step at the destination runs as the recording's owner (the recorder's user):
-        // root lands only where that user could write, through paths as that user resolves
-        // them, and the landed file is theirs. The pool's own files stay root's business.
-        let owner = try source.facts()
-        func asOwner<T>(_ step: () throws -> T) throws -> T { try ThreadIdentity.acting(as: owner.uid, owner.gid, step) }
-        if let existing = try asOwner({
-            FileSystem.existsWithoutFollowing(destination) ? try FileDescriptor.open(destination, O_RDONLY | O_NOFOLLOW) : nil
-        }) {
+    private func land(_ source: FileDescriptor, length: Int64, _ record: inout LandingRecord) throws {
+        let name = FileSystem.lastComponent(of: held.destination)
+        let temporary = RecordingCopy.temporaryName(for: name, tag: FileSystem.lastComponent(of: held.path))
+        // Every step at the destination runs as the recording's owner (the recorder's user),
+        // in its directory resolved once as that owner: root lands only where that user could
+        // write, and the landed file is theirs. The pool's own files stay root's business.
+        let owner = try RecordingOwner.of(source)
+        let directory = try owner.acting { try DirectoryHandle.open(FileSystem.parent(of: held.destination)) }
+        if let landed = directory.facts(of: name) {
             // Published before a kill, the pool's copy not yet deleted; or someone else's file.
-            guard record.digests.count == chunks, try holdsLanded(existing, record) else {
-                throw RecordingMove.destinationExists(destination)
+            guard record.digests.count == chunks(length), landed.mode & UInt32(S_IFMT) == UInt32(S_IFREG),
+                  let existing = try? owner.acting({ try directory.open(name, O_RDONLY | O_NONBLOCK) }),
+                  try holdsLanded(existing, length: length, record) else {
+                throw RecordingMove.destinationExists(held.destination)
             }
             // A link-then-unlink publish killed between its two steps leaves the temporary name.
-            try asOwner { try FileSystem.remove(temporary) }
+            try owner.acting { if directory.holds(temporary, landed) { try directory.remove(temporary) } }
             return
         }
-        let target = try asOwner { try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_NOFOLLOW, mode: 0o666) }
-        try copy(source, to: target, &record)
+        let target = try owner.acting { try resumable(temporary, in: directory, owner: owner, length: length, &record) }
+        try copy(source, length: length, to: target, &record)
         let synced = calls.fsync(target.rawValue)
-        if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: temporary) }
-        guard try holdsLanded(target, record) else {
+        if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: directory.display(temporary)) }
+        guard try holdsLanded(target, length: length, record) else {
             record.landed = 0
             record.digests = []
             try record.save(forHeld: held.path, calls, access: access)
-            throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256 of a chunk); "
-                                + "the next attempt copies it again", path: temporary)
+            throw ProVideoError(.ioError, "the copy at \(directory.display(temporary)) differs from the recording (SHA-256 "
+                                + "of a chunk); the next attempt copies it again", path: directory.display(temporary))
         }
-        _ = try asOwner { try NoClobberPublish(calls: calls).publish(temporary, as: destination) }
+        _ = try owner.acting { try NoClobberPublish(calls: calls).publish(target, from: temporary, as: name, in: directory) }
+    }
+
+    /// The temporary a killed transfer left, when it may be resumed: a regular file with one
+    /// link, owned by the recording's owner, whose recorded chunks still hold their checksums
+    /// (Postfix's `safe_open` rule). Anything else at that name (a link, a hard link to another
+    /// file, a file someone changed) is removed and a new one is created exclusively.
+    private func resumable(_ temporary: String, in directory: DirectoryHandle, owner: RecordingOwner, length: Int64,
+                           _ record: inout LandingRecord) throws -> FileDescriptor {
+        if let facts = directory.facts(of: temporary), facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), facts.nlink == 1,
+           facts.uid == owner.uid || !ProcessIdentity.isRoot,
+           let existing = try? directory.open(temporary, O_RDWR | O_NONBLOCK), let opened = try? existing.facts(),
+           opened.ino == facts.ino, opened.nlink == 1, try holdsRecordedChunks(existing, length: length, record) {
+            return existing
+        }
+        record.landed = 0
+        record.digests = []
+        try directory.remove(temporary)
+        return try directory.open(temporary, O_RDWR | O_CREAT | O_EXCL, mode: 0o666)
+    }
+
+    /// Whether `file` holds each chunk `record` says landed (those it holds in full).
+    private func holdsRecordedChunks(_ file: FileDescriptor, length: Int64, _ record: LandingRecord) throws -> Bool {
+        let size = Int64(try file.facts().size)
+        for (index, expected) in record.digests.enumerated() {
+            let start = Int64(index) * LandingRecord.chunk, end = min(start + LandingRecord.chunk, length)
+            guard end <= size else { break }
+            if try chunkDigest(file, from: start, to: end) != expected { return false }
+        }
+        return true
+    }
+
+    private func chunkDigest(_ file: FileDescriptor, from start: Int64, to end: Int64) throws -> String {
+        let hash = try SHA256()
+        try RecordingCopy.read(file, from: start, to: end, calls: calls) { hash.update($0) }
+        return Self.hex(hash.finish())
     }
 
     /// Copies from the first chunk not yet flushed at the destination to the end, recording
     /// each chunk once flushed.
-    private func copy(_ source: FileDescriptor, to target: FileDescriptor, _ record: inout LandingRecord) throws {
-        let length = held.length, chunk = LandingRecord.chunk
+    private func copy(_ source: FileDescriptor, length: Int64, to target: FileDescriptor, _ record: inout LandingRecord) throws {
+        let chunk = LandingRecord.chunk
         let existing = Int64(try target.facts().size)
         // Only chunks both recorded and present count (a destination may have lost what was
         // not flushed when it went away).
-        let kept = record.landed >= length && existing >= length ? chunks : Int(min(record.landed, existing) / chunk)
+        let kept = record.landed >= length && existing >= length ? chunks(length) : Int(min(record.landed, existing) / chunk)
         record.digests = Array(record.digests.prefix(kept))
         var offset = min(Int64(kept) * chunk, length)
         record.landed = offset
@@ -140,16 +176,12 @@ struct LandingTransfer: Sendable {
     /// Whether `file` holds the recording's length and, chunk by chunk, the checksums taken
     /// while reading the pool's copy. Its cached pages are dropped first, so what is compared
     /// comes from the filesystem, not from this process's writes still in memory.
-    private func holdsLanded(_ file: FileDescriptor, _ record: LandingRecord) throws -> Bool {
-        guard Int64(try file.facts().size) == held.length, record.digests.count == chunks else { return false }
-        file.dropCachedPages(offset: 0, length: held.length)
+    private func holdsLanded(_ file: FileDescriptor, length: Int64, _ record: LandingRecord) throws -> Bool {
+        guard Int64(try file.facts().size) == length, record.digests.count == chunks(length) else { return false }
+        file.dropCachedPages(offset: 0, length: length)
         for (index, expected) in record.digests.enumerated() {
             let start = Int64(index) * LandingRecord.chunk
-            let hash = try SHA256()
-            try RecordingCopy.read(file, from: start, to: min(start + LandingRecord.chunk, held.length), calls: calls) {
-                hash.update($0)
-            }
-            if Self.hex(hash.finish()) != expected { return false }
+            if try chunkDigest(file, from: start, to: min(start + LandingRecord.chunk, length)) != expected { return false }
         }
         return true
     }

@@ -94,9 +94,10 @@ extension Pool {
     }
 
     /// Keeps a finished recording in the pool, sealed and durable, to land in the background.
-    func queueForLanding(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64) throws -> Placement {
+    func queueForLanding(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
+                         owner: RecordingOwner) throws -> Placement {
         let waiting = ProVideoError(.ioError, "waiting to land at \(journal.destination) (`provideo land`)")
-        var placement = try keepInPool(files, journal, length: length, problem: waiting, landing: true)
+        var placement = try keepInPool(files, journal, length: length, owner: owner, problem: waiting, landing: true)
         placement.problem = nil
         placement.landing = true
         return placement

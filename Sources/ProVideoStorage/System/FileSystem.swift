@@ -74,10 +74,15 @@ enum FileSystem {
 
     /// mkdir(2); an existing directory is fine. A directory of the pool (`access` given) gets
     /// the pool's group and mode (`PoolAccess`).
-    static func makeDirectory(_ path: String, access: PoolAccess?) throws {
+    /// `keepingOwner`: the directory stays its creator's (a capture's directory says whose the
+    /// capture is, `RecordingOwner`), with the pool's group and mode.
+    static func makeDirectory(_ path: String, access: PoolAccess?, keepingOwner: Bool = false) throws {
         let rc = try PoolConfinement.withParent(of: path) { pv_mkdirat($0, $1, 0o700) }.get()
         if rc < 0 && rc != -EEXIST { throw ProVideoError.system("mkdir", errno: -rc, path: path) }
-        if let access { try access.apply(to: try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY), directory: true) }
+        guard let access else { return }
+        let directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+        try (keepingOwner ? PoolAccess(owner: try directory.facts().uid, group: access.group) : access)
+            .apply(to: directory, directory: true)
     }
 
     /// access(2) for read, write and search: 0, or the errno that refuses it.

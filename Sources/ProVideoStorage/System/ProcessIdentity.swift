@@ -34,6 +34,15 @@ enum ProcessIdentity {
         return String(cString: entry.pw_name)
     }
 
+    /// getpwuid_r(3): the user's primary group; nil for a user without an entry.
+    static func primaryGroup(of uid: uid_t) -> gid_t? {
+        var entry = passwd()
+        var result: UnsafeMutablePointer<passwd>?
+        var buffer = [CChar](repeating: 0, count: 4096)
+        guard getpwuid_r(uid, &entry, &buffer, buffer.count, &result) == 0, result != nil else { return nil }
+        return entry.pw_gid
+    }
+
     /// getgrgid_r(3): the group's name, or the number when it has none.
     static func groupName(_ gid: gid_t) -> String {
         var entry = Glibc.group()

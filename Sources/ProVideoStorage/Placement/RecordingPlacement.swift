@@ -16,65 +16,80 @@ extension Pool {
     enum TakenDestination { case keepInPool, recoveredSibling }
 
     /// Places the recording, `length` bytes of `files.data`: renamed to its destination on the
-    /// pool's filesystem, else copied there and verified, else kept in `recordings/`.
+    /// pool's filesystem, else copied there and verified, else kept in `recordings/`. Every step
+    /// at the destination acts as the capture's owner (`RecordingOwner`), through its directory
+    /// resolved once as that owner (`DirectoryHandle`): a salvage run by root places a take only
+    /// where its recorder could, and a directory the recorder can no longer write keeps the take
+    /// in the pool (Docs/SECURITY.md).
     func placeRecording(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
                         whenTaken: TakenDestination) throws -> Placement {
         let destination = journal.destination
-        let directory = FileSystem.parent(of: destination)
-        guard FileSystem.isDirectory(directory) else {
-            return try keepInPool(files, journal, length: length, problem: ProVideoError(
-                .invalidDestination, "the destination's directory \(directory) no longer exists", path: destination))
+        let owner = try RecordingOwner.of(capture: files)
+        let directoryPath = FileSystem.parent(of: destination), name = FileSystem.lastComponent(of: destination)
+        let directory: DirectoryHandle
+        do {
+            directory = try owner.acting { try DirectoryHandle.open(directoryPath) }
+        } catch let error as ProVideoError {
+            let why = error.errno == ENOENT || error.errno == ENOTDIR ? "no longer exists"
+                : "cannot be reached by its recorder \(owner.name) (\(error.message))"
+            return try keepInPool(files, journal, length: length, owner: owner, problem: ProVideoError(
+                .invalidDestination, "the destination's directory \(directoryPath) \(why)", path: destination))
         }
         // On the pool's filesystem the file itself becomes the recording: cut and sealed first.
         // Elsewhere it is copied and goes back to the reserve whole.
-        let sameFilesystem = try FileSystem.facts(directory).dev_major == FileSystem.facts(path).dev_major
-            && FileSystem.facts(directory).dev_minor == FileSystem.facts(path).dev_minor
-        if sameFilesystem { try sealRecording(files, length: length) }
-        if !sameFilesystem && journal.landInBackground == true { return try queueForLanding(files, journal, length: length) }
+        let sameFilesystem = try directory.isOnDevice(of: FileSystem.facts(path))
+        if sameFilesystem { try sealRecording(files, length: length, owner: owner) }
+        if !sameFilesystem && journal.landInBackground == true {
+            return try queueForLanding(files, journal, length: length, owner: owner)
+        }
         let mover = RecordingMove(calls: calls)
+        let source = try DirectoryHandle.open(files.directory)
+        let data = try FileDescriptor.open(files.data, O_RDONLY)
         // On btrfs even a rename needs free space (its metadata reservation, see
         // `MetadataHeadroom`): on a full filesystem the spare gives its blocks for it. A copy's
         // ENOSPC is the destination's, which the spare cannot help.
         func move(to target: String) throws {
-            guard sameFilesystem, let spare = access.spare else {
-                _ = try mover.move(files.data, length: length, to: target, tag: journal.id, renaming: sameFilesystem)
-                return
+            let step = {
+                _ = try mover.move(data, named: "data", in: source, length: length, to: target, in: directory, owner: owner,
+                                   tag: journal.id, renaming: sameFilesystem)
             }
-            _ = try spare.retryingOnFullFilesystem(calls) {
-                try mover.move(files.data, length: length, to: target, tag: journal.id, renaming: true)
-            }
+            guard sameFilesystem, let spare = access.spare else { return try step() }
+            try spare.retryingOnFullFilesystem(calls, step)
         }
-        var target = destination
+        var target = name
         do {
             do {
                 try move(to: target)
-                return Placement(path: target, problem: nil)
+                return Placement(path: directory.display(target), problem: nil)
             } catch let error as ProVideoError where error.code == .destinationExists && whenTaken == .recoveredSibling {
-                target = Self.recoveredName(destination, id: journal.id)
+                target = FileSystem.lastComponent(of: Self.recoveredName(destination, id: journal.id))
                 try move(to: target)
-                return Placement(path: target, problem: nil)
+                return Placement(path: directory.display(target), problem: nil)
             }
         } catch let error as ProVideoError {
             var problem = error
             if error.code == .destinationExists {
                 problem.message = "\(destination) appeared while recording; it was not overwritten"
+            } else if error.code == .permissionDenied {
+                problem.message = "its recorder \(owner.name) may not write in \(directoryPath) (\(error.message))"
             }
-            return try keepInPool(files, journal, length: length, problem: problem)
+            return try keepInPool(files, journal, length: length, owner: owner, problem: problem)
         }
     }
 
     /// Makes the capture's `data` the recording as it will be moved: cut to `length`, flushed,
-    /// and with the usual file mode (0666 less umask; the pool's files are 0660).
-    private func sealRecording(_ files: CaptureFiles, length: Int64) throws {
+    /// owned by `owner` (never by a root process that salvages it) with the usual file mode
+    /// (0666 less umask; the pool's files are 0660).
+    private func sealRecording(_ files: CaptureFiles, length: Int64, owner: RecordingOwner) throws {
         let data = try FileDescriptor.open(files.data, O_RDWR)
         try data.truncate(length, calls)
         try data.sync(calls)
-        // The recording belongs to the recording process's user, as a file it wrote would. Only
-        // root may give a file away: a reserve another user of the pool's group created stays
-        // theirs, group read/write (see Docs/POOL-LAYOUT.md, "Access").
+        // The recording belongs to the recorder, as a file it wrote would. Only root may give a
+        // file away: a reserve another user of the pool's group created stays theirs, group
+        // read/write (see Docs/POOL-LAYOUT.md, "Access").
         let facts = try data.facts()
-        if ProcessIdentity.isRoot && (facts.uid != ProcessIdentity.user || facts.gid != ProcessIdentity.group) {
-            try data.setOwner(ProcessIdentity.user, ProcessIdentity.group)
+        if ProcessIdentity.isRoot && facts.uid != owner.uid {
+            try data.setOwner(owner.uid, facts.gid)
         }
         if ProcessIdentity.isRoot || facts.uid == ProcessIdentity.user {
             try data.setMode(0o666 & ~ProcessIdentity.umask)
@@ -94,14 +109,14 @@ extension Pool {
 
     /// Keeps the recording in `recordings/` with a note of where it was meant to go (`landing`:
     /// and that `provideo land` takes it there).
-    func keepInPool(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
+    func keepInPool(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64, owner: RecordingOwner,
                     problem: ProVideoError, landing: Bool = false) throws -> Placement {
         try FileSystem.makeDirectory(layout.recordings, access: access)
         // Room for the note beside it, "<kept>.json", and that note's ".tmp" while it is written.
         let room = DerivedName.maximumBytes - "\(journal.id)-".utf8.count - ".json.tmp".utf8.count
         let kept = layout.recordings + "/\(journal.id)-"
             + DerivedName.shortened(FileSystem.lastComponent(of: journal.destination), toBytes: room)
-        try sealRecording(files, length: length)
+        try sealRecording(files, length: length, owner: owner)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil, landing: landing ? true : nil)
         try note.save(kept + ".json", calls, access: access)

@@ -1,3 +1,4 @@
+import CProVideo
 import Glibc
 
 /// Copies a recording to a destination on another filesystem (rename(2) fails there with
@@ -10,36 +11,42 @@ import Glibc
 enum RecordingCopy {
     static let chunk = 1 << 20
 
-    /// - Returns: the destination path.
+    /// Copies to `name` in `directory`; run it as the recording's owner (`RecordingOwner`), who
+    /// then owns the copy. The temporary is created exclusively (`O_EXCL | O_NOFOLLOW`): a file
+    /// or link planted at its predictable name is removed, never written through.
     /// - Throws: `.destinationExists` (nothing is overwritten), `.ioError` when a copy step
     ///   or the verification fails. The temporary file is removed on every failure.
-    static func copy(_ source: FileDescriptor, length: Int64, to destination: String, tag: String,
-                     calls: SystemCalls) throws -> String {
-        let temporary = temporaryPath(for: destination, tag: tag)
-        if try isCopy(of: source, length: length, at: destination, calls: calls) {
+    static func copy(_ source: FileDescriptor, length: Int64, to name: String, in directory: DirectoryHandle, tag: String,
+                     calls: SystemCalls) throws {
+        let temporary = temporaryName(for: name, tag: tag)
+        if try isCopy(of: source, length: length, at: name, in: directory, calls: calls) {
             // A copy killed after its final rename, salvaged again: the destination is this copy.
-            return destination
+            return
         }
+        try directory.remove(temporary)
+        var created: pv_file_facts?
         do {
             // 0666 less the umask, as the rename path gives and as `touch` would.
-            let target = try FileDescriptor.open(temporary, O_RDWR | O_CREAT | O_TRUNC, mode: 0o666)
+            let target = try directory.open(temporary, O_RDWR | O_CREAT | O_EXCL, mode: 0o666)
+            created = try target.facts()
             try transfer(source, to: target, length: length, calls: calls)
             let synced = calls.fsync(target.rawValue)
-            if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: temporary) }
-            let copied = Int64(try FileSystem.facts(temporary).size)
+            if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: directory.display(temporary)) }
+            let copied = Int64(try target.facts().size)
             guard copied == length else {
-                throw ProVideoError(.ioError, "the copy at \(temporary) has \(copied) bytes, expected \(length)", path: temporary)
+                throw ProVideoError(.ioError, "the copy at \(directory.display(temporary)) has \(copied) bytes, expected "
+                                    + "\(length)", path: directory.display(temporary))
             }
             guard try digest(source, length: length, calls: calls) == digest(target, length: length, calls: calls) else {
-                throw ProVideoError(.ioError, "the copy at \(temporary) differs from the recording (SHA-256)", path: temporary)
+                throw ProVideoError(.ioError, "the copy at \(directory.display(temporary)) differs from the recording "
+                                    + "(SHA-256)", path: directory.display(temporary))
             }
             // The last point where an async caller's cancellation is honoured: after the publish
             // the copy is the recording.
-            try OperationContext.checkpoint("the copy to \(destination)")
-            try NoClobberPublish(calls: calls).publish(temporary, as: destination)
-            return destination
+            try OperationContext.checkpoint("the copy to \(directory.display(name))")
+            try NoClobberPublish(calls: calls).publish(target, from: temporary, as: name, in: directory)
         } catch {
-            try? FileSystem.remove(temporary)
+            if let created, directory.holds(temporary, created) { try? directory.remove(temporary) }
             throw error
         }
     }
@@ -47,16 +54,22 @@ enum RecordingCopy {
     /// The hidden name a copy is written under beside `destination` until it is published:
     /// ".<name>.provideo-<tag>.partial", shortened to fit NAME_MAX.
     static func temporaryPath(for destination: String, tag: String) -> String {
-        let suffix = ".provideo-\(DerivedName.shortened(tag, toBytes: 64)).partial"
-        let name = DerivedName.shortened(FileSystem.lastComponent(of: destination),
-                                         toBytes: DerivedName.maximumBytes - 1 - suffix.utf8.count)
-        return "\(FileSystem.parent(of: destination))/.\(name)\(suffix)"
+        "\(FileSystem.parent(of: destination))/\(temporaryName(for: FileSystem.lastComponent(of: destination), tag: tag))"
     }
 
-    /// Whether `destination` exists with exactly `source`'s first `length` bytes.
-    static func isCopy(of source: FileDescriptor, length: Int64, at destination: String, calls: SystemCalls) throws -> Bool {
-        guard FileSystem.exists(destination), Int64(try FileSystem.facts(destination).size) == length else { return false }
-        let existing = try FileDescriptor.open(destination, O_RDONLY)
+    /// `temporaryPath`'s last component.
+    static func temporaryName(for name: String, tag: String) -> String {
+        let suffix = ".provideo-\(DerivedName.shortened(tag, toBytes: 64)).partial"
+        return "." + DerivedName.shortened(name, toBytes: DerivedName.maximumBytes - 1 - suffix.utf8.count) + suffix
+    }
+
+    /// Whether `name` in `directory` is a regular file (not followed) with exactly `source`'s
+    /// first `length` bytes.
+    static func isCopy(of source: FileDescriptor, length: Int64, at name: String, in directory: DirectoryHandle,
+                       calls: SystemCalls) throws -> Bool {
+        guard let facts = directory.facts(of: name), facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG),
+              Int64(facts.size) == length else { return false }
+        let existing = try directory.open(name, O_RDONLY | O_NONBLOCK)
         return try digest(source, length: length, calls: calls) == digest(existing, length: length, calls: calls)
     }
 

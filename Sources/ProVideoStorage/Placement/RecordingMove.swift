@@ -5,7 +5,8 @@ import Glibc
 /// another filesystem (`EXDEV`, also between two mounts of one device) a verified copy
 /// (`RecordingCopy`), after which the source is left for the caller (a capture's file goes
 /// back to the reserve, a held recording is deleted). Nothing at the destination is ever
-/// overwritten.
+/// overwritten. Both directories are descriptors resolved before (`DirectoryHandle`), and every
+/// step runs as the recording's owner: root moves a recording only where its owner could.
 struct RecordingMove {
     let calls: SystemCalls
 
@@ -17,25 +18,30 @@ struct RecordingMove {
     }
 
     /// - Parameters:
+    ///   - source: the recording, `sourceName` in `sourceDirectory` (in the pool).
     ///   - length: the recording's length in bytes (the source may be longer: a capture's file).
     ///   - tag: names the copy's temporary file (a capture id, a held recording's name).
     ///   - renaming: false to copy without trying a rename: a capture's file is renamed only
     ///     when it is sealed for its destination's filesystem (a btrfs subvolume would accept
     ///     the rename of a file that is not).
-    /// - Throws: `.destinationExists` (errno EEXIST); a rename error; a copy error (the
-    ///   temporary copy is removed, the source untouched).
-    func move(_ source: String, length: Int64, to destination: String, tag: String, renaming: Bool = true) throws -> Outcome {
-        let rc = renaming ? calls.renameNoReplace(source, destination) : -EXDEV
-        if rc == 0 {
-            try FileSystem.syncDirectory(FileSystem.parent(of: destination), calls)
-            try FileSystem.syncDirectory(FileSystem.parent(of: source), calls)
-            return .renamed
+    /// - Throws: `.destinationExists` (errno EEXIST); a rename error (`.permissionDenied` when
+    ///   the owner may not write there); a copy error (the temporary copy is removed, the
+    ///   source untouched).
+    func move(_ source: FileDescriptor, named sourceName: String, in sourceDirectory: DirectoryHandle, length: Int64,
+              to name: String, in directory: DirectoryHandle, owner: RecordingOwner, tag: String,
+              renaming: Bool = true) throws -> Outcome {
+        try owner.acting {
+            let rc = renaming ? calls.renameNoReplace(sourceDirectory.path(of: sourceName), directory.path(of: name)) : -EXDEV
+            if rc == 0 {
+                try directory.sync(calls)
+                try sourceDirectory.sync(calls)
+                return .renamed
+            }
+            if rc == -EEXIST { throw Self.destinationExists(directory.display(name)) }
+            guard rc == -EXDEV else { throw ProVideoError.system("renameat2", errno: -rc, path: directory.display(name)) }
+            try RecordingCopy.copy(source, length: length, to: name, in: directory, tag: tag, calls: calls)
+            return .copied
         }
-        if rc == -EEXIST { throw Self.destinationExists(destination) }
-        guard rc == -EXDEV else { throw ProVideoError.system("renameat2", errno: -rc, path: destination) }
-        let file = try FileDescriptor.open(source, O_RDONLY)
-        _ = try RecordingCopy.copy(file, length: length, to: destination, tag: tag, calls: calls)
-        return .copied
     }
 
     static func destinationExists(_ destination: String) -> ProVideoError {

@@ -1,0 +1,351 @@
+import Foundation
+import Glibc
+import ProVideoStorage
+import TestSupport
+import Testing
+
+/// The trust boundary (issue 23, Docs/SECURITY.md): root services act for a pool's members, and
+/// a member who swaps a path, plants a link in the pool or edits a note never turns them against
+/// the machine. Each case is the exact swap a hostile member made; each checks a root-owned
+/// canary (content, mode, owner, mtime), that nothing was made where the take's owner could not
+/// write, and that the take is either where it should be, byte for byte, or held in the pool.
+@Suite(.serialized, .enabled(if: TestSupport.isRoot, "needs root: users, groups and root services"))
+struct TrustBoundaryTests {
+    typealias Users = AccessTests
+
+    /// A root-owned file outside the pool that no case may change.
+    struct Canary {
+        let path: String
+        let bytes: [UInt8]
+        let stat: String
+
+        init(_ path: String) throws {
+            self.path = path
+            bytes = Array("root's own file: never written by the pool\n".utf8)
+            try Data(bytes).write(to: URL(fileURLWithPath: path))
+            try TestSupport.shell("chown root:root '\(path)' && chmod 600 '\(path)' && touch -d '2020-01-01 00:00' '\(path)'")
+            stat = try Self.describe(path)
+        }
+
+        static func describe(_ path: String) throws -> String { try TestSupport.shell("stat -c '%U:%G %a %s %Y %h' '\(path)'") }
+
+        func expectUnchanged(_ context: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+            #expect(TestSupport.fileEquals(path, bytes), "\(context): the canary's bytes changed",
+                    sourceLocation: sourceLocation)
+            #expect(try Self.describe(path) == stat, "\(context): the canary's owner, mode, size or mtime changed",
+                    sourceLocation: sourceLocation)
+        }
+    }
+
+    /// A pool for the group (made by its administrator), a member's home with `out/`, a directory
+    /// only root may enter holding a canary, and `provideo` runnable by everyone.
+    struct World {
+        let scratch: String, binary: String, pool: String, home: String, out: String, rootOnly: String
+        let canary: Canary
+
+        func provideo(_ arguments: String..., stdin: [UInt8]? = nil) throws -> TestSupport.ProcessResult {
+            try TestSupport.run(binary, ["--pool", pool] + arguments, stdin: stdin.map { Data($0) })
+        }
+
+        func asMember(_ arguments: [String], stdin: [UInt8]? = nil) throws -> TestSupport.ProcessResult {
+            try Users.provideo(as: Users.recorder, binary, ["--pool", pool] + arguments, stdin: stdin)
+        }
+
+        /// The member records `input` to `destination` and is killed once all of it is committed.
+        func memberRecordsAndIsKilled(_ destination: String, _ input: [UInt8]) throws {
+            let recorder = try TestSupport.start("/usr/bin/setpriv", [
+                "--reuid=\(Users.recorder)", "--regid=\(Users.recorder)", "--init-groups", binary, "--pool", pool,
+                "record", destination, "--durability", "0", "--bitrate", "20M"], stdinPipe: true)
+            defer {
+                if recorder.isRunning { kill(recorder.processIdentifier, SIGKILL) }
+                recorder.waitUntilExit()
+            }
+            let stdin = (recorder.standardInput as! Pipe).fileHandleForWriting
+            #expect(CrashKit.writeAll(stdin.fileDescriptor, input[...]) == input.count)
+            let deadline = Date(timeIntervalSinceNow: 20)
+            while CrashKit.committed(pool) < Int64(input.count) && recorder.isRunning && Date() < deadline { usleep(10_000) }
+            try #require(CrashKit.committed(pool) == Int64(input.count), "the member's recorder did not commit its input")
+            kill(recorder.processIdentifier, SIGKILL)
+            recorder.waitUntilExit()
+            try? stdin.close()
+        }
+
+        func heldRecordings() throws -> [HeldRecording] { try TestSupport.poolListing(pool).recordings }
+    }
+
+    static func withWorld(_ body: (World) throws -> Void) throws {
+        try Users.withUsers { scratch, binary in
+            let pool = scratch + "/pool"
+            let result = try Users.provideo(as: Users.admin, binary, ["--pool", pool, "create", "--capacity", "24M",
+                                                                      "--group", Users.group, "--bandwidth", "1G"])
+            try #require(result.status == 0, "create: \(result.stderr)")
+            defer { TestSupport.removeTree(pool) }
+            let home = scratch + "/home", out = home + "/out", rootOnly = scratch + "/root-only"
+            try TestSupport.shell("mkdir -m 755 '\(home)' '\(out)' && chown -R \(Users.recorder): '\(home)' && "
+                                  + "mkdir -m 700 '\(rootOnly)'")
+            let world = World(scratch: scratch, binary: binary, pool: pool, home: home, out: out, rootOnly: rootOnly,
+                              canary: try Canary(rootOnly + "/canary"))
+            try body(world)
+        }
+    }
+
+    /// Case 1: the member swaps its directory for a link to a root-only one, then its recorder
+    /// dies. A root `status` places nothing; a root `recover` keeps the take in the pool, the
+    /// member's; put back, the take moves there, the member's.
+    @Test func salvageNeverFollowsASwappedDirectory() throws {
+        try Self.withWorld { world in
+            let input = TestSupport.pattern(900_001, seed: 23)
+            try world.memberRecordsAndIsKilled(world.out + "/take.mov", input)
+            try TestSupport.shell("mv '\(world.out)' '\(world.out).real' && ln -s '\(world.rootOnly)' '\(world.out)'")
+
+            let status = try world.provideo("status")
+            #expect(status.status == 0 && status.stderr.contains("wait to be salvaged"), "status: \(status)")
+            #expect(TestSupport.hasCapture(world.pool), "a read-only status salvaged the capture")
+            let recover = try world.provideo("recover")
+            #expect(recover.status == 0, "recover: \(recover)")
+            #expect(CrashKit.contents(world.rootOnly) == ["canary"], "root placed a take in \(world.rootOnly)")
+            try world.canary.expectUnchanged("after recover")
+            let held = try #require(try world.heldRecordings().first, "the take is not held in the pool")
+            #expect(TestSupport.fileEquals(held.path, input))
+            #expect(try Users.owner(held.path).user == Users.recorder, "the held take is not the recorder's")
+
+            try TestSupport.shell("rm '\(world.out)' && mv '\(world.out).real' '\(world.out)'")
+            let move = try world.provideo("move", held.path)
+            #expect(move.status == 0, "move: \(move)")
+            #expect(TestSupport.fileEquals(world.out + "/take.mov", input))
+            #expect(try Users.owner(world.out + "/take.mov").user == Users.recorder)
+        }
+    }
+
+    /// Case 1b: the member loses write access to its directory before the salvage: root does not
+    /// write there for it.
+    @Test func salvageRespectsTheRecordersPermissions() throws {
+        try Self.withWorld { world in
+            let input = TestSupport.pattern(300_007, seed: 5)
+            try world.memberRecordsAndIsKilled(world.out + "/take.mov", input)
+            try TestSupport.shell("chmod 555 '\(world.out)'")
+            let recover = try world.provideo("recover")
+            #expect(recover.status == 0, "recover: \(recover)")
+            #expect(CrashKit.contents(world.out).isEmpty, "root wrote into a directory its recorder may not write")
+            let held = try #require(try world.heldRecordings().first)
+            #expect(held.reason.contains(Users.recorder), "the reason does not say whose permission: \(held.reason)")
+            #expect(TestSupport.fileEquals(held.path, input))
+            #expect(try Users.owner(held.path).user == Users.recorder)
+        }
+    }
+
+    /// Case 5: a link planted at each of a dead capture's files, at the capture's directory, and
+    /// at the pool's `spare` and `reserve`: root's status, recover, replenish and resize refuse
+    /// it, name it, and touch nothing outside the pool.
+    @Test(arguments: ["data", "progress", "commit", "capture.json", "<directory>", "spare", "reserve"])
+    func plantedLinksInThePoolAreRefused(_ file: String) throws {
+        try Self.withWorld { world in
+            let victim = world.rootOnly + "/victim"
+            let victimCanary = try Canary(victim)
+            if file == "spare" || file == "reserve" {
+                try TestSupport.shell("cd '\(world.pool)' && rm -f \(file) && ln -s '\(victim)' \(file)")
+            } else {
+                try world.memberRecordsAndIsKilled(world.out + "/take.mov", TestSupport.pattern(200_000, seed: 3))
+                let capture = TestSupport.onlyCapture(world.pool)
+                if file == "<directory>" {
+                    // The member renames the capture's directory away and plants a link to a
+                    // directory of root's whose files carry the capture's names.
+                    try TestSupport.shell("mv '\(capture)' '\(world.pool)/moved' && ln -s '\(world.rootOnly)' '\(capture)' && "
+                                          + "cp -p '\(victim)' '\(world.rootOnly)/data'")
+                } else {
+                    try TestSupport.shell("cd '\(capture)' && rm -f \(file) && ln -s '\(victim)' \(file)")
+                }
+            }
+            for command in [["status"], ["list"], ["check"], ["recover"], ["replenish"], ["resize", "20M"], ["status"]] {
+                let result = try TestSupport.run(world.binary, ["--pool", world.pool] + command)
+                // A clear answer (done, or refused with a reason), never a crash or a hang.
+                #expect(result.status == 0 || (result.status == 1 && !result.stderr.isEmpty), "\(command): \(result)")
+                try victimCanary.expectUnchanged("\(file): \(command)")
+                try world.canary.expectUnchanged("\(file): \(command)")
+            }
+            if file == "<directory>" {
+                try victimCanary.expectUnchanged("data")
+                #expect(TestSupport.fileEquals(world.rootOnly + "/data", victimCanary.bytes))
+            }
+            #expect(!FileManager.default.fileExists(atPath: world.out + "/take.mov") || file != "data",
+                    "a take was made from a linked data file")
+        }
+    }
+
+    /// Case 4: a held recording's note is group-writable. Its `path` pointed at root's file and
+    /// its `destination` at a root-only directory; its `length` shortened: root's move and land
+    /// never copy that file, never delete it, never publish a truncated take.
+    @Test func heldNotesAreNotTrusted() throws {
+        try Self.withWorld { world in
+            let input = TestSupport.pattern(400_003, seed: 11)
+            try world.memberRecordsAndIsKilled(world.out + "/take.mov", input)
+            try TestSupport.shell("mv '\(world.out)' '\(world.out).away'")
+            #expect(try world.provideo("recover").status == 0)
+            try TestSupport.shell("mv '\(world.out).away' '\(world.out)'")
+            let held = try #require(try world.heldRecordings().first)
+            let notePath = held.path + ".json"
+            func editNote(_ change: (inout [String: Any]) -> Void) throws {
+                var note = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: notePath))) as! [String: Any]
+                change(&note)
+                try JSONSerialization.data(withJSONObject: note).write(to: URL(fileURLWithPath: notePath))
+            }
+
+            try editNote { $0["path"] = world.canary.path; $0["destination"] = world.rootOnly + "/stolen" }
+            var result = try world.provideo("move", held.path)
+            #expect(result.status == 1, "move into a root-only directory for the member: \(result)")
+            try editNote { $0["landing"] = true }
+            result = try world.provideo("land", "--retry", "0.1")
+            #expect(CrashKit.contents(world.rootOnly) == ["canary"], "root wrote for the member in \(world.rootOnly)")
+            try world.canary.expectUnchanged("note path and destination edited")
+            #expect(TestSupport.fileEquals(held.path, input), "the held take changed")
+
+            try editNote { $0["destination"] = world.out + "/take.mov"; $0["length"] = 1000; $0["landing"] = nil }
+            result = try world.provideo("move", held.path)
+            #expect(result.status == 1 && result.stderr.contains("its note says 1000"), "a short note: \(result)")
+            #expect(!FileManager.default.fileExists(atPath: world.out + "/take.mov"), "a truncated take was published")
+            #expect(TestSupport.fileEquals(held.path, input), "the held take changed")
+
+            try editNote { $0["length"] = input.count }
+            result = try world.provideo("move", held.path)
+            #expect(result.status == 0, "move with an honest note: \(result)")
+            #expect(TestSupport.fileEquals(world.out + "/take.mov", input))
+            #expect(try Users.owner(world.out + "/take.mov").user == Users.recorder)
+        }
+    }
+
+    /// Takes of the member's waiting to land on another filesystem, made by copying one landing
+    /// take (and its note) `count` times.
+    static func landingTakes(_ world: World, to directory: String, count: Int, bytes: [UInt8]) throws -> [String] {
+        let result = try world.asMember(["record", directory + "/seed.mov", "--land", "background"], stdin: bytes)
+        try #require(result.status == 0, "record: \(result.stderr)")
+        let seed = try #require(try world.heldRecordings().first)
+        var destinations: [String] = []
+        for index in 0..<count {
+            let held = world.pool + "/recordings/copy\(index)-take.mov"
+            let destination = directory + "/take\(index).mov"
+            try TestSupport.shell("cp -p '\(seed.path)' '\(held)'")
+            var note = try JSONSerialization.jsonObject(with: Data(contentsOf: URL(fileURLWithPath: seed.path + ".json")))
+                as! [String: Any]
+            note["path"] = held
+            note["destination"] = destination
+            try JSONSerialization.data(withJSONObject: note).write(to: URL(fileURLWithPath: held + ".json"))
+            destinations.append(destination)
+        }
+        return destinations
+    }
+
+    /// Case 3: a hard link to another of the member's files, planted at the predictable
+    /// temporary name: the landing never writes into it, and the take lands whole.
+    @Test func plantedHardLinkAtThePartialIsNeverWrittenThrough() throws {
+        try Self.withWorld { world in
+            try LoopFilesystem.with("tmpfs", megabytes: 64) { tmp in
+                let directory = tmp.mountPoint + "/landing"
+                try TestSupport.shell("chmod 755 \"$(dirname '\(tmp.mountPoint)')\" && chmod 1777 '\(tmp.mountPoint)' && mkdir -m 755 '\(directory)' && chown \(Users.recorder) '\(directory)'")
+                let bytes = TestSupport.pattern(500_001, seed: 8)
+                let destination = directory + "/take.mov"
+                let result = try world.asMember(["record", destination, "--land", "background"], stdin: bytes)
+                try #require(result.status == 0, "record: \(result.stderr)")
+                let held = try #require(try world.heldRecordings().first)
+                let precious = directory + "/precious.txt", preciousBytes = Array("the member's other file\n".utf8)
+                try Data(preciousBytes).write(to: URL(fileURLWithPath: precious))
+                let partial = RecordingCopyName.temporaryPath(for: destination, held: held.path)
+                try TestSupport.shell("chown \(Users.recorder) '\(precious)' && ln '\(precious)' '\(partial)'")
+                let land = try world.provideo("land", "--retry", "0.1")
+                #expect(land.status == 0, "land: \(land)")
+                #expect(TestSupport.fileEquals(precious, preciousBytes), "the landing wrote through the planted hard link")
+                #expect(TestSupport.fileEquals(destination, bytes), "the take did not land whole")
+                #expect(try Users.owner(destination).user == Users.recorder)
+            }
+        }
+    }
+
+    /// Case 2: a racer (the member) replaces each temporary file with a link to root's file as
+    /// soon as it appears, over 200 landings. No take is reported landed unless its destination
+    /// is the verified copy; every other take stays held, whole; root's file is unchanged.
+    @Test func racedPartialsNeverLandAsTheRacersLink() throws {
+        try Self.withWorld { world in
+            try LoopFilesystem.with("tmpfs", megabytes: 96) { tmp in
+                let directory = tmp.mountPoint + "/landing"
+                try TestSupport.shell("chmod 755 \"$(dirname '\(tmp.mountPoint)')\" && chmod 1777 '\(tmp.mountPoint)' && mkdir -m 755 '\(directory)' && chown \(Users.recorder) '\(directory)'")
+                let bytes = TestSupport.pattern(64 << 10, seed: 4)
+                let destinations = try Self.landingTakes(world, to: directory, count: 200, bytes: bytes)
+                let racer = try TestSupport.start("/usr/bin/setpriv", [
+                    "--reuid=\(Users.recorder)", "--regid=\(Users.recorder)", "--init-groups", "/usr/bin/python3", "-c",
+                    Self.racerScript, directory, world.canary.path, "60"])
+                defer {
+                    if racer.isRunning { kill(racer.processIdentifier, SIGTERM) }
+                    racer.waitUntilExit()
+                }
+                usleep(200_000)
+                let land = try world.provideo("land", "--retry", "0.1", "--json")
+                kill(racer.processIdentifier, SIGTERM)
+                racer.waitUntilExit()
+                let swaps = Int(String(decoding: (racer.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile(),
+                                       as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+                let results = try JSONSerialization.jsonObject(with: Data(land.stdout.utf8)) as? [[String: Any]] ?? []
+                #expect(results.count >= 200, "land tried \(results.count) takes: \(land.stderr)")
+                var landed = 0
+                for result in results {
+                    let destination = result["destination"] as? String ?? ""
+                    let path = result["path"] as? String ?? ""
+                    if result["landed"] as? Bool == true {
+                        landed += 1
+                        var st = stat()
+                        #expect(lstat(destination, &st) == 0 && (st.st_mode & S_IFMT) == S_IFREG,
+                                "\(destination) was reported landed but is not a regular file")
+                        #expect(TestSupport.fileEquals(destination, bytes), "\(destination) reported landed, not the take")
+                        #expect(!FileManager.default.fileExists(atPath: path), "the pool kept a landed take")
+                    } else {
+                        #expect(TestSupport.fileEquals(path, bytes), "\(path) was not landed and is not kept whole")
+                        let reason = result["error"] as? String ?? ""
+                        #expect(reason.contains("not the verified copy") || reason.contains("already exists"),
+                                "\(path) stays held without saying why: \(reason)")
+                    }
+                }
+                #expect(destinations.count == 200)
+                #expect(swaps > 0, "the racer never swapped a temporary: the race was not run")
+                try world.canary.expectUnchanged("after 200 raced landings (\(swaps) swaps, \(landed) landed)")
+
+                // The racer gone and its links removed, every held take lands, whole and the member's.
+                try TestSupport.shell("find '\(directory)' -type l -delete")
+                let again = try world.provideo("land", "--retry", "0.1")
+                #expect(again.status == 0, "land after the race: \(again.stderr)")
+                for destination in destinations {
+                    #expect(TestSupport.fileEquals(destination, bytes), "\(destination) did not land after the race")
+                }
+                #expect(try world.heldRecordings().isEmpty, "takes still held after the race")
+            }
+        }
+    }
+
+    /// Replaces every `*.partial` in a directory with a symbolic link to a target, until killed
+    /// or for N seconds; prints how many it replaced.
+    static let racerScript = """
+        import os, sys, signal, time
+        directory, target, seconds = sys.argv[1], sys.argv[2], float(sys.argv[3])
+        swaps = 0
+        def done(*_):
+            print(swaps, flush=True); sys.exit(0)
+        signal.signal(signal.SIGTERM, done)
+        end = time.time() + seconds
+        while time.time() < end:
+            for name in os.listdir(directory):
+                if name.endswith('.partial') and not os.path.islink(os.path.join(directory, name)):
+                    link = os.path.join(directory, '.racer-' + name)
+                    try:
+                        os.symlink(target, link)
+                        os.rename(link, os.path.join(directory, name))
+                        swaps += 1
+                    except OSError:
+                        pass
+        done()
+        """
+}
+
+/// `RecordingCopy.temporaryPath`, spelled out as the tests see it.
+enum RecordingCopyName {
+    static func temporaryPath(for destination: String, held: String) -> String {
+        let name = (destination as NSString).lastPathComponent, tag = (held as NSString).lastPathComponent
+        return (destination as NSString).deletingLastPathComponent + "/.\(name).provideo-\(tag).partial"
+    }
+}
