@@ -237,8 +237,9 @@ import Testing
     /// however late the test's own task runs.
     static func copyOutOfCaptures(_ pool: String, cancellingAt offset: Int64, with canceller: Canceller) -> SystemCalls {
         var calls = SystemCalls.live
-        calls.renameNoReplace = { from, to in
-            from.hasPrefix(pool + "/captures/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+        calls.renameNoReplace = { rawFrom, rawTo in
+            let from = TestSupport.resolved(rawFrom)
+            return from.hasPrefix(pool + "/captures/") ? -EXDEV : SystemCalls.live.renameNoReplace(rawFrom, rawTo)
         }
         calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
             if offsetIn == offset { canceller.cancel() }

@@ -81,12 +81,13 @@ extension CrashTests {
                 switches["exdev"] = true
                 switches["copyFails"] = true
                 var calls = SystemCalls.live
-                calls.renameNoReplace = { from, to in
+                calls.renameNoReplace = { rawFrom, rawTo in
+            let from = TestSupport.resolved(rawFrom)
                     if switches["exdev"] && (TestSupport.isCaptureData(from) || from.contains("/recordings/")) {
                         _ = switches.count("exdev")
                         return -EXDEV
                     }
-                    return SystemCalls.live.renameNoReplace(from, to)
+                    return SystemCalls.live.renameNoReplace(rawFrom, rawTo)
                 }
                 calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
                     if switches["copyFails"] {

@@ -13,7 +13,7 @@ extension CrashTests {
     @Suite struct Salvage {
         static let capacity: Int64 = 16 << 20
 
-        @Test(arguments: ["openedByStatus", "twoRecoversAtOnce", "destinationTaken", "destinationUnreachable",
+        @Test(arguments: ["reportedByStatus", "twoRecoversAtOnce", "destinationTaken", "destinationUnreachable",
                           "salvageKilledAt:finish.placed", "salvageKilledAt:finish.reserveRebuilt"])
         func killedRecorderIsSalvaged(_ variant: String) throws {
             try TestSupport.withScratch("crash-salvage") { dir in
@@ -29,11 +29,17 @@ extension CrashTests {
                 let unit = CrashKit.unit
                 let holding = Self.capacity - TestSupport.roundUp(Int64(input.count), unit)
                 switch variant {
-                case "openedByStatus":
-                    // Any command opens the pool, and opening salvages.
+                case "reportedByStatus":
+                    // status only looks: it reports the dead capture and moves nothing (a root
+                    // monitoring job never places takes); recover places it.
+                    let looked = try CrashKit.provideo(pool, ["status"])
+                    #expect(looked.status == 0 && looked.stderr.contains("wait to be salvaged"), "status: \(looked)")
+                    #expect(!CrashKit.exists(destination), "status placed the recording")
+                    #expect(TestSupport.hasCapture(pool), "status salvaged the capture")
                     let status = try CrashKit.status(pool)
                     #expect(status.busyReasons.isEmpty && status.captures.isEmpty)
-                    #expect(TestSupport.fileEquals(destination, input), "status did not salvage the recording")
+                    #expect(try CrashKit.provideo(pool, ["recover"]).status == 0)
+                    #expect(TestSupport.fileEquals(destination, input), "recover did not salvage the recording")
                     let sane = try CrashKit.expectSane(pool, variant)
                     #expect(sane.remainingCapacity == holding)
 
@@ -171,6 +177,9 @@ extension CrashTests {
                 #expect(child.killedBySIGKILL, "the move child was not killed: \(child)")
                 #expect(TestSupport.fileEquals(destination, input), "the recording is not at its destination after the kill")
 
+                // The next command that repairs the pool finishes the killed move (check only looks).
+                let recover = try CrashKit.provideo(pool, ["recover"])
+                #expect(recover.status == 0, "recover after a killed move: \(recover)")
                 let check = try CrashKit.provideo(pool, ["check"])
                 #expect(check.status == 0, "check after a killed move: \(check)")
                 let listed = try TestSupport.poolListing(pool).recordings
@@ -206,9 +215,10 @@ struct ChildProcessOnlyMove {
         let environment = ProcessInfo.processInfo.environment
         let variant = environment["PROVIDEO_CRASH_CHILD_VARIANT"] ?? "afterRename"
         var calls = SystemCalls.live
-        calls.renameNoReplace = { from, to in
+        calls.renameNoReplace = { rawFrom, rawTo in
+            let from = TestSupport.resolved(rawFrom)
             if variant == "afterCopy" && from.contains("/recordings/") { return -EXDEV }
-            let rc = SystemCalls.live.renameNoReplace(from, to)
+            let rc = SystemCalls.live.renameNoReplace(rawFrom, rawTo)
             let final = variant == "afterCopy" ? from.hasSuffix(".partial") : from.contains("/recordings/")
             if rc == 0 && final { kill(getpid(), SIGKILL) }
             return rc

@@ -104,10 +104,11 @@ import Testing
             log.update { $0.append("fsync \(TestSupport.path(of: fd))\(placed ? " (journal already placed)" : "")") }
             return SystemCalls.live.fsync(fd)
         }
-        calls.renameNoReplace = { from, to in
+        calls.renameNoReplace = { rawFrom, rawTo in
+            let (from, to) = (TestSupport.resolved(rawFrom), TestSupport.resolved(rawTo))
             if forceCopy && TestSupport.isCaptureData(from) { return -EXDEV }
             log.update { $0.append("rename \(from) -> \(to)") }
-            return SystemCalls.live.renameNoReplace(from, to)
+            return SystemCalls.live.renameNoReplace(rawFrom, rawTo)
         }
         return calls
     }
@@ -154,8 +155,9 @@ import Testing
     @Test func corruptedCopyIsNeverPublished() throws {
         try TestSupport.withScratch("durability-corrupt") { scratch in
             var calls = SystemCalls.live
-            calls.renameNoReplace = { from, to in
-                TestSupport.isCaptureData(from) ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+            calls.renameNoReplace = { rawFrom, rawTo in
+            let from = TestSupport.resolved(rawFrom)
+                return TestSupport.isCaptureData(from) ? -EXDEV : SystemCalls.live.renameNoReplace(rawFrom, rawTo)
             }
             calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
                 let n = SystemCalls.live.copyFileRange(fdIn, offsetIn, fdOut, offsetOut, length)

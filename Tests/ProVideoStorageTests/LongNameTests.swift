@@ -15,8 +15,9 @@ import Testing
     /// EXDEV, so the move copies, as to another filesystem.
     static var copying: SystemCalls {
         var calls = SystemCalls.live
-        calls.renameNoReplace = { from, to in
-            TestSupport.isCaptureData(from) || from.contains("/recordings/") ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+        calls.renameNoReplace = { rawFrom, rawTo in
+            let from = TestSupport.resolved(rawFrom)
+            return TestSupport.isCaptureData(from) || from.contains("/recordings/") ? -EXDEV : SystemCalls.live.renameNoReplace(rawFrom, rawTo)
         }
         return calls
     }

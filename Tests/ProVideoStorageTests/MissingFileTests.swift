@@ -12,8 +12,9 @@ import Testing
             let out = scratch + "/out"
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
             var calls = SystemCalls.live
-            calls.renameNoReplace = { from, to in
-                TestSupport.isCaptureData(from) ? -EXDEV : SystemCalls.live.renameNoReplace(from, to)
+            calls.renameNoReplace = { rawFrom, rawTo in
+            let from = TestSupport.resolved(rawFrom)
+                return TestSupport.isCaptureData(from) ? -EXDEV : SystemCalls.live.renameNoReplace(rawFrom, rawTo)
             }
             calls.copyFileRange = { fdIn, offsetIn, fdOut, offsetOut, length in
                 try? FileManager.default.removeItem(atPath: out)  // the copy's directory goes away

@@ -14,6 +14,19 @@ package enum TestSupport {
 
     package static var isRoot: Bool { geteuid() == 0 }
 
+    /// `path` as the library hands it to the system-call seam, made readable: the library names
+    /// a file in a directory it resolved once as `/proc/self/fd/N/NAME` (`DirectoryHandle`);
+    /// this gives the directory's path in its place.
+    package static func resolved(_ path: String) -> String {
+        let prefix = "/proc/self/fd/"
+        guard path.hasPrefix(prefix) else { return path }
+        let rest = path.dropFirst(prefix.count)
+        let number = rest.prefix { $0.isNumber }
+        guard let fd = Int32(number) else { return path }
+        let directory = Self.path(of: fd)
+        return directory + rest.dropFirst(number.count)
+    }
+
     /// Whether `path` is a capture's data file in a pool (`captures/<id>/data`).
     package static func isCaptureData(_ path: String) -> Bool {
         path.hasSuffix("/data") && FileSystemPath.parent(FileSystemPath.parent(path)).hasSuffix("/captures")

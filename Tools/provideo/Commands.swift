@@ -57,7 +57,7 @@ enum Commands {
         let output = try arguments.option("--output")
         try arguments.finish()
         let pool = try openPool(path, lookingOnly: true)
-        let text = Metrics(status: try pool.status(), listing: try pool.listing()).text
+        let text = Metrics(status: try pool.status(), listing: try pool.listing(), deadCaptures: pool.deadCaptures().count).text
         guard let output else { return print(text, terminator: "") }
         let temporary = output + ".tmp"
         do {

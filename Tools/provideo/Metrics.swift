@@ -7,6 +7,8 @@ import ProVideoStorage
 struct Metrics {
     var status: PoolStatus
     var listing: PoolListing
+    /// Captures of dead recorders waiting for `provideo recover` (a scrape never salvages).
+    var deadCaptures: Int
 
     /// The three busy reasons Apple defines; each is exported as 0 or 1.
     static let busyReasons = ["capturing", "replenishing", "adjustingCapacity"]
@@ -60,6 +62,8 @@ struct Metrics {
         }
         out.gauge("provideo_held_recordings", "recordings the pool holds because their destination could not take them",
                   Int64(listing.recordings.count))
+        out.gauge("provideo_dead_captures", "captures of recorders that died, waiting for `provideo recover`",
+                  Int64(deadCaptures))
         out.header("provideo_salvaged_recordings_total", "captures of dead recorders salvaged since the pool was created",
                    type: "counter")
         out.sample("provideo_salvaged_recordings_total", [:], Double(listing.recovered.count))

@@ -95,7 +95,7 @@ package struct NoClobberPublish {
             } catch let error as ProVideoError {
                 return -(error.errno ?? EIO)
             } catch { return -EIO }
-            let rc = pv_renameat(directory.descriptor.rawValue, temporary, directory.descriptor.rawValue, name)
+            let rc = directory.rename(temporary, to: name)
             // Never leave the empty placeholder as if it were the recording.
             if rc != 0 { try? directory.remove(name) }
             return rc

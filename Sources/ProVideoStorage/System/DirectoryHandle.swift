@@ -55,6 +55,11 @@ final class DirectoryHandle {
         if rc < 0 && rc != -ENOENT { throw ProVideoError.system("unlink", errno: -rc, path: display(name)) }
     }
 
+    /// renameat(2) of `from` to `to`, both in this directory, replacing `to`; 0 or -errno.
+    func rename(_ from: String, to: String) -> Int32 {
+        pv_renameat(descriptor.rawValue, from, descriptor.rawValue, to)
+    }
+
     /// fsync(2) of the directory: a rename or create in it survives a power cut.
     func sync(_ calls: SystemCalls) throws {
         let rc = calls.fsync(descriptor.rawValue)
