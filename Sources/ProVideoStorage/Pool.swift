@@ -30,7 +30,7 @@ public final class Pool: @unchecked Sendable {
         set { state.withLock { $0.configuration = newValue } }
     }
     /// Recordings that opening the pool salvaged from captures whose recorder had died.
-    public private(set) var salvaged: [SalvagedRecording] {
+    public internal(set) var salvaged: [SalvagedRecording] {
         get { state.withLock { $0.salvaged } }
         set { state.withLock { $0.salvaged = newValue } }
     }

@@ -36,7 +36,31 @@ struct PoolConfiguration: Codable, Sendable, Equatable {
                                 "the pool at \(path) has format \(configuration.format), newer than this "
                                 + "version understands (\(currentFormat)); use a newer provideo", path: path)
         }
+        if let field = configuration.fieldOutOfRange {
+            throw ProVideoError(.corruptState,
+                                "the pool state file \(path) is corrupt: \(field); restore it from a backup or "
+                                + "remove the pool directory and create the pool again", path: path)
+        }
         return configuration
+    }
+
+    /// The first number read from `pool.json` that no pool could have, said with its range;
+    /// nil when every one is in range. Checked once, when decoded, so that no arithmetic on the
+    /// pool's sizes ever meets an impossible value.
+    var fieldOutOfRange: String? {
+        func isPowerOfTwo(_ value: Int, upTo limit: Int) -> Bool { value > 0 && value <= limit && value & (value - 1) == 0 }
+        if format < 1 { return "format \(format) (at least 1)" }
+        if !(0...Pool.maximumCapacity).contains(initialCapacity) {
+            return "initialCapacity \(initialCapacity) (0 to \(Pool.maximumCapacity) bytes)"
+        }
+        if !isPowerOfTwo(storage.blockSize, upTo: 1 << 20) { return "storage.blockSize \(storage.blockSize) (a power of two up to 1 MiB)" }
+        for (name, value) in [("memory", storage.directIOAlignment.memory), ("offset", storage.directIOAlignment.offset)]
+            where !isPowerOfTwo(value, upTo: 1 << 20) {
+            return "storage.directIOAlignment.\(name) \(value) (a power of two up to 1 MiB)"
+        }
+        if let maxCaptures, !(1...4096).contains(maxCaptures) { return "maxCaptures \(maxCaptures) (1 to 4096)" }
+        if let bandwidth, bandwidth < 0 { return "bandwidth \(bandwidth) (bits per second, not negative)" }
+        return nil
     }
 
     func save(_ path: String, _ calls: SystemCalls, access: PoolAccess) throws {

@@ -10,6 +10,9 @@ public struct SalvagedRecording: Codable, Sendable, Equatable {
     public var length: Int64
     /// When it was salvaged, in seconds since 1970.
     public var salvagedAt: Double
+    /// What the salvage found wrong and how it dealt with it (a commit record claiming more
+    /// than the file holds); nil when nothing was.
+    public var note: String? = nil
 }
 
 /// What `provideo list` shows.
@@ -145,6 +148,12 @@ extension Pool {
         guard path.hasSuffix(".json"), let bytes = try? FileSystem.readSmallFile(path),
               var note = try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes)) else { return nil }
         note.path = String(path.dropLast(".json".count))
+        if !(0...Pool.maximumCapacity).contains(note.length) {
+            // An impossible length: the file's own size stands in (sizes come from `fstat`).
+            let size = (try? FileSystem.facts(note.path)).map { Int64(clamping: $0.size) } ?? 0
+            note.reason = "its note is corrupt (length \(note.length)); the file has \(size) bytes. " + note.reason
+            note.length = size
+        }
         return note
     }
 

@@ -229,28 +229,3 @@ struct ChildProcessOnlyMove {
         Issue.record("the move returned: the swapped rename did not kill the process")
     }
 }
-
-extension CrashKit {
-    /// Starts `provideo record` with `--durability 0`, feeds `input`, waits until all of it is
-    /// committed (the recorder keeps committing while its input is quiet), then SIGKILLs it.
-    static func killRecorderAfterCommit(_ pool: String, _ destination: String, _ input: [UInt8]) throws {
-        _ = CrashKit.ignoreSIGPIPE
-        let recorder = try TestSupport.start("provideo", ["--pool", pool, "record", destination,
-                                                          "--durability", "0", "--bitrate", "20M"], stdinPipe: true)
-        defer {
-            if recorder.isRunning { kill(recorder.processIdentifier, SIGKILL) }
-            recorder.waitUntilExit()
-        }
-        let stdin = (recorder.standardInput as! Pipe).fileHandleForWriting
-        #expect(CrashKit.writeAll(stdin.fileDescriptor, input[...]) == input.count)
-        let deadline = Date(timeIntervalSinceNow: 20)
-        while CrashKit.committed(pool) < Int64(input.count) && recorder.isRunning && Date() < deadline { usleep(10_000) }
-        try #require(CrashKit.committed(pool) == Int64(input.count),
-                     "the recorder committed \(CrashKit.committed(pool)) of \(input.count) bytes")
-        kill(recorder.processIdentifier, SIGKILL)
-        recorder.waitUntilExit()
-        try? stdin.close()
-        #expect(recorder.terminationReason == .uncaughtSignal && recorder.terminationStatus == SIGKILL)
-        #expect(!CrashKit.exists(destination), "a file appeared at the destination before the salvage")
-    }
-}

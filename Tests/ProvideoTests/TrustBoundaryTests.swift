@@ -53,21 +53,7 @@ struct TrustBoundaryTests {
 
         /// The member records `input` to `destination` and is killed once all of it is committed.
         func memberRecordsAndIsKilled(_ destination: String, _ input: [UInt8]) throws {
-            let recorder = try TestSupport.start("/usr/bin/setpriv", [
-                "--reuid=\(Users.recorder)", "--regid=\(Users.recorder)", "--init-groups", binary, "--pool", pool,
-                "record", destination, "--durability", "0", "--bitrate", "20M"], stdinPipe: true)
-            defer {
-                if recorder.isRunning { kill(recorder.processIdentifier, SIGKILL) }
-                recorder.waitUntilExit()
-            }
-            let stdin = (recorder.standardInput as! Pipe).fileHandleForWriting
-            #expect(CrashKit.writeAll(stdin.fileDescriptor, input[...]) == input.count)
-            let deadline = Date(timeIntervalSinceNow: 20)
-            while CrashKit.committed(pool) < Int64(input.count) && recorder.isRunning && Date() < deadline { usleep(10_000) }
-            try #require(CrashKit.committed(pool) == Int64(input.count), "the member's recorder did not commit its input")
-            kill(recorder.processIdentifier, SIGKILL)
-            recorder.waitUntilExit()
-            try? stdin.close()
+            try CrashKit.killRecorderAfterCommit(pool, destination, input, as: Users.recorder, binary: binary)
         }
 
         func heldRecordings() throws -> [HeldRecording] { try TestSupport.poolListing(pool).recordings }

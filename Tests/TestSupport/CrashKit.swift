@@ -190,6 +190,35 @@ package enum CrashKit {
         guard result.status == 0, fields.count == 2, let frames = Int(fields[1]) else { return nil }
         return (String(fields[0]), frames)
     }
+
+    /// Starts `provideo record` with `--durability 0` (as `user` through setpriv, with its
+    /// groups, when given; `binary` is then a path every user may run), feeds `input`, waits
+    /// until all of it is committed (the recorder keeps committing while its input is quiet),
+    /// then SIGKILLs it.
+    package static func killRecorderAfterCommit(_ pool: String, _ destination: String, _ input: [UInt8],
+                                                as user: String? = nil, binary: String = "provideo") throws {
+        _ = CrashKit.ignoreSIGPIPE
+        let record = [binary, "--pool", pool, "record", destination, "--durability", "0", "--bitrate", "20M"]
+        let recorder = try user.map {
+            try TestSupport.start("/usr/bin/setpriv", ["--reuid=\($0)", "--regid=\($0)", "--init-groups"] + record,
+                                  stdinPipe: true)
+        } ?? TestSupport.start(binary, Array(record.dropFirst()), stdinPipe: true)
+        defer {
+            if recorder.isRunning { kill(recorder.processIdentifier, SIGKILL) }
+            recorder.waitUntilExit()
+        }
+        let stdin = (recorder.standardInput as! Pipe).fileHandleForWriting
+        #expect(CrashKit.writeAll(stdin.fileDescriptor, input[...]) == input.count)
+        let deadline = Date(timeIntervalSinceNow: 20)
+        while CrashKit.committed(pool) < Int64(input.count) && recorder.isRunning && Date() < deadline { usleep(10_000) }
+        try #require(CrashKit.committed(pool) == Int64(input.count),
+                     "the recorder committed \(CrashKit.committed(pool)) of \(input.count) bytes")
+        kill(recorder.processIdentifier, SIGKILL)
+        recorder.waitUntilExit()
+        try? stdin.close()
+        #expect(recorder.terminationReason == .uncaughtSignal && recorder.terminationStatus == SIGKILL)
+        #expect(!CrashKit.exists(destination), "a file appeared at the destination before the salvage")
+    }
 }
 
 /// Measures how long fdatasync takes on a filesystem while a test runs: a background thread

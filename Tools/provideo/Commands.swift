@@ -133,7 +133,9 @@ enum Commands {
         }
         options.admitOverBandwidth = arguments.flag("--force")
         if let text = try arguments.option("--durability") {
-            guard let seconds = Double(text), seconds >= 0 else { throw UsageError("--durability takes seconds, e.g. 1 or 0.5") }
+            guard let seconds = Double(text), seconds.isFinite, (0...3600).contains(seconds) else {
+                throw UsageError("--durability takes seconds from 0 to 3600, e.g. 1 or 0.5; not '\(text)'")
+            }
             options.durabilityInterval = UInt64(seconds * 1e9)
         }
         if let mode = try arguments.option("--land") {
@@ -217,10 +219,20 @@ enum Commands {
 
     static func recover(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
+        let salvageTo = try arguments.option("--salvage-to")
         try arguments.finish()
+        if salvageTo?.isEmpty == true { throw UsageError("--salvage-to needs a directory") }
         let pool = try Pool.open(at: path)
         if let failure = pool.repairFailure { throw failure }
-        if let refused = pool.unsalvageable.first {
+        if let salvageTo { _ = try pool.salvageWithoutJournal(into: salvageTo) }
+        for recording in pool.salvaged where recording.note != nil {
+            CommandLineProgram.printError("note: \(recording.path): \(recording.note!)")
+        }
+        // What `--salvage-to` placed is gone from captures/; what is left stays refused.
+        let refused = pool.unsalvageable.filter { error in
+            error.path.map { FileManager.default.fileExists(atPath: ($0 as NSString).deletingLastPathComponent) } ?? true
+        }
+        if let refused = refused.first {
             for recording in pool.salvaged {
                 CommandLineProgram.printError("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) "
                                               + "to \(recording.path)")

@@ -17,7 +17,7 @@ enum LandingLines {
 
     /// "→ DEST: 1.2 GiB of 2.0 GiB (60%), 180.0 MiB/s, 5 s left" and the last error, if any.
     static func describe(_ progress: LandingProgress) -> String {
-        let percent = progress.length > 0 ? progress.landedBytes * 100 / progress.length : 100
+        let percent = progress.length > 0 ? Int(Double(progress.landedBytes) * 100 / Double(progress.length)) : 100
         var line = "→ \(progress.destination): \(ByteFormat.human(progress.landedBytes)) of "
             + "\(ByteFormat.human(progress.length)) (\(percent)%)"
         if progress.transferring, let rate = progress.bytesPerSecond {

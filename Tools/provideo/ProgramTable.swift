@@ -53,6 +53,7 @@ let program = ProgramDescription(
             OptionDescription("--seconds", "N", "the clip's length (default 3)"),
         ]),
         CommandDescription("recover", summary: "salvage captures of recorders that died", options: [
+            OptionDescription("--salvage-to", "DIR", "place captures whose journal is unreadable in DIR as <id>.salvaged"),
             .flag("--json", "print what was salvaged and discarded as JSON"),
         ]),
         CommandDescription("list", summary: "recordings the pool holds, and the captures in progress", options: [

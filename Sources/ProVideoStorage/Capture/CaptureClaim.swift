@@ -35,9 +35,16 @@ final class CaptureClaim {
 
     /// Whether the capture in `files` has a live owner (any open file description, in this
     /// process or another, holds its `progress` lock). A capture without a `progress` file was
-    /// killed while being created.
+    /// killed while being created. Fails closed: an error other than ENOENT (EMFILE in a busy
+    /// recorder, EIO, a planted link) means "alive or unknown", so no salvage ever cuts a
+    /// capture whose owner may still be writing it.
     static func isAlive(_ files: CaptureFiles) -> Bool {
-        guard let fd = try? FileDescriptor.open(files.progress, O_RDONLY) else { return false }
-        return (try? fd.isLockedByOthers(0, 1)) ?? false
+        let fd: FileDescriptor
+        do {
+            fd = try FileDescriptor.open(files.progress, O_RDONLY)
+        } catch let error as ProVideoError {
+            return error.errno != ENOENT
+        } catch { return true }
+        return (try? fd.isLockedByOthers(0, 1)) ?? true
     }
 }

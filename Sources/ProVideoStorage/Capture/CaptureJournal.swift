@@ -59,10 +59,13 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
         try FileSystem.replaceDurably(path, with: Array(try JSONEncoder().encode(self)), calls, access: access)
     }
 
-    /// Reads an 8-byte little-endian counter (`progress`), 0 if the file is missing or short.
+    /// Reads an 8-byte little-endian counter (`progress`), 0 if the file is missing, short, or
+    /// holds a count no pool could reach (above `Pool.maximumCapacity`): it is read from disk, so
+    /// it is range-checked before any arithmetic uses it.
     static func readCounter(_ path: String) -> Int64 {
         guard let bytes = try? FileSystem.readSmallFile(path), bytes.count >= 8 else { return 0 }
-        return Int64(bitPattern: word(bytes, at: 0))
+        let count = word(bytes, at: 0)
+        return count <= UInt64(Pool.maximumCapacity) ? Int64(count) : 0
     }
 
     private static func word(_ bytes: [UInt8], at start: Int) -> UInt64 {
@@ -73,12 +76,13 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     static let commitSlots: [Int64] = [0, 512]
 
     /// Reads the committed length from `commit`: the larger of the two records whose check word
-    /// matches (the committed length only grows), 0 when there is none.
+    /// matches (the committed length only grows), 0 when there is none. A length past
+    /// `Int64.max` reads as `Int64.max`: a salvage keeps no more than `data` holds, and says so.
     package static func readCommitted(_ path: String) -> Int64 {
         guard let bytes = try? FileSystem.readSmallFile(path) else { return 0 }
         return commitSlots.map { Int($0) }.filter { $0 + 16 <= bytes.count }.map { start -> Int64 in
             let length = word(bytes, at: start)
-            return word(bytes, at: start + 8) == length ^ commitCheck ? Int64(length) : 0
+            return word(bytes, at: start + 8) == length ^ commitCheck ? Int64(clamping: length) : 0
         }.max() ?? 0
     }
 

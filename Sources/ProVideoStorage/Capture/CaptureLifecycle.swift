@@ -320,12 +320,34 @@ extension Pool {
     /// moves it to its destination (to a sibling name when the destination now exists) and
     /// returns the unused space to the reserve.
     private func salvage(_ files: CaptureFiles) throws -> SalvagedRecording? {
-        guard let journal = try? CaptureJournal.load(files.journal), journal.phase != .starting else {
+        let journal: CaptureJournal
+        do {
+            journal = try CaptureJournal.load(files.journal)
+        } catch {
+            // Without its journal a capture may be discarded only when nothing of it was
+            // committed (killed before the journal was durable); committed bytes are kept.
+            let committed = CaptureJournal.readCommitted(files.commit)
+            guard committed > 0 else {
+                try discardCapture(files)
+                return nil
+            }
+            let reason = (error as? ProVideoError)?.message ?? "\(error)"
+            throw ProVideoError(.corruptState, "the journal of capture \(files.id) is unreadable (\(reason)): its "
+                                + "\(committed) committed bytes are kept at \(files.data); `provideo recover "
+                                + "--salvage-to DIR` places them in DIR", path: files.journal)
+        }
+        if journal.phase == .starting {
             // Killed before it recorded anything.
             try discardCapture(files)
             return nil
         }
-        let committed = CaptureJournal.readCommitted(files.commit)
+        var committed = CaptureJournal.readCommitted(files.commit)
+        var note: String?
+        if journal.placedAt == nil, let size = try? FileSystem.facts(files.data).size, UInt64(committed) > size {
+            // A commit record never claims more than was written: keep what is there, say so.
+            note = "its commit record claims \(committed) bytes but \(files.data) holds \(size); \(size) were kept"
+            committed = Int64(size)
+        }
         if journal.placedAt == nil && journal.discarded == nil && committed == 0 {
             // Nothing reached the disk durably: leave no empty file at the destination, and say so.
             let written = CaptureJournal.readCounter(files.progress)
@@ -335,9 +357,33 @@ extension Pool {
         }
         do {
             let placement = try completeCapture(files, journal: journal, length: committed, whenTaken: .recoveredSibling)
-            return try logged(SalvagedRecording(path: placement.path, length: committed, salvagedAt: Date().timeIntervalSince1970))
+            return try logged(SalvagedRecording(path: placement.path, length: committed,
+                                                salvagedAt: Date().timeIntervalSince1970, note: note))
         } catch let error as ProVideoError where error.path?.hasPrefix(layout.recordings) == true {
-            return try logged(SalvagedRecording(path: error.path!, length: committed, salvagedAt: Date().timeIntervalSince1970))
+            return try logged(SalvagedRecording(path: error.path!, length: committed,
+                                                salvagedAt: Date().timeIntervalSince1970, note: note))
+        }
+    }
+
+    /// Salvages the dead captures whose journal is unreadable but that committed bytes, each to
+    /// `directory`/`<id>.salvaged` (a journal is written for it first), as their owner.
+    /// - Returns: the recordings salvaged.
+    /// - Throws: `.invalidDestination` when `directory` cannot take them; what a salvage throws.
+    public func salvageWithoutJournal(into directory: String) throws -> [SalvagedRecording] {
+        try lock.withMutation {
+            var recordings: [SalvagedRecording] = []
+            for files in captureFiles() where !CaptureClaim.isAlive(files) && (try? CaptureJournal.load(files.journal)) == nil
+                && CaptureJournal.readCommitted(files.commit) > 0 {
+                let destination = try resolveDestination(directory + "/\(files.id).salvaged")
+                let journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
+                                             bitrate: 0, engine: "", phase: .recording,
+                                             startedAt: Date().timeIntervalSince1970, pid: 0)
+                try FileSystem.remove(files.journal)
+                try journal.save(files.journal, calls, access: access)
+                if let recording = try salvage(files) { recordings.append(recording) }
+            }
+            salvaged += recordings
+            return recordings
         }
     }
 

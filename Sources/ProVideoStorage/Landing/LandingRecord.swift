@@ -24,10 +24,21 @@ struct LandingRecord: Codable, Sendable, Equatable {
 
     /// The record beside `held`; a new one when there is none (or it is unreadable: the
     /// transfer then starts over and verifies everything).
+    /// A record whose numbers no transfer could have written (a negative or impossible
+    /// `landed`, more digests than chunks, a runaway `attempts`, a time that is no time) counts
+    /// as unreadable.
     static func load(forHeld held: String) -> LandingRecord {
         guard let bytes = try? FileSystem.readSmallFile(path(forHeld: held)),
-              let record = try? JSONDecoder().decode(LandingRecord.self, from: Data(bytes)) else { return LandingRecord() }
+              let record = try? JSONDecoder().decode(LandingRecord.self, from: Data(bytes)), record.isInRange else {
+            return LandingRecord()
+        }
         return record
+    }
+
+    private var isInRange: Bool {
+        (0...Pool.maximumCapacity).contains(landed) && Int64(digests.count) <= landed / Self.chunk + 1
+            && (0...1_000_000).contains(attempts) && (nextAttemptAt?.isFinite ?? true)
+            && (bytesPerSecond.map { $0.isFinite && $0 >= 0 } ?? true)
     }
 
     func save(forHeld held: String, _ calls: SystemCalls, access: PoolAccess) throws {

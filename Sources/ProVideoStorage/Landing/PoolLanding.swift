@@ -26,9 +26,10 @@ extension Pool {
             let source = try? FileDescriptor.open(held.path, O_RDONLY | O_NOFOLLOW)
             let transferring = (try? source?.isLockedByOthers(0, 1)) == true
             let rate = record.bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
+            let landed = min(record.landed, held.length)
             return LandingProgress(path: held.path, destination: held.destination, length: held.length,
-                                   landedBytes: record.landed, transferring: transferring, bytesPerSecond: rate,
-                                   etaSeconds: rate.map { Double(held.length - record.landed) / $0 },
+                                   landedBytes: landed, transferring: transferring, bytesPerSecond: rate,
+                                   etaSeconds: rate.map { Double(held.length - landed) / $0 },
                                    attempts: record.attempts, lastError: record.lastError,
                                    nextAttemptAt: record.nextAttemptAt)
         }
@@ -107,7 +108,7 @@ extension Pool {
     /// reserve needs; "" otherwise.
     func landingHint() -> String {
         guard let waiting = try? landingRecordings(), !waiting.isEmpty else { return "" }
-        let held = waiting.reduce(0) { $0 + $1.length }
+        let held = waiting.map(\.length).saturatingSum()
         return "; \(waiting.count) take(s) waiting to land hold \(ByteFormat.human(held)): `provideo land` lands them "
             + "and returns their space"
     }

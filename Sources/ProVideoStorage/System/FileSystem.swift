@@ -92,22 +92,17 @@ enum FileSystem {
 
     /// unlink(2); a missing file is fine. Inside a pool, through its directory opened beneath
     /// the pool (`PoolConfinement`).
-    static func remove(_ path: String) throws {
-        let rc = PoolConfinement.withParent(of: path) { pv_unlinkat($0, $1, 0) }
-        switch rc {
-        case .failure(let error) where error.errno == ENOENT: return
-        case .failure(let error): throw error
-        case .success(let rc) where rc < 0 && rc != -ENOENT: throw ProVideoError.system("unlink", errno: -rc, path: path)
-        case .success: return
-        }
-    }
+    static func remove(_ path: String) throws { try unlink(path, directory: false) }
 
-    static func removeDirectory(_ path: String) throws {
-        let rc = PoolConfinement.withParent(of: path) { pv_unlinkat($0, $1, 1) }
-        switch rc {
+    static func removeDirectory(_ path: String) throws { try unlink(path, directory: true) }
+
+    /// unlinkat(2) of a file or an empty directory; what is already gone is fine.
+    private static func unlink(_ path: String, directory: Bool) throws {
+        switch PoolConfinement.withParent(of: path, { pv_unlinkat($0, $1, directory ? 1 : 0) }) {
         case .failure(let error) where error.errno == ENOENT: return
         case .failure(let error): throw error
-        case .success(let rc) where rc < 0 && rc != -ENOENT: throw ProVideoError.system("rmdir", errno: -rc, path: path)
+        case .success(let rc) where rc < 0 && rc != -ENOENT:
+            throw ProVideoError.system(directory ? "rmdir" : "unlink", errno: -rc, path: path)
         case .success: return
         }
     }
