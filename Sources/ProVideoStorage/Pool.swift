@@ -340,7 +340,7 @@ public final class Pool: @unchecked Sendable {
     public var remainingCapacity: Int64 {
         get throws {
             let reserveFile = reserve(layout.reserve)
-            return captureFiles().reduce(try reserveFile.size()) { total, files in
+            return try captureFiles().reduce(try reserveFile.size()) { total, files in
                 let granted = (try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0
                 return total + max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
             }
@@ -359,7 +359,7 @@ public final class Pool: @unchecked Sendable {
         let reserveFile = reserve(layout.reserve)
         var allocated = try reserveFile.allocatedBytes()
         var captures: [PoolStatus.Capture] = []
-        for (files, journal) in runningCaptures() {
+        for (files, journal) in try runningCaptures() {
             let facts = try? FileSystem.facts(files.data)
             allocated += facts.map { Int64($0.allocated_bytes) } ?? 0
             captures.append(PoolStatus.Capture(
@@ -441,7 +441,7 @@ public final class Pool: @unchecked Sendable {
         try whileBusy(.replenishing, action: "replenish the pool", besideCaptures: true) {
             let (added, missing) = try lock.withReserve {
                 let reserve = reserve(layout.reserve)
-                let wanted = configuration.initialCapacity - capturesHold() - (try reserve.size())
+                let wanted = configuration.initialCapacity - (try capturesHold()) - (try reserve.size())
                 let added = try refill(reserve, by: wanted)
                 return (added, max(wanted - added, 0))
             }
@@ -537,7 +537,7 @@ public final class Pool: @unchecked Sendable {
         // A grant whose reserve cut a power cut lost, or a grow recorded in pool.json whose
         // fallocate a power cut kept while a later shrink's record was lost.
         configuration = try PoolConfiguration.load(layout.configuration)
-        let limit = max(configuration.initialCapacity - capturesHold(), 0) / reserveFile.unit * reserveFile.unit
+        let limit = max(configuration.initialCapacity - (try capturesHold()), 0) / reserveFile.unit * reserveFile.unit
         if try reserveFile.size() > limit {
             try reserveFile.open(nocow: false).truncate(limit, calls)
         }

@@ -254,7 +254,7 @@ extension Pool {
             }
         }
         var reserved = mapped
-        for files in captureFiles() {
+        for files in try captureFiles() {
             guard CaptureClaim.isAlive(files) else {
                 problems.append("the capture \(files.id) is in the pool with no live recorder; run `provideo recover`")
                 continue
@@ -271,8 +271,9 @@ extension Pool {
             problems.append("remainingCapacity \(remaining) exceeds the \(reserved) bytes really reserved")
         }
         let capacity = initialCapacity
-        if size + capturesHold() > capacity {
-            problems.append("the reserve (\(size) bytes) and the captures' grants (\(capturesHold()) bytes) exceed "
+        let held = try capturesHold()
+        if size + held > capacity {
+            problems.append("the reserve (\(size) bytes) and the captures' grants (\(held) bytes) exceed "
                             + "the pool's capacity of \(capacity) bytes")
         }
         return problems

@@ -118,6 +118,23 @@ import Testing
         }
     }
 
+    /// Fault 6: `captures/` that cannot be listed is an error that stops a replenish (it would
+    /// grow the reserve into the grants it cannot see), not an empty list.
+    @Test func unlistableCapturesStopTheReplenish() throws {
+        try FS.withScratchPool("state-unlistable", capacity: "16M") { dir, pool in
+            try FileManager.default.createDirectory(atPath: dir + "/out", withIntermediateDirectories: false)
+            try CrashKit.killRecorderAfterCommit(pool, dir + "/out/take.mov", TestSupport.pattern(200_003, seed: 9))
+            let reserve = try TestSupport.statSizes(pool + "/reserve").size
+            try TestSupport.shell("mv '\(pool)/captures' '\(pool)/captures.away' && touch '\(pool)/captures'")
+            let replenish = try CrashKit.provideo(pool, ["replenish"])
+            #expect(replenish.reason == .exit && replenish.status == 1 && replenish.stderr.contains("cannot list"),
+                    "replenish: \(replenish)")
+            #expect(try TestSupport.statSizes(pool + "/reserve").size == reserve, "the reserve grew over unseen grants")
+            try TestSupport.shell("rm '\(pool)/captures' && mv '\(pool)/captures.away' '\(pool)/captures'")
+            #expect(try CrashKit.provideo(pool, ["recover"]).status == 0)
+        }
+    }
+
     /// Fault 1 in pool.json: impossible numbers are a clear "corrupt" error naming the field.
     @Test(arguments: [("initialCapacity", "9223372036854775807"), ("blockSize", "4611686018427387904"),
                       ("memory", "0"), ("offset", "3"), ("maxCaptures", "-1")])

@@ -66,8 +66,8 @@ MUTATIONS = [
      "            return amount",
      "eightCapturesFromOneProcess|threeCapturesFillThePool"),
     ("salvage takes running captures too", S + "Capture/CaptureLifecycle.swift",
-     "for files in captureFiles() where !CaptureClaim.isAlive(files) {",
-     "for files in captureFiles() {",
+     "for files in try captureFiles() where !CaptureClaim.isAlive(files) {",
+     "for files in try captureFiles() {",
      "oneOfFourKilled|runningCapturesRefuseResizeAndDestroyOnly"),
     # Promises of the write path state machine.
     ("a buffer that fills during its flush waits for it", S + "Capture/CaptureRequests.swift",

@@ -57,7 +57,7 @@ enum Commands {
         let output = try arguments.option("--output")
         try arguments.finish()
         let pool = try openPool(path, lookingOnly: true)
-        let text = Metrics(status: try pool.status(), listing: try pool.listing(), deadCaptures: pool.deadCaptures().count).text
+        let text = Metrics(status: try pool.status(), listing: try pool.listing(), deadCaptures: try pool.deadCaptures().count).text
         guard let output else { return print(text, terminator: "") }
         let temporary = output + ".tmp"
         do {
@@ -189,7 +189,7 @@ enum Commands {
     /// nothing (a root monitoring job never places takes) and say what waits for `recover`.
     static func openPool(_ path: String, lookingOnly: Bool = false) throws -> Pool {
         let pool = try Pool.open(at: path, salvaging: !lookingOnly)
-        let dead = lookingOnly ? pool.deadCaptures() : []
+        let dead = lookingOnly ? try pool.deadCaptures() : []
         if !dead.isEmpty {
             CommandLineProgram.printError("note: \(dead.count) capture(s) left by recorders that died wait to be "
                                           + "salvaged (\(dead.joined(separator: ", "))); their committed bytes are kept: "

@@ -9,16 +9,29 @@ extension Pool {
     public static let admissibleShare = 0.8
 
     /// The files of every capture in the pool, running or dead, in a stable order.
-    func captureFiles() -> [CaptureFiles] {
-        let names = (try? FileManager.default.contentsOfDirectory(atPath: layout.captures)) ?? []
-        return names.sorted().map { layout.capture($0) }
+    /// - Throws: `.ioError` when `captures/` exists but cannot be listed: an empty answer there
+    ///   would let a replenish grow the reserve into running captures' grants.
+    func captureFiles() throws -> [CaptureFiles] {
+        guard FileSystem.exists(layout.captures) else { return [] }
+        do {
+            return try FileManager.default.contentsOfDirectory(atPath: layout.captures).sorted().map { layout.capture($0) }
+        } catch {
+            throw ProVideoError(.ioError, "cannot list \(layout.captures) (\(error)); nothing was changed", path: layout.captures)
+        }
     }
 
-    /// The journals of the captures whose owner is alive, in this process or another.
-    func runningCaptures() -> [(files: CaptureFiles, journal: CaptureJournal)] {
-        captureFiles().compactMap { files in
-            guard CaptureClaim.isAlive(files), let journal = try? CaptureJournal.load(files.journal) else { return nil }
-            return (files, journal)
+    /// The journals of the captures whose owner is alive, in this process or another (one
+    /// still writing its first journal is not counted yet).
+    /// - Throws: `.corruptState` for a live capture whose journal cannot be read: admission
+    ///   would under-count the bandwidth in use.
+    func runningCaptures() throws -> [(files: CaptureFiles, journal: CaptureJournal)] {
+        try captureFiles().compactMap { files in
+            guard CaptureClaim.isAlive(files) else { return nil }
+            do {
+                return (files, try CaptureJournal.load(files.journal))
+            } catch let error as ProVideoError where error.errno == ENOENT {
+                return nil
+            }
         }
     }
 

@@ -45,7 +45,7 @@ extension Pool {
             do {
                 try salvageDeadCaptures()
                 configuration = try PoolConfiguration.load(layout.configuration)
-                let running = runningCaptures()
+                let running = try runningCaptures()
                 try admit(options, running: running, journal: &journal)
                 guard try reserveFile.size() > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
@@ -276,14 +276,16 @@ extension Pool {
         let reserveFile = reserve(layout.reserve)
         let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
         guard let size = try? reserveFile.size() else { return }
-        let grow = min(bytes, capacity - capturesHold() - size) / reserveFile.unit * reserveFile.unit
+        // Grants that cannot be counted are not given away.
+        guard let held = try? capturesHold() else { return }
+        let grow = min(bytes, capacity - held - size) / reserveFile.unit * reserveFile.unit
         // Best effort: a reserve that could not grow is smaller; `replenish` restores it later.
         if grow > 0 { _ = try? refill(reserveFile, by: grow) }
     }
 
     /// The bytes every capture's file holds (their grants), in bytes.
-    func capturesHold() -> Int64 {
-        captureFiles().reduce(0) { total, files in
+    func capturesHold() throws -> Int64 {
+        try captureFiles().reduce(0) { total, files in
             total + ((try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0)
         }
     }
@@ -295,7 +297,7 @@ extension Pool {
     func salvageDeadCaptures() throws -> [SalvagedRecording] {
         try adoptLegacyCapture()
         var recordings: [SalvagedRecording] = []
-        for files in captureFiles() where !CaptureClaim.isAlive(files) {
+        for files in try captureFiles() where !CaptureClaim.isAlive(files) {
             do {
                 if let recording = try salvage(files) { recordings.append(recording) }
             } catch let error as ProVideoError where error.code == .corruptState {
@@ -372,7 +374,7 @@ extension Pool {
     public func salvageWithoutJournal(into directory: String) throws -> [SalvagedRecording] {
         try lock.withMutation {
             var recordings: [SalvagedRecording] = []
-            for files in captureFiles() where !CaptureClaim.isAlive(files) && (try? CaptureJournal.load(files.journal)) == nil
+            for files in try captureFiles() where !CaptureClaim.isAlive(files) && (try? CaptureJournal.load(files.journal)) == nil
                 && CaptureJournal.readCommitted(files.commit) > 0 {
                 let destination = try resolveDestination(directory + "/\(files.id).salvaged")
                 let journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
@@ -389,8 +391,9 @@ extension Pool {
 
     /// The captures whose recorder died, not yet salvaged (`provideo recover` salvages them),
     /// by id.
-    public func deadCaptures() -> [String] {
-        captureFiles().filter { !CaptureClaim.isAlive($0) }.map(\.id)
+    /// - Throws: `.ioError` when `captures/` cannot be listed.
+    public func deadCaptures() throws -> [String] {
+        try captureFiles().filter { !CaptureClaim.isAlive($0) }.map(\.id)
     }
 
     private func logged(_ recording: SalvagedRecording) throws -> SalvagedRecording {
