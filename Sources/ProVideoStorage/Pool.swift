@@ -340,10 +340,12 @@ public final class Pool: @unchecked Sendable {
     public var remainingCapacity: Int64 {
         get throws {
             let reserveFile = reserve(layout.reserve)
-            return try captureFiles().reduce(try reserveFile.size()) { total, files in
-                let granted = (try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0
-                return total + max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
-            }
+            // Sizes read from the pool's files: summed without overflow (a member could plant
+            // many sparse files of the largest size).
+            return try ([try reserveFile.size()] + captureFiles().map { files in
+                let granted = (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0
+                return max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
+            }).saturatingSum()
         }
     }
 

@@ -51,6 +51,22 @@ struct PoolAccess: Sendable, Equatable {
         return fd
     }
 
+    /// Mode of a file only its creator writes (a capture's `data`): the group reads it.
+    static let ownFileMode: mode_t = 0o640
+
+    /// open(2) with `O_CREAT | O_EXCL`: a file of the pool that stays its creator's, mode 0640
+    /// with the pool's group. Its owner is then who wrote it: no member can have changed its
+    /// bytes (Docs/SECURITY.md, `RecordingOwner`).
+    func openCreatingOwn(_ path: String, _ flags: Int32) throws -> FileDescriptor {
+        let fd = try FileDescriptor.open(path, flags | O_CREAT | O_EXCL, mode: Self.ownFileMode)
+        let facts = try fd.facts()
+        if facts.gid != group && (ProcessIdentity.isRoot || ProcessIdentity.isMember(of: group)) {
+            try fd.setOwner(facts.uid, group)
+        }
+        try fd.setMode(Self.ownFileMode)
+        return fd
+    }
+
     /// Refuses a user who may not read, write and enter the pool directory `path`.
     /// - Throws: `.permissionDenied` naming the owner and the group to join.
     static func requireAccess(to path: String) throws {

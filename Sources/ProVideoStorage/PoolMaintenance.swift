@@ -148,6 +148,12 @@ extension Pool {
         guard path.hasSuffix(".json"), let bytes = try? FileSystem.readSmallFile(path),
               var note = try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes)) else { return nil }
         note.path = String(path.dropLast(".json".count))
+        if !note.destination.hasPrefix("/") {
+            // Relative, it would name a file in whatever directory `land` or `move` runs in.
+            note.reason = "its note is corrupt (destination '\(note.destination)' is not an absolute path): "
+                + "`provideo move` it to a destination. " + note.reason
+            note.destination = ""
+        }
         if !(0...Pool.maximumCapacity).contains(note.length) {
             // An impossible length: the file's own size stands in (sizes come from `fstat`).
             let size = (try? FileSystem.facts(note.path)).map { Int64(clamping: $0.size) } ?? 0

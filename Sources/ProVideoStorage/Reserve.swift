@@ -30,8 +30,11 @@ struct Reserve {
 
     func rounded(_ bytes: Int64) -> Int64 { (bytes + unit - 1) / unit * unit }
 
-    func open(create: Bool = false, nocow: Bool) throws -> FileDescriptor {
-        let fd = create ? try access.openCreating(path, O_RDWR) : try FileDescriptor.open(path, O_RDWR)
+    /// - Parameter recorders: create it as the recorder's own file (`PoolAccess.openCreatingOwn`):
+    ///   a capture's `data`, whose owner salvage acts as.
+    func open(create: Bool = false, nocow: Bool, recorders: Bool = false) throws -> FileDescriptor {
+        let fd = !create ? try FileDescriptor.open(path, O_RDWR)
+            : recorders ? try access.openCreatingOwn(path, O_RDWR) : try access.openCreating(path, O_RDWR)
         // FS_NOCOW_FL only takes effect on an empty file; the pool directory carries it too, so
         // files created in it inherit it. Filesystems without the flag answer ENOTTY.
         if nocow { fd.setNoCOW() }

@@ -18,18 +18,6 @@ import Testing
         }
     }
 
-    /// `commit`'s two records, both with valid check words, claiming `length` bytes.
-    static func writeCommit(_ capture: String, length: UInt64) throws {
-        var bytes = [UInt8](repeating: 0, count: 1024)
-        for slot in CaptureJournal.commitSlots.map({ Int($0) }) {
-            for index in 0..<8 {
-                bytes[slot + index] = UInt8(truncatingIfNeeded: length >> (8 * index))
-                bytes[slot + 8 + index] = UInt8(truncatingIfNeeded: (length ^ CaptureJournal.commitCheck) >> (8 * index))
-            }
-        }
-        try Data(bytes).write(to: URL(fileURLWithPath: capture + "/commit"))
-    }
-
     static func expectAnswered(_ outcome: CrashKit.Outcome, _ context: String,
                                sourceLocation: SourceLocation = #_sourceLocation) {
         #expect(outcome.reason == .exit && (outcome.status == 0 || (outcome.status == 1 && !outcome.stderr.isEmpty)),
@@ -43,7 +31,7 @@ import Testing
     func commitRecordLongerThanTheData(_ claimed: UInt64) throws {
         let input = TestSupport.pattern(300_007, seed: 31)
         try Self.withKilledCapture(input) { dir, pool, capture in
-            try Self.writeCommit(capture, length: claimed)
+            try CaptureJournalRecord.write(capture + "/commit", length: claimed)
             for command in [["status"], ["status", "--json"], ["list"], ["check"]] {
                 Self.expectAnswered(try CrashKit.provideo(pool, command), "\(command) with a commit of \(claimed)")
             }

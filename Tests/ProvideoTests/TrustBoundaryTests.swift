@@ -199,6 +199,65 @@ struct TrustBoundaryTests {
         }
     }
 
+    /// Forged owners (found by an attack on this suite's first version): a member moves a file
+    /// of the pool's owner whose bytes the group may write (`spare`) into `recordings/` with a
+    /// note, or moves a directory of the owner's into `captures/` with that file as its `data`
+    /// and a journal. Root's land, move and recover never act as the pool's owner for it: nothing
+    /// appears in a directory only the owner may write, or only root may.
+    @Test(arguments: ["held", "capture"])
+    func aPoolFileMovedInIsNeverActedOnAsItsOwner(_ shape: String) throws {
+        try Self.withWorld { world in
+            let ownersOnly = world.scratch + "/admin-home"
+            try TestSupport.shell("mkdir -m 755 '\(ownersOnly)' && chown \(Users.admin): '\(ownersOnly)'")
+            // Directories of the owner's, as the pool makes them (2770).
+            let made = try Users.provideo(as: Users.admin, "/bin/sh", ["-c", "cd '\(world.pool)' && mkdir -p recordings captures "
+                                                                        + "&& chmod 2770 recordings captures"])
+            try #require(made.status == 0, "\(made)")
+            let spareSize = try TestSupport.statSizes(world.pool + "/spare").size
+            let payload = "* * * * * root id > /tmp/owned\n"
+            let member = { (command: String) throws -> TestSupport.ProcessResult in
+                try Users.provideo(as: Users.recorder, "/bin/sh", ["-c", "cd '\(world.pool)' && " + command])
+            }
+            var result = try member("printf '\(payload)' | dd of=spare conv=notrunc status=none")
+            try #require(result.status == 0, "\(result)")
+            for destination in [world.rootOnly + "/pwned", ownersOnly + "/pwned"] {
+                if shape == "held" {
+                    result = try member("mv spare recordings/evil && printf '%s' '{\"path\":\"x\",\"destination\":"
+                                        + "\"\(destination)\",\"length\":\(spareSize),\"reason\":\"r\",\"landing\":true}'"
+                                        + " > recordings/evil.json")
+                    try #require(result.status == 0, "\(result)")
+                    _ = try world.provideo("land", "--retry", "0.1")
+                    _ = try world.provideo("move", world.pool + "/recordings/evil")
+                    _ = try member("mv recordings/evil spare && rm recordings/evil.json")
+                } else {
+                    result = try member("mv recordings captures/evil && mkdir recordings && mv spare captures/evil/data && "
+                                        + "printf '%s' '{\"id\":\"evil\",\"destination\":\"\(destination)\",\"alignment\":512,"
+                                        + "\"bitrate\":1,\"engine\":\"\",\"phase\":\"recording\",\"startedAt\":0,\"pid\":1}'"
+                                        + " > captures/evil/capture.json")
+                    try #require(result.status == 0, "\(result)")
+                    try CaptureJournalRecord.write(world.pool + "/captures/evil/commit", length: 64)
+                    _ = try world.provideo("recover")
+                    _ = try member("mv captures/evil/data spare && rm -f captures/evil/* && rmdir recordings && "
+                                   + "mv captures/evil recordings")
+                }
+                #expect(!FileManager.default.fileExists(atPath: destination), "root acted as the pool's owner: \(destination)")
+            }
+            try world.canary.expectUnchanged("forged \(shape)")
+            #expect(CrashKit.contents(ownersOnly).isEmpty, "the owner's directory: \(CrashKit.contents(ownersOnly))")
+        }
+    }
+
+    /// A flood of entries in `captures/` is refused at once, before any work on them.
+    @Test func aFloodOfCapturesIsRefused() throws {
+        try Self.withWorld { world in
+            _ = try Users.provideo(as: Users.recorder, "/bin/sh", ["-c", "mkdir -p '\(world.pool)/captures' && cd "
+                                                                    + "'\(world.pool)/captures' && seq 1 16400 | xargs mkdir"])
+            let status = try CrashKit.run(world.binary, ["--pool", world.pool, "status"], timeout: 20)
+            #expect(status.reason == .exit && status.status == 1 && status.stderr.contains("more than a pool ever makes"),
+                    "\(status)")
+        }
+    }
+
     /// Takes of the member's waiting to land on another filesystem, made by copying one landing
     /// take (and its note) `count` times.
     static func landingTakes(_ world: World, to directory: String, count: Int, bytes: [UInt8]) throws -> [String] {
@@ -331,5 +390,20 @@ enum RecordingCopyName {
     static func temporaryPath(for destination: String, held: String) -> String {
         let name = (destination as NSString).lastPathComponent, tag = (held as NSString).lastPathComponent
         return (destination as NSString).deletingLastPathComponent + "/.\(name).provideo-\(tag).partial"
+    }
+}
+
+/// A commit record as a recorder writes it (`CaptureJournal.commitRecord`), for planted captures.
+enum CaptureJournalRecord {
+    static func write(_ path: String, length: UInt64) throws {
+        var bytes = [UInt8](repeating: 0, count: 1024)
+        let check: UInt64 = 0x5052_4F56_4944_454F
+        for slot in [0, 512] {
+            for index in 0..<8 {
+                bytes[slot + index] = UInt8(truncatingIfNeeded: length >> (8 * index))
+                bytes[slot + 8 + index] = UInt8(truncatingIfNeeded: (length ^ check) >> (8 * index))
+            }
+        }
+        try Data(bytes).write(to: URL(fileURLWithPath: path))
     }
 }

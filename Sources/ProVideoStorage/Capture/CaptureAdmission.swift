@@ -8,16 +8,27 @@ extension Pool {
     /// own writes (the measurement is a short sequential write, the best case).
     public static let admissibleShare = 0.8
 
+    /// The most entries `captures/` may hold: `maxCaptures` is at most 4096, and each dead
+    /// capture waits for a salvage; more is a planted flood, refused before any work on it.
+    static let captureEntriesLimit = 16_384
+
     /// The files of every capture in the pool, running or dead, in a stable order.
     /// - Throws: `.ioError` when `captures/` exists but cannot be listed: an empty answer there
     ///   would let a replenish grow the reserve into running captures' grants.
     func captureFiles() throws -> [CaptureFiles] {
         guard FileSystem.exists(layout.captures) else { return [] }
+        let names: [String]
         do {
-            return try FileManager.default.contentsOfDirectory(atPath: layout.captures).sorted().map { layout.capture($0) }
+            names = try FileManager.default.contentsOfDirectory(atPath: layout.captures)
         } catch {
             throw ProVideoError(.ioError, "cannot list \(layout.captures) (\(error)); nothing was changed", path: layout.captures)
         }
+        guard names.count <= Self.captureEntriesLimit else {
+            throw ProVideoError(.corruptState, "\(layout.captures) holds \(names.count) entries, more than a pool ever "
+                                + "makes (\(Self.captureEntriesLimit)); nothing was changed: remove what is not a capture",
+                                path: layout.captures)
+        }
+        return names.sorted().map { layout.capture($0) }
     }
 
     /// The journals of the captures whose owner is alive, in this process or another (one

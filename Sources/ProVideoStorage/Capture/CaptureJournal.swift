@@ -48,11 +48,18 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
 
     static func load(_ path: String) throws -> CaptureJournal {
         let bytes = try FileSystem.readSmallFile(path)
+        let journal: CaptureJournal
         do {
-            return try JSONDecoder().decode(CaptureJournal.self, from: Data(bytes))
+            journal = try JSONDecoder().decode(CaptureJournal.self, from: Data(bytes))
         } catch {
             throw ProVideoError(.corruptState, "the capture journal \(path) is unreadable (\(error))", path: path)
         }
+        // A relative destination would be resolved against whatever directory the salvager runs in.
+        guard journal.destination.hasPrefix("/") else {
+            throw ProVideoError(.corruptState, "the capture journal \(path) is corrupt: its destination "
+                                + "'\(journal.destination)' is not an absolute path", path: path)
+        }
+        return journal
     }
 
     func save(_ path: String, _ calls: SystemCalls, access: PoolAccess) throws {

@@ -103,7 +103,7 @@ extension Pool {
                 if rc < 0 { throw ProVideoError.system("fallocate", errno: -rc, path: file) }
             }
             try claim.holdCapture(files)
-            _ = try reserve(files.data).open(create: true, nocow: configuration.storage.isBtrfs)
+            _ = try reserve(files.data).open(create: true, nocow: configuration.storage.isBtrfs, recorders: true)
             try journal.save(files.journal, calls, access: access)
             guard try FileSystem.freeInodes(path) >= stepsAfterStart else { throw ProVideoError(.notEnoughSpace, "", errno: ENOSPC) }
         } catch {
@@ -285,9 +285,8 @@ extension Pool {
 
     /// The bytes every capture's file holds (their grants), in bytes.
     func capturesHold() throws -> Int64 {
-        try captureFiles().reduce(0) { total, files in
-            total + ((try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0)
-        }
+        try captureFiles().map { files in (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0 }
+            .saturatingSum()
     }
 
     /// Salvages every capture whose owner died, each alone, leaving running captures untouched.
@@ -300,8 +299,9 @@ extension Pool {
         for files in try captureFiles() where !CaptureClaim.isAlive(files) {
             do {
                 if let recording = try salvage(files) { recordings.append(recording) }
-            } catch let error as ProVideoError where error.code == .corruptState {
-                // A planted link or file: refused, reported, and no reason to leave the others.
+            } catch let error as ProVideoError where error.code == .corruptState || error.code == .permissionDenied {
+                // A planted link or file, or another user's capture this process may not
+                // change: refused, reported, and no reason to leave the others.
                 if !unsalvageable.contains(where: { $0.path == error.path }) { unsalvageable.append(error) }
             }
         }

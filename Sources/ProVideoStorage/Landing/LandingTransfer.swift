@@ -57,6 +57,10 @@ struct LandingTransfer: Sendable {
     private func chunks(_ length: Int64) -> Int { Int((length + LandingRecord.chunk - 1) / LandingRecord.chunk) }
 
     private func land(_ source: FileDescriptor, length: Int64, _ record: inout LandingRecord) throws {
+        guard held.destination.hasPrefix("/") else {
+            throw ProVideoError(.corruptState, "\(held.path).json names no absolute destination; `provideo move` it to one",
+                                path: held.path)
+        }
         let name = FileSystem.lastComponent(of: held.destination)
         let temporary = RecordingCopy.temporaryName(for: name, tag: FileSystem.lastComponent(of: held.path))
         // Every step at the destination runs as the recording's owner (the recorder's user),

@@ -15,16 +15,38 @@ struct RecordingOwner: Equatable {
         self.gid = ProcessIdentity.primaryGroup(of: uid) ?? fallbackGroup
     }
 
-    /// The owner of a capture: its directory's.
+    /// The owner of a capture: its directory's, who must also own `data`, a file no one else
+    /// could have written (`PoolAccess.openCreatingOwn`).
+    /// - Throws: `.corruptState` when they differ or `data` is writable by others: a member
+    ///   could have moved a pool file or directory of someone else's there to act as them.
     static func of(capture files: CaptureFiles) throws -> RecordingOwner {
-        let facts = try FileSystem.facts(files.directory)
+        let directory = try FileSystem.facts(files.directory), data = try FileSystem.facts(files.data)
+        guard data.uid == directory.uid else {
+            throw ProVideoError(.corruptState, "\(files.data) belongs to \(ProcessIdentity.userName(data.uid)) but its "
+                                + "capture to \(ProcessIdentity.userName(directory.uid)): it is not a capture's own file; "
+                                + "it is left as it is", path: files.data)
+        }
+        try requireOwnersOwn(data, files.data)
+        return RecordingOwner(uid: directory.uid, fallbackGroup: directory.gid)
+    }
+
+    /// The owner of an open held recording, whose bytes only that owner can have written.
+    /// - Throws: `.corruptState` when the file is writable by its group or others, or has more
+    ///   than one link.
+    static func of(_ file: FileDescriptor) throws -> RecordingOwner {
+        let facts = try file.facts()
+        try requireOwnersOwn(facts, file.path)
         return RecordingOwner(uid: facts.uid, fallbackGroup: facts.gid)
     }
 
-    /// The owner of an open file.
-    static func of(_ file: FileDescriptor) throws -> RecordingOwner {
-        let facts = try file.facts()
-        return RecordingOwner(uid: facts.uid, fallbackGroup: facts.gid)
+    /// A file's owner is whom root acts as only when no one else could have written it.
+    private static func requireOwnersOwn(_ facts: pv_file_facts, _ path: String) throws {
+        guard facts.mode & 0o022 == 0, facts.nlink == 1, facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
+            throw ProVideoError(.corruptState, "\(path) is writable by others than its owner "
+                                + "\(ProcessIdentity.userName(facts.uid)) (mode \(String(facts.mode & 0o7777, radix: 8)), "
+                                + "\(facts.nlink) link(s)), so it could be anyone's: nothing is done for it as its owner; "
+                                + "its owner can `chmod go-w` it and run the command again", path: path)
+        }
     }
 
     var name: String { ProcessIdentity.userName(uid) }

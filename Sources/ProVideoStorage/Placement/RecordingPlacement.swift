@@ -91,8 +91,9 @@ extension Pool {
         if ProcessIdentity.isRoot && facts.uid != owner.uid {
             try data.setOwner(owner.uid, facts.gid)
         }
+        // Never writable by the group: a held take's owner is whom root acts as (`RecordingOwner`).
         if ProcessIdentity.isRoot || facts.uid == ProcessIdentity.user {
-            try data.setMode(0o666 & ~ProcessIdentity.umask)
+            try data.setMode(0o666 & ~ProcessIdentity.umask & ~0o022)
         }
     }
 
