@@ -201,7 +201,10 @@ enum FileSystem {
     private static func replaceDurablyOnce(_ path: String, with bytes: [UInt8], _ calls: SystemCalls, access: PoolAccess) throws {
         let temporary = path + ".tmp"
         do {
-            let fd = try access.openCreating(temporary, O_WRONLY | O_TRUNC)
+            // Made anew, exclusively: a file or hard link planted at the temporary name is
+            // removed, never truncated or written through.
+            try remove(temporary)
+            let fd = try access.openCreating(temporary, O_WRONLY | O_EXCL)
             try bytes.withUnsafeBytes { try fd.writeAll($0, at: 0, calls) }
             let rc = calls.fsync(fd.rawValue)
             if rc < 0 { throw ProVideoError.system("fsync", errno: -rc, path: temporary) }
