@@ -10,9 +10,9 @@ enum LandCommand {
     static func run(_ path: String, _ arguments: inout Arguments) throws {
         let watch = arguments.flag("--watch")
         let json = arguments.flag("--json")
-        let parallel = try positiveNumber(arguments.option("--parallel"), "--parallel", default: 1)
-        let retry = try positiveNumber(arguments.option("--retry"), "--retry", default: 5.0)
-        let interval = try positiveNumber(arguments.option("--interval"), "--interval", default: 5.0)
+        let parallel = try positiveNumber(arguments.option("--parallel"), "--parallel", default: 1, limit: 64)
+        let retry = try positiveNumber(arguments.option("--retry"), "--retry", default: 5.0, limit: 86_400)
+        let interval = try positiveNumber(arguments.option("--interval"), "--interval", default: 5.0, limit: 86_400)
         // RATE in bits per second, as every rate the CLI takes; the transfer counts bytes.
         let rate = try arguments.option("--rate").map { try SizeParser.bitrate($0) / 8 }
         try arguments.finish()
@@ -66,10 +66,14 @@ enum LandCommand {
         }
     }
 
+    /// A number more than 0 and at most `limit` (a count of transfers, or seconds: a day): a
+    /// larger one, infinity or NaN would trap where it is turned into a wait.
     private static func positiveNumber<T: LosslessStringConvertible & Comparable & Numeric>(
-        _ text: String?, _ name: String, default value: T) throws -> T {
+        _ text: String?, _ name: String, default value: T, limit: T) throws -> T {
         guard let text else { return value }
-        guard let number = T(text), number > 0 else { throw UsageError("\(name) takes a number more than 0, not '\(text)'") }
+        guard let number = T(text), number > 0, number <= limit else {
+            throw UsageError("\(name) takes a number more than 0 and at most \(limit), not '\(text)'")
+        }
         return number
     }
 }
