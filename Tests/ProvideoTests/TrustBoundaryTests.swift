@@ -247,6 +247,55 @@ struct TrustBoundaryTests {
         }
     }
 
+    /// The same swaps against the landing service as it runs (`land --watch`, as root): a note
+    /// edited to aim a take at a root-only directory, and a member's file hard-linked at the
+    /// temporary name. The service writes nothing there, changes neither file, and the take
+    /// lands once its note is honest.
+    @Test func theLandingServiceHoldsTheSameRules() throws {
+        try Self.withWorld { world in
+            try LoopFilesystem.with("tmpfs", megabytes: 64) { tmp in
+                let directory = tmp.mountPoint + "/landing"
+                try TestSupport.shell("chmod 755 \"$(dirname '\(tmp.mountPoint)')\" && chmod 1777 '\(tmp.mountPoint)' && "
+                                      + "mkdir -m 755 '\(directory)' && chown \(Users.recorder) '\(directory)'")
+                let bytes = TestSupport.pattern(300_001, seed: 12)
+                let destination = directory + "/take.mov"
+                let watch = try TestSupport.start(world.binary, ["--pool", world.pool, "land", "--watch", "--interval", "0.2",
+                                                                 "--retry", "0.1"])
+                defer {
+                    kill(watch.processIdentifier, SIGKILL)
+                    watch.waitUntilExit()
+                }
+                // The member plants its own file's hard link at the temporary name first.
+                let precious = directory + "/precious.txt", preciousBytes = Array("the member's other file\n".utf8)
+                try Data(preciousBytes).write(to: URL(fileURLWithPath: precious))
+                try TestSupport.shell("chown \(Users.recorder) '\(precious)'")
+                let recorded = try world.asMember(["record", destination, "--land", "background"], stdin: bytes)
+                try #require(recorded.status == 0, "record: \(recorded.stderr)")
+                let held = try #require(try world.heldRecordings().first)
+                let partial = RecordingCopyName.temporaryPath(for: destination, held: held.path)
+                try? TestSupport.shell("ln '\(precious)' '\(partial)' 2>/dev/null")
+                var landed = false
+                for _ in 0..<100 where !landed {
+                    usleep(100_000)
+                    landed = TestSupport.fileEquals(destination, bytes)
+                }
+                #expect(landed, "the service did not land the take")
+                // A take of the member's whose note aims it at a root-only directory.
+                let forged = world.pool + "/recordings/forged-take.mov"
+                try TestSupport.shell("cp -p '\(destination)' '\(forged)' && chown \(Users.recorder) '\(forged)' && "
+                                      + "chmod 644 '\(forged)'")
+                try Data(#"{"path":"x","destination":"\#(world.rootOnly)/stolen","length":\#(bytes.count),"reason":"r","landing":true}"#.utf8)
+                    .write(to: URL(fileURLWithPath: forged + ".json"))
+                usleep(1_500_000)
+                #expect(TestSupport.fileEquals(forged, bytes), "the forged take was not kept")
+                #expect(TestSupport.fileEquals(precious, preciousBytes), "the service wrote through the planted hard link")
+                #expect(try Users.owner(destination).user == Users.recorder)
+                try world.canary.expectUnchanged("land --watch")
+                #expect(CrashKit.contents(world.rootOnly) == ["canary"])
+            }
+        }
+    }
+
     /// A flood of entries in `captures/` is refused at once, before any work on them.
     @Test func aFloodOfCapturesIsRefused() throws {
         try Self.withWorld { world in
