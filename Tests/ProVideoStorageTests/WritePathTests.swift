@@ -228,6 +228,34 @@ import Testing
         #expect(dropped == nil)
     }
 
+    /// A start that fails after its granter's thread started (io_uring asked for explicitly
+    /// while the sysctl disables it) stops that thread: no thread is left waking forever with
+    /// the capture's descriptors (issue 25).
+    @Test(.timeLimit(.minutes(1)), .enabled(if: TestSupport.isRoot, "needs root: kernel.io_uring_disabled"))
+    func failedStartLeavesNoGranterThread() throws {
+        // Not `withPool`: it holds the kernel settings for reading, and the sysctl takes them for writing.
+        try TestSupport.withSysctl("/proc/sys/kernel/io_uring_disabled", "2") {
+            try TestSupport.withScratch { scratch in
+                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20)
+                defer { try? pool.destroy() }
+                /// Descriptors of this process on a capture's files (the granter holds its own).
+                func captureDescriptors() -> Int {
+                    let fds = (try? FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd")) ?? []
+                    return fds.filter { TestSupport.path(of: Int32($0) ?? -1).contains(scratch + "/pool/captures/") }.count
+                }
+                var options = testOptions
+                options.engine = .ioUring
+                #expect(throws: ProVideoError.self) { try pool.startCapture(to: scratch + "/never.mov", options: options) }
+                var left = captureDescriptors()
+                for _ in 0..<30 where left > 0 {
+                    usleep(100_000)
+                    left = captureDescriptors()
+                }
+                #expect(left == 0, "\(left) descriptor(s) of the failed capture are still open: its granter lives on")
+            }
+        }
+    }
+
     /// Buffer sizes are multiples of the alignment whatever optimal I/O size a device reports.
     @Test(arguments: [512, 4096])
     func writeSizesAreAligned(alignment: Int) {

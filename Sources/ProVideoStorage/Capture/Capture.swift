@@ -51,8 +51,10 @@ public final class Capture {
     var published: (length: Int64, commits: Int64, overruns: Int64, at: UInt64) = (-1, 0, 0, 0)
     /// Whether a progress write is in the engine (`progressRecord` must not change then).
     var progressInFlight = false
-    /// ENOSPC completions in a row since the last request that completed (see `handle`).
-    var noSpaceInARow = 0
+    /// ENOSPC retries of each request since it last completed (see `handle`), by
+    /// `noSpaceRetryIndex`: counted per request, so that others' successes (a progress write
+    /// every 250 ms) never reset a write's bound. Allocated at start.
+    var noSpaceRetries: [Int]
 
     enum State { case open, failed(ProVideoError), closed }
 
@@ -93,6 +95,7 @@ public final class Capture {
         self.progressRecord = progressRecord
         let ring = BufferRing(memory: memory.bytes, slotSize: slotSize, alignment: alignment)
         self.ring = ring
+        noSpaceRetries = [Int](repeating: 0, count: 2 * ring.slots.count + 1)
         let slots = (0..<count).map { UnsafeMutableRawBufferPointer(start: ring.base(of: $0), count: slotSize) }
         // Each buffer has one write or one flush in flight at most, plus the data sync, the
         // commit record, the progress block and a cancellation.

@@ -68,17 +68,21 @@ extension Pool {
                 throw error
             }
         }
+        var granter: CaptureGranter?
         do {
             let data = try FileDescriptor.open(files.data, O_RDWR, direct: true)
-            let granter = CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
+            let started = CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
                                          data: try FileDescriptor.open(files.data, O_RDWR), granted: granted, step: step)
+            granter = started
             let capture = try Capture(pool: self, files: files, journal: journal, claim: claim, data: data,
-                                      granter: granter, options: options)
+                                      granter: started, options: options)
             journal.engine = capture.statistics.engine
             journal.phase = .recording
             try journal.save(files.journal, calls, access: access)
             return capture
         } catch {
+            // A capture that never came to be has no deinit to stop its granter's thread.
+            _ = granter?.stop()
             try? discardCapture(files)
             claim.release()
             throw error

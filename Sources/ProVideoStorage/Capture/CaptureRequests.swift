@@ -186,19 +186,24 @@ extension Capture {
         if tag == .cancel { return }
         outstanding -= 1
         let result = completion.result
-        if result == -ENOSPC && tag != .progress && noSpaceInARow < WriteProgress.maximumRetries {
+        // Only writes are made again. A failed fdatasync(2) may have dropped the dirty pages
+        // it failed to write ("fsyncgate", PostgreSQL 2018), so a later success proves nothing:
+        // its error fails the commit and the capture, whatever the errno.
+        if result == -ENOSPC, let retry = Self.noSpaceRetryIndex(tag, slots: ring.slots.count),
+           noSpaceRetries[retry] < WriteProgress.maximumRetries {
             // btrfs reserves metadata even to write into preallocated NOCOW blocks, so once a
             // neighbour fills the filesystem a write can fail with ENOSPC (ext4 and XFS write
             // there without allocating). Nothing was written: the spare gives its blocks back
             // (once) and the same request is made again. Requests in flight together each
             // reserve their worst case, so one may still fail while the others hold theirs: it
-            // is made again as they complete, up to `WriteProgress.maximumRetries` in a row.
+            // is made again as they complete, up to `WriteProgress.maximumRetries` times for
+            // that request; then its ENOSPC is the capture's `.notEnoughSpace`.
             if pool.access.spare?.release(pool.calls) == true { statistics.spareReleases += 1 }
-            noSpaceInARow += 1
+            noSpaceRetries[retry] += 1
             return try reissue(tag)
         }
-        if result >= 0 {
-            noSpaceInARow = 0
+        if result >= 0, let retry = Self.noSpaceRetryIndex(tag, slots: ring.slots.count) {
+            noSpaceRetries[retry] = 0
         }
         switch tag {
         case .slotWrite(let slot):
@@ -240,15 +245,25 @@ extension Capture {
         }
     }
 
+    /// Where a write request's ENOSPC retries are counted in `noSpaceRetries`; nil for the
+    /// requests that are never made again after ENOSPC (the data sync, the progress write).
+    static func noSpaceRetryIndex(_ tag: CompletionTag, slots: Int) -> Int? {
+        switch tag {
+        case .slotWrite(let slot): slot
+        case .flush(let slot): slots + slot
+        case .commitRecord: 2 * slots
+        case .dataSync, .progress, .cancel: nil
+        }
+    }
+
     /// Makes the request `tag` again, from where it stands (a completion that failed before
     /// writing anything leaves its progress as it was).
     private func reissue(_ tag: CompletionTag) throws {
         switch tag {
         case .slotWrite(let slot): try issue(ring.rest(of: slot))
         case .flush(let slot): try issue(ring.flushWrite(slot, progress: commits.flush))
-        case .dataSync: try issueDataSync()
         case .commitRecord: try issueRecord()
-        case .progress, .cancel: break
+        case .dataSync, .progress, .cancel: break
         }
     }
 

@@ -38,7 +38,7 @@ extension Pool {
         // On the pool's filesystem the file itself becomes the recording: cut and sealed first.
         // Elsewhere it is copied and goes back to the reserve whole.
         let sameFilesystem = try directory.isOnDevice(of: FileSystem.facts(path))
-        if sameFilesystem { try sealRecording(files, length: length, owner: owner) }
+        if sameFilesystem { try sealRecording(files, length: length, owner: owner, held: false) }
         if !sameFilesystem && journal.landInBackground == true {
             return try queueForLanding(files, journal, length: length, owner: owner)
         }
@@ -79,8 +79,9 @@ extension Pool {
 
     /// Makes the capture's `data` the recording as it will be moved: cut to `length`, flushed,
     /// owned by `owner` (never by a root process that salvages it) with the usual file mode
-    /// (0666 less umask; the pool's files are 0660).
-    private func sealRecording(_ files: CaptureFiles, length: Int64, owner: RecordingOwner) throws {
+    /// (0666 less umask; the pool's files are 0660). One `held` in the pool is never group- or
+    /// other-writable: its owner is whom `land` and `move` act as (`RecordingOwner`).
+    private func sealRecording(_ files: CaptureFiles, length: Int64, owner: RecordingOwner, held: Bool) throws {
         let data = try FileDescriptor.open(files.data, O_RDWR)
         try data.truncate(length, calls)
         try data.sync(calls)
@@ -91,9 +92,8 @@ extension Pool {
         if ProcessIdentity.isRoot && facts.uid != owner.uid {
             try data.setOwner(owner.uid, facts.gid)
         }
-        // Never writable by the group: a held take's owner is whom root acts as (`RecordingOwner`).
         if ProcessIdentity.isRoot || facts.uid == ProcessIdentity.user {
-            try data.setMode(0o666 & ~ProcessIdentity.umask & ~0o022)
+            try data.setMode(0o666 & ~ProcessIdentity.umask & (held ? ~0o022 : ~0))
         }
     }
 
@@ -117,7 +117,7 @@ extension Pool {
         let room = DerivedName.maximumBytes - "\(journal.id)-".utf8.count - ".json.tmp".utf8.count
         let kept = layout.recordings + "/\(journal.id)-"
             + DerivedName.shortened(FileSystem.lastComponent(of: journal.destination), toBytes: room)
-        try sealRecording(files, length: length, owner: owner)
+        try sealRecording(files, length: length, owner: owner, held: true)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil, landing: landing ? true : nil)
         try note.save(kept + ".json", calls, access: access)
