@@ -385,15 +385,6 @@ int pv_open_beneath(int dirfd, const char *path, int flags, mode_t mode) {
     return fd < 0 ? -errno : (int)fd;
 }
 
-int pv_openat(int dirfd, const char *name, int flags, mode_t mode) {
-    int fd = openat(dirfd, name, flags | O_CLOEXEC, mode);
-    return fd < 0 ? -errno : fd;
-}
-
-int pv_renameat_noreplace(int from_dir, const char *from, int to_dir, const char *to) {
-    return NEG_ERRNO(renameat2(from_dir, from, to_dir, to, RENAME_NOREPLACE));
-}
-
 int pv_renameat(int from_dir, const char *from, int to_dir, const char *to) {
     return NEG_ERRNO(renameat(from_dir, from, to_dir, to));
 }

@@ -1,8 +1,8 @@
 import Foundation
 import Glibc
-import ProVideoStorage
 import TestSupport
 import Testing
+@testable import ProVideoStorage
 
 /// The trust boundary (issue 23, Docs/SECURITY.md): root services act for a pool's members, and
 /// a member who swaps a path, plants a link in the pool or edits a note never turns them against
@@ -272,8 +272,8 @@ struct TrustBoundaryTests {
                 let recorded = try world.asMember(["record", destination, "--land", "background"], stdin: bytes)
                 try #require(recorded.status == 0, "record: \(recorded.stderr)")
                 let held = try #require(try world.heldRecordings().first)
-                let partial = RecordingCopyName.temporaryPath(for: destination, held: held.path)
-                try? TestSupport.shell("ln '\(precious)' '\(partial)' 2>/dev/null")
+                let partial = RecordingCopy.temporaryPath(for: destination, tag: FileSystem.lastComponent(of: held.path))
+                _ = try? TestSupport.shell("ln '\(precious)' '\(partial)' 2>/dev/null")
                 var landed = false
                 for _ in 0..<100 where !landed {
                     usleep(100_000)
@@ -342,7 +342,7 @@ struct TrustBoundaryTests {
                 let held = try #require(try world.heldRecordings().first)
                 let precious = directory + "/precious.txt", preciousBytes = Array("the member's other file\n".utf8)
                 try Data(preciousBytes).write(to: URL(fileURLWithPath: precious))
-                let partial = RecordingCopyName.temporaryPath(for: destination, held: held.path)
+                let partial = RecordingCopy.temporaryPath(for: destination, tag: FileSystem.lastComponent(of: held.path))
                 try TestSupport.shell("chown \(Users.recorder) '\(precious)' && ln '\(precious)' '\(partial)'")
                 let land = try world.provideo("land", "--retry", "0.1")
                 #expect(land.status == 0, "land: \(land)")
@@ -372,7 +372,7 @@ struct TrustBoundaryTests {
                 }
                 usleep(200_000)
                 let land = try world.provideo("land", "--retry", "0.1", "--json")
-                FileManager.default.createFile(atPath: world.scratch + "/stop-racer", contents: nil)
+                _ = FileManager.default.createFile(atPath: world.scratch + "/stop-racer", contents: nil)
                 racer.waitUntilExit()
                 let swaps = Int(String(decoding: (racer.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile(),
                                        as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
@@ -434,23 +434,15 @@ struct TrustBoundaryTests {
         """
 }
 
-/// `RecordingCopy.temporaryPath`, spelled out as the tests see it.
-enum RecordingCopyName {
-    static func temporaryPath(for destination: String, held: String) -> String {
-        let name = (destination as NSString).lastPathComponent, tag = (held as NSString).lastPathComponent
-        return (destination as NSString).deletingLastPathComponent + "/.\(name).provideo-\(tag).partial"
-    }
-}
-
-/// A commit record as a recorder writes it (`CaptureJournal.commitRecord`), for planted captures.
+/// The commit file of a planted capture: both records claiming `length` bytes, as a recorder
+/// writes them (`CaptureJournal.commitRecord`).
 enum CaptureJournalRecord {
     static func write(_ path: String, length: UInt64) throws {
         var bytes = [UInt8](repeating: 0, count: 1024)
-        let check: UInt64 = 0x5052_4F56_4944_454F
-        for slot in [0, 512] {
-            for index in 0..<8 {
-                bytes[slot + index] = UInt8(truncatingIfNeeded: length >> (8 * index))
-                bytes[slot + 8 + index] = UInt8(truncatingIfNeeded: (length ^ check) >> (8 * index))
+        bytes.withUnsafeMutableBytes { buffer in
+            for slot in CaptureJournal.commitSlots.map({ Int($0) }) {
+                CaptureJournal.commitRecord(Int64(bitPattern: length), into: UnsafeMutableRawBufferPointer(
+                    rebasing: buffer[slot..<slot + CaptureJournal.commitRecordLength]))
             }
         }
         try Data(bytes).write(to: URL(fileURLWithPath: path))

@@ -60,17 +60,14 @@ int pv_fstatx(int fd, pv_file_facts *out);
 /// statx(2) on `name` in `dirfd` without following a symbolic link (AT_SYMLINK_NOFOLLOW).
 int pv_statx_at(int dirfd, const char *name, pv_file_facts *out);
 
-/// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
-/// RESOLVE_NO_XDEV: `path` stays below `dirfd`, on its mount, and no component may be a
-/// symbolic link (ELOOP, EXDEV otherwise). O_CLOEXEC is added. fd or -errno.
 /// O_DIRECT and O_PATH, which need _GNU_SOURCE and so do not reach Swift from <fcntl.h>.
 extern const int pv_O_DIRECT;
 extern const int pv_O_PATH;
+/// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
+/// RESOLVE_NO_XDEV: `path` stays below `dirfd`, on its mount, and no component may be a
+/// symbolic link (ELOOP, EXDEV otherwise). O_CLOEXEC is added. fd or -errno.
 int pv_open_beneath(int dirfd, const char *path, int flags, mode_t mode);
-/// openat(2) with O_CLOEXEC added: fd or -errno.
-int pv_openat(int dirfd, const char *name, int flags, mode_t mode);
-/// renameat2(2) with RENAME_NOREPLACE; renameat(2).
-int pv_renameat_noreplace(int from_dir, const char *from, int to_dir, const char *to);
+/// renameat(2).
 int pv_renameat(int from_dir, const char *from, int to_dir, const char *to);
 /// unlinkat(2) (`directory`: AT_REMOVEDIR); mkdirat(2).
 int pv_unlinkat(int dirfd, const char *name, int directory);

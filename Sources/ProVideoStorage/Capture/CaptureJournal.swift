@@ -100,7 +100,7 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
 
     /// The 16-byte commit record for `length`.
     static func commitRecord(_ length: Int64, into bytes: UnsafeMutableRawBufferPointer) {
-        bytes.storeBytes(of: UInt64(length).littleEndian, toByteOffset: 0, as: UInt64.self)
-        bytes.storeBytes(of: (UInt64(length) ^ commitCheck).littleEndian, toByteOffset: 8, as: UInt64.self)
+        bytes.storeBytes(of: UInt64(bitPattern: length).littleEndian, toByteOffset: 0, as: UInt64.self)
+        bytes.storeBytes(of: (UInt64(bitPattern: length) ^ commitCheck).littleEndian, toByteOffset: 8, as: UInt64.self)
     }
 }
