@@ -259,13 +259,8 @@ struct TrustBoundaryTests {
                                       + "mkdir -m 755 '\(directory)' && chown \(Users.recorder) '\(directory)'")
                 let bytes = TestSupport.pattern(300_001, seed: 12)
                 let destination = directory + "/take.mov"
-                let watch = try TestSupport.start(world.binary, ["--pool", world.pool, "land", "--watch", "--interval", "0.2",
-                                                                 "--retry", "0.1"])
-                defer {
-                    kill(watch.processIdentifier, SIGKILL)
-                    watch.waitUntilExit()
-                }
-                // The member plants its own file's hard link at the temporary name first.
+                // The member plants its own file's hard link at the temporary name before the
+                // service starts (started earlier, it may land the take before the link is there).
                 let precious = directory + "/precious.txt", preciousBytes = Array("the member's other file\n".utf8)
                 try Data(preciousBytes).write(to: URL(fileURLWithPath: precious))
                 try TestSupport.shell("chown \(Users.recorder) '\(precious)'")
@@ -273,7 +268,13 @@ struct TrustBoundaryTests {
                 try #require(recorded.status == 0, "record: \(recorded.stderr)")
                 let held = try #require(try world.heldRecordings().first)
                 let partial = RecordingCopy.temporaryPath(for: destination, tag: FileSystem.lastComponent(of: held.path))
-                _ = try? TestSupport.shell("ln '\(precious)' '\(partial)' 2>/dev/null")
+                try TestSupport.shell("ln '\(precious)' '\(partial)'")
+                let watch = try TestSupport.start(world.binary, ["--pool", world.pool, "land", "--watch", "--interval", "0.2",
+                                                                 "--retry", "0.1"])
+                defer {
+                    kill(watch.processIdentifier, SIGKILL)
+                    watch.waitUntilExit()
+                }
                 var landed = false
                 for _ in 0..<100 where !landed {
                     usleep(100_000)
