@@ -57,7 +57,7 @@ final class PoolLock {
     private func holding<T>(_ byte: Int64, _ threadLock: NSRecursiveLock, _ what: String, pollMicroseconds: UInt32,
                             _ body: () throws -> T, refusal: (UInt64) -> String) throws -> T {
         let deadline = MonotonicTime.now() + mutationWaitLimit
-        try hold(threadLock, what)
+        try hold(threadLock, what, until: deadline, pollMicroseconds: pollMicroseconds)
         defer { threadLock.unlock() }
         while try !file.lock(byte, 1, wait: false) {
             guard MonotonicTime.now() < deadline else {
@@ -79,12 +79,16 @@ final class PoolLock {
         return try body()
     }
 
-    /// Takes `threads`' lock for this thread, waiting up to `mutationWaitLimit`.
+    /// Takes `threads`' lock for this thread, waiting until `deadline` (`MonotonicTime`): a
+    /// try-lock loop, because `NSRecursiveLock.lock(before:)` bounds its wait on the wall clock.
     /// - Throws: `.busy` when another thread of this process kept it that long.
-    private func hold(_ lock: NSRecursiveLock, _ what: String) throws {
-        guard lock.lock(before: Date(timeIntervalSinceNow: Double(mutationWaitLimit) / 1e9)) else {
-            throw ProVideoError(.busy, "another thread of this process has held the pool's \(what) (\(file.path)) for "
-                                + "\(mutationWaitLimit / 1_000_000_000) s; try again when it is done", path: file.path)
+    private func hold(_ lock: NSRecursiveLock, _ what: String, until deadline: UInt64, pollMicroseconds: UInt32) throws {
+        while !lock.try() {
+            guard MonotonicTime.now() < deadline else {
+                throw ProVideoError(.busy, "another thread of this process has held the pool's \(what) (\(file.path)) "
+                                    + "for \(mutationWaitLimit / 1_000_000_000) s; try again when it is done", path: file.path)
+            }
+            MonotonicTime.sleep(microseconds: pollMicroseconds)
         }
     }
 

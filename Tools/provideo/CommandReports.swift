@@ -67,7 +67,11 @@ enum CommandReports {
         var shortWritesRetried: Int64
         var commits: Int64
         var appendLatencyP99Nanoseconds: UInt64
+        /// The longest append, refused ones included: how long the input was held up at worst.
+        var appendLatencyMaxNanoseconds: UInt64
         var droppedBytes: Int64
+        /// Reads refused with `--overrun fail` (each a gap of `droppedBytes` in total).
+        var droppedReads: Int
         var storageFull: Bool
         var stoppedBySignal: Bool
     }

@@ -108,7 +108,9 @@ enum Recorder {
                 path: result.path, length: result.length, seconds: seconds, inputBitrate: Int64(bitrate),
                 copiedAndVerified: copied, engine: stats.engine, appends: stats.frames, overruns: stats.overruns,
                 shortWritesRetried: stats.shortWritesRetried, commits: stats.commits,
-                appendLatencyP99Nanoseconds: stats.appendLatency.percentile(0.99), droppedBytes: outcome.droppedBytes,
+                appendLatencyP99Nanoseconds: stats.appendLatency.percentile(0.99),
+                appendLatencyMaxNanoseconds: stats.appendLatency.maximum, droppedBytes: outcome.droppedBytes,
+                droppedReads: outcome.droppedReads,
                 storageFull: outcome.storageFull, stoppedBySignal: outcome.stoppedBySignal))
         } else {
             print("recorded \(ByteFormat.human(result.length)) (\(result.length) bytes) of input at "

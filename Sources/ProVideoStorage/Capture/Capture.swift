@@ -35,8 +35,11 @@ public final class Capture {
     let commitFile: FileDescriptor
     let engine: WriteEngine
     let alignment: Int
-    /// The bytes granted to the capture's file so far: it may write below this offset.
+    /// The bytes granted to the capture's file so far, as last seen: it may write below this
+    /// offset. The granter is told the head once less than two of its steps (`grantStep`, as
+    /// last seen) are left ahead.
     var capacity: Int64
+    var grantStep: Int64
     let memory: AlignedBuffer
     let patchBuffer: AlignedBuffer
     let commitRecord: AlignedBuffer
@@ -78,7 +81,7 @@ public final class Capture {
         progress = try FileDescriptor.open(files.progress, O_RDWR, direct: true)
         commitFile = try FileDescriptor.open(files.commit, O_RDWR | O_DSYNC)
         alignment = journal.alignment
-        capacity = granter.grantedBytes
+        (capacity, grantStep) = (granter.current.granted, granter.current.step)
         let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: pool.configuration.storage.device.optimalIOSize)
         let count = options.bufferCount(writeSize: slotSize)
         guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),
@@ -114,12 +117,13 @@ public final class Capture {
     static func now() -> UInt64 { MonotonicTime.now() }
 
     /// Bytes the recording can still grow by: what its file was granted beyond `length`, plus
-    /// the pool's reserve not yet granted to any capture (reads the reserve's size; waits, at
-    /// most 1 s, for a grant of this capture in progress, so the two add up exactly).
+    /// the pool's reserve not yet granted to any capture (reads the reserve's size). Never
+    /// waits for a grant: while one of this capture is in progress the figure can be short by
+    /// that grant, never over (the granted bytes are read first, and a grant grows the file
+    /// before it cuts the reserve).
     public var remainingCapacity: Int64 {
-        granter.withoutGrantInProgress { granted in
-            granted - length + ((try? pool.reserve(pool.layout.reserve).size()) ?? 0)
-        }
+        let granted = granter.grantedBytes
+        return granted - length + ((try? pool.reserve(pool.layout.reserve).size()) ?? 0)
     }
 
     /// Bytes a crash cannot lose: flushed and recorded as committed.
@@ -167,9 +171,11 @@ public final class Capture {
     /// - Throws: `.invalidArgument` for a negative `count`; otherwise as `append(_:)`.
     public func append(count: Int, filling fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
         let started = Self.now()
+        // Refused frames count too: the latency says how long the recorder was held up.
+        defer { statistics.appendLatency.record(Self.now() - started) }
         try checkOpen()
         guard count >= 0 else { throw ProVideoError(.invalidArgument, "a frame cannot have \(count) bytes") }
-        try requireGranted(length + Int64(count))
+        try requireGranted(length + Int64(count), waitingUntil: options.overrunPolicy.deadline(from: started))
         // Room for the whole frame is found (or the overrun policy gives up) before any byte
         // is written, so a frame is accepted whole or not at all.
         let needed = min(count, ring.mostSpace)
@@ -190,7 +196,6 @@ public final class Capture {
             statistics.bytes += Int64(count)
             try service()
         }
-        statistics.appendLatency.record(Self.now() - started)
     }
 
     /// Rewrites bytes already appended, at any offset and length (a muxer patching sizes and
@@ -316,10 +321,10 @@ public final class Capture {
 
     /// Counts and describes a refusal because every buffer stayed in flight past the overrun
     /// policy; `refused` says what was not done.
-    func overrunRefusal(_ refused: String) -> ProVideoError {
+    func overrunRefusal(_ refused: String, cause: String = "every capture buffer is in flight") -> ProVideoError {
         statistics.overrunFailures += 1
         let detail = options.overrunPolicy == .fail ? "overrun policy: fail" : "waited the overrun policy's limit"
-        return ProVideoError(.overrun, "overrun: every capture buffer is in flight (\(detail)); \(refused). The disk is "
+        return ProVideoError(.overrun, "overrun: \(cause) (\(detail)); \(refused). The disk is "
                              + "slower than the stream: raise the buffer budget or lower the bitrate", path: destination)
     }
 
@@ -327,25 +332,35 @@ public final class Capture {
     /// bench's fio pass); call `ensureGranted` first so they write preallocated blocks only.
     package var file: String { files.data }
 
-    /// Grants the capture's file its first `bytes` bytes now, on the caller's thread.
+    /// Grants the capture's file its first `bytes` bytes, waiting up to `stallLimit` for the
+    /// granter's thread.
     /// - Throws: `.storageFull` when the pool's reserve cannot give them; a grant's error.
-    package func ensureGranted(_ bytes: Int64) throws { try requireGranted(bytes) }
+    package func ensureGranted(_ bytes: Int64) throws {
+        try requireGranted(bytes, waitingUntil: Self.now() + Self.stallLimit)
+    }
 
-    /// Makes sure the capture's file is granted up to `end` bytes: the granter thread keeps it
-    /// ahead, and this grants on the caller's thread only when a frame outran it.
-    /// - Throws: `.storageFull` when the reserve has nothing left for it; a grant's error
-    ///   (`.ioError`, `.busy`). The capture stays open either way.
-    func requireGranted(_ end: Int64) throws {
-        // The granter's lock is taken only when the grant ahead runs low (two steps, the
-        // granter's own threshold): most appends find seconds of grant ahead and take no lock.
-        guard end > capacity - 2 * granter.step else { return }
-        capacity = granter.advance(to: length)
+    /// Makes sure the capture's file is granted up to `end` bytes. The granter's thread keeps
+    /// it ahead; when a frame finds it behind, this waits for it until `deadline` (the overrun
+    /// policy's, nil for `.fail`: not at all), never granting on the caller's thread.
+    /// - Throws: `.storageFull` when the reserve has nothing left for it; `.overrun` (counted)
+    ///   when the grant did not come in time; a grant's error (`.ioError`). The capture stays
+    ///   open either way.
+    func requireGranted(_ end: Int64, waitingUntil deadline: UInt64?) throws {
+        // Most appends find seconds of grant ahead and do not touch the granter.
+        guard end > capacity - 2 * grantStep else { return }
+        var grants = granter.advance(to: length, needing: end)
+        if end > grants.granted, let deadline { grants = granter.wait(reaching: end, until: deadline) }
+        (capacity, grantStep) = (grants.granted, grants.step)
         guard end > capacity else { return }
-        capacity = try granter.grantNow(reaching: end)
-        guard end > capacity else { return }
-        throw ProVideoError(.storageFull, "storage full: the pool's reserve has no space left for this capture "
-                            + "(\(capacity - length) bytes granted beyond the recording, the frame needs "
-                            + "\(end - length)); \(length) bytes were accepted and finish() keeps them", path: destination)
+        if let failure = grants.failure { throw failure }
+        if grants.reserveEmpty {
+            throw ProVideoError(.storageFull, "storage full: the pool's reserve has no space left for this capture "
+                                + "(\(capacity - length) bytes granted beyond the recording, the frame needs "
+                                + "\(end - length)); \(length) bytes were accepted and finish() keeps them", path: destination)
+        }
+        statistics.overruns += 1
+        throw overrunRefusal("the frame was not accepted", cause: "the pool has not yet granted the space this frame needs "
+                             + "(the filesystem's fallocate is slower than the stream)")
     }
 
     func checkOpen() throws {

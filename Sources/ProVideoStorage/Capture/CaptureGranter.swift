@@ -1,94 +1,110 @@
 import Foundation
 
-/// Keeps a capture's file granted ahead of its write head, on a thread of its own, so that the
-/// recorder's thread never makes a grant unless this one fell behind (`grantNow`). The thread
-/// grants `step` bytes whenever less than two steps are granted beyond the head, so the capture
-/// holds two to three steps it has not written (less than three: the bound on the space it can
-/// strand). Two steps ahead, four seconds of stream by default, because a grant's fallocate
-/// waits for the filesystem's journal, which a neighbour's fsync of gigabytes of page cache can
-/// hold for seconds (measured on this thread: grants of 250 MB took up to 2.1 s on ext4 beside
-/// the bench's noise writer). When the reserve is empty it looks again every second (a
-/// replenish or a finished capture may refill it).
+/// Keeps a capture's file granted ahead of its write head, on a thread of its own: the only
+/// thread of the capture that calls fallocate(2). The recorder's thread reads what is granted
+/// and never waits for a grant unless its overrun policy lets it wait (`wait(reaching:until:)`).
 ///
-/// `@unchecked Sendable`: `granted`, `head`, `stopping`, `exhaustedAt` and `failure` are read
-/// and written only with `condition` locked; `grants` (the file descriptors and the pool lock
-/// used for granting) is used only with `grantLock` locked, which also orders every grant
-/// before `stop()` returns.
+/// The thread grants whenever less than two steps are granted beyond the head, or the recorder
+/// asked for more than is granted, so the capture holds two to three steps it has not written
+/// (less than three: the bound on the space it can strand). Two steps ahead, four seconds of
+/// stream by default, because a grant's fallocate waits for the filesystem's journal, which a
+/// neighbour's fsync of gigabytes of page cache can hold for seconds (measured on this thread:
+/// grants of 250 MB took up to 2.1 s on ext4 beside the bench's noise writer), and on a
+/// throttled disk (20 MB/s, cgroup io.max) a 16 MiB grant took 0.8–1.7 s. So the step adapts:
+/// each grant's step is at least twice what the stream wrote while the previous grant ran,
+/// up to four times the configured step. When the reserve is empty it looks again every
+/// second (a replenish or a finished capture may refill it), or at once when the recorder asks.
+///
+/// `@unchecked Sendable`: every `var` is read and written only with `condition` locked;
+/// `grants` (the file descriptors and the pool lock used for granting) is used only on the
+/// thread, with `grantLock` locked, which also orders every grant before `stop()` returns.
 final class CaptureGranter: @unchecked Sendable {
-    /// Bytes per grant, a multiple of the reserve's unit.
-    let step: Int64
+    /// What the recorder's thread sees of the grants.
+    struct Grants {
+        /// The bytes granted so far: the capture may write below this offset.
+        var granted: Int64
+        /// The last grant the thread tried found the reserve empty.
+        var reserveEmpty: Bool
+        /// The error that stopped the thread's grants (`.ioError`, `.invariantViolated`).
+        var failure: ProVideoError?
+        /// The bytes per grant the thread uses now (the configured step, grown after slow
+        /// grants): it grants when less than two of them are left ahead of the head.
+        var step: Int64
+    }
+
+    /// Bytes per grant as configured, a multiple of the reserve's unit.
+    let configuredStep: Int64
+    private let unit: Int64
     private let grants: ReserveGrants
     private let data: FileDescriptor
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     private let grantLock = NSLock()
-    private var granted: Int64
+    private var state: Grants
     private var head: Int64 = 0
+    /// The end the recorder last asked for, and how many asks beyond the granted bytes it made
+    /// (`asked`) and the thread has tried to meet (`answered`).
+    private var wanted: Int64 = 0
+    private var asked: UInt64 = 0
+    private var answered: UInt64 = 0
     private var stopping = false
-    private var exhaustedAt: UInt64?
-    private var failure: ProVideoError?
+    private var emptyAt: UInt64?
 
-    /// How long an empty reserve is left alone before the next look, in nanoseconds.
-    private static let exhaustedRetry: UInt64 = 1_000_000_000
+    /// How long an empty reserve is left alone before the next look, unless asked, in
+    /// nanoseconds.
+    private static let emptyRetry: UInt64 = 1_000_000_000
+    /// The step grows to at most this many times the configured one.
+    static let maximumStepGrowth: Int64 = 4
 
     /// - Parameters:
     ///   - data: the capture's file, opened for writing (a descriptor of the granter's own).
     ///   - granted: its size, the bytes granted so far.
+    ///   - step: bytes per grant, a multiple of `unit` (the reserve's allocation unit).
     init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, step: Int64) {
         self.grants = grants
         self.data = data
-        self.granted = granted
-        self.step = step
+        self.configuredStep = step
+        unit = grants.reserve.unit
+        state = Grants(granted: granted, reserveEmpty: false, failure: nil, step: step)
         let thread = Thread { [self] in run() }
         thread.name = "provideo-granter"
         thread.start()
     }
 
     /// The bytes granted so far: the capture may write below this offset.
-    var grantedBytes: Int64 {
+    var grantedBytes: Int64 { current.granted }
+
+    /// The grants as they stand, without waiting.
+    var current: Grants {
         condition.lock()
         defer { condition.unlock() }
-        return granted
+        return state
     }
 
-    /// Runs `body` with the bytes granted while no grant of this capture is half made (its file
-    /// grown, the reserve not yet cut, or the count not yet changed), so that `body` can add the
-    /// reserve's size to them exactly. Waits at most 1 s for a grant in progress; past that,
-    /// `body` runs anyway and may be off by that grant.
-    func withoutGrantInProgress<T>(_ body: (Int64) throws -> T) rethrows -> T {
-        let locked = grantLock.lock(before: Date(timeIntervalSinceNow: 1))
-        defer { if locked { grantLock.unlock() } }
-        return try body(grantedBytes)
-    }
-
-    /// Tells the thread the capture has appended up to `offset` bytes; wakes it when the
-    /// lead has fallen below two steps. Returns the bytes granted so far.
-    func advance(to offset: Int64) -> Int64 {
+    /// Tells the thread the capture has appended up to `head` bytes and needs `end` granted;
+    /// wakes it when the lead has fallen below two steps or `end` is beyond the granted bytes.
+    /// Never waits for a grant.
+    func advance(to head: Int64, needing end: Int64) -> Grants {
         condition.lock()
         defer { condition.unlock() }
-        head = offset
-        if granted - head < 2 * step { condition.signal() }
-        return granted
+        self.head = head
+        wanted = end
+        if end > state.granted { asked += 1 }
+        if state.granted - head < 2 * state.step || end > state.granted { condition.signal() }
+        return state
     }
 
-    /// Grants on the caller's thread until `needed` bytes are granted or the reserve is empty:
-    /// for the rare frame that outruns the thread. Returns the bytes granted so far.
-    /// - Throws: the thread's or this grant's error (`.ioError`, `.busy`).
-    func grantNow(reaching needed: Int64) throws -> Int64 {
-        grantLock.lock()
-        defer { grantLock.unlock() }
-        while true {
-            condition.lock()
-            let current = granted, stopped = stopping, failed = failure
-            condition.unlock()
-            if let failed { throw failed }
-            guard current < needed, !stopped else { return current }
-            let added = try grants.grant(max(step, needed - current), to: data, granted: current, sharing: false)
-            condition.lock()
-            granted += added
-            if added == 0 { exhaustedAt = MonotonicTime.now() }
-            condition.unlock()
-            if added == 0 { return current }
-        }
+    /// Waits until `end` bytes are granted, the thread found the reserve empty after this
+    /// call asked, the grants failed or stopped, or `deadline` (`MonotonicTime`) passed.
+    func wait(reaching end: Int64, until deadline: UInt64) -> Grants {
+        condition.lock()
+        defer { condition.unlock() }
+        wanted = end
+        asked += 1
+        let ask = asked
+        condition.signal()
+        while state.granted < end, state.failure == nil, !stopping, !(answered >= ask && state.reserveEmpty),
+              condition.wait(until: deadline) {}
+        return state
     }
 
     /// Stops granting; returns once no grant is in progress (a grant waits at most 30 s for
@@ -97,7 +113,7 @@ final class CaptureGranter: @unchecked Sendable {
     func stop() -> Int64 {
         condition.lock()
         stopping = true
-        condition.signal()
+        condition.broadcast()
         condition.unlock()
         grantLock.lock()
         defer { grantLock.unlock() }
@@ -108,30 +124,44 @@ final class CaptureGranter: @unchecked Sendable {
         condition.lock()
         while !stopping {
             let now = MonotonicTime.now()
-            let resting = exhaustedAt.map { now < $0 + Self.exhaustedRetry } ?? false
-            guard granted - head < 2 * step, !resting, failure == nil else {
-                _ = condition.wait(until: Date(timeIntervalSinceNow: resting ? 0.25 : 1))
+            let resting = asked == answered && emptyAt.map { now < $0 + Self.emptyRetry } == true
+            let short = wanted > state.granted || state.granted - head < 2 * state.step
+            guard short, !resting, state.failure == nil else {
+                condition.wait(until: now + (resting ? Self.emptyRetry / 4 : Self.emptyRetry))
                 continue
             }
+            // A need beyond the granted bytes takes what it needs, not a shared half.
+            let needing = wanted > state.granted
+            let bytes = max(state.step, wanted - state.granted)
+            let from = state.granted, headBefore = head, ask = asked
             condition.unlock()
             grantLock.lock()
             var added: Int64 = 0
             var error: ProVideoError?
-            let (from, stopped) = { condition.lock(); defer { condition.unlock() }; return (granted, stopping) }()
-            if !stopped {
-                do { added = try grants.grant(step, to: data, granted: from, sharing: true) } catch let failed as ProVideoError {
-                    // The reserve lock stayed busy: try again later; anything else fails the grants.
-                    if failed.code != .busy { error = failed }
-                } catch {}
-            }
-            // `granted` changes before `grantLock` is released: a `grantNow` waiting for the lock
-            // must grant from the file's new end, not over this grant.
+            do { added = try grants.grant(bytes, to: data, granted: from, sharing: !needing) } catch let failed as ProVideoError {
+                // The reserve lock stayed busy: try again later; anything else fails the grants.
+                if failed.code != .busy { error = failed }
+            } catch {}
+            // The state changes before `grantLock` is released: `stop()` returns the final size.
             condition.lock()
-            granted += added
-            exhaustedAt = added == 0 && !stopped ? MonotonicTime.now() : nil
-            if let error { failure = error }
+            state.granted += added
+            state.reserveEmpty = added == 0 && error == nil
+            emptyAt = state.reserveEmpty ? MonotonicTime.now() : nil
+            if let error { state.failure = error }
+            answered = ask
+            state.step = Self.adaptedStep(configured: configuredStep, unit: unit, writtenDuringGrant: head - headBefore)
             grantLock.unlock()
+            condition.broadcast()
         }
         condition.unlock()
+    }
+
+    /// The next grants' step: at least twice the bytes the stream wrote while the last grant
+    /// ran, so that the lead of two steps outlasts a grant as slow as that one; rounded up to
+    /// `unit`, between the configured step and `maximumStepGrowth` times it.
+    static func adaptedStep(configured: Int64, unit: Int64, writtenDuringGrant written: Int64) -> Int64 {
+        let doubled = written >= Int64.max / 4 ? Int64.max / 2 : 2 * max(written, 0)
+        let wanted = (doubled + unit - 1) / unit * unit
+        return min(max(configured, wanted), configured * maximumStepGrowth)
     }
 }

@@ -17,7 +17,7 @@ extension Capture {
         let started = Self.now()
         try checkOpen()
         guard count > 0 else { throw ProVideoError(.invalidArgument, "an in-place append needs at least 1 byte, not \(count)") }
-        try requireGranted(length + 1)
+        try requireGranted(length + 1, waitingUntil: options.overrunPolicy.deadline(from: started))
         if ring.filling == nil {
             // A fresh buffer: any free one has room (makeRoom for 1 byte waits for one).
             guard try guarded({ try makeRoom(for: 1, started: started) }) else {

@@ -7,6 +7,13 @@ public struct CaptureOptions: Sendable {
         case wait(nanoseconds: UInt64)
         /// Throw `.overrun` at once: the recorder drops the frame and keeps going.
         case fail
+
+        /// When a call that started at `started` (`MonotonicTime` nanoseconds) stops waiting
+        /// for a buffer or a grant: nil for `.fail`, which does not wait.
+        func deadline(from started: UInt64) -> UInt64? {
+            guard case .wait(let limit) = self else { return nil }
+            return started + min(limit, Capture.stallLimit)
+        }
     }
 
     /// Expected bitrate in bits per second (ProRes 422 HQ 2160p29.97 is ~880,000,000). Sizes

@@ -72,8 +72,7 @@ extension Capture {
         try reap(waitNanoseconds: 0)
         guard ring.space < bytes else { return true }
         statistics.overruns += 1
-        guard case .wait(let limit) = options.overrunPolicy else { return false }
-        let deadline = started + min(limit, Self.stallLimit)
+        guard let deadline = options.overrunPolicy.deadline(from: started) else { return false }
         while ring.space < bytes {
             let now = Self.now()
             guard now < deadline else { return false }

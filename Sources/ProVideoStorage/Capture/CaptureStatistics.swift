@@ -24,7 +24,7 @@ public struct CaptureStatistics: Sendable {
     public var patches: Int64 = 0
     /// Durability commits (fdatasync + commit record) completed.
     public var commits: Int64 = 0
-    /// Time `append` took, from call to return.
+    /// Time `append` took, from call to return, in nanoseconds: refused frames included.
     public var appendLatency = LatencyHistogram()
     /// Time from a write's submission to its completion.
     public var completionLatency = LatencyHistogram()

@@ -50,9 +50,9 @@ final class PwriteEngine: WriteEngine {
 
     package func shutdown(waitNanoseconds: Int64) -> Bool {
         writer.stop()
-        let deadline = DispatchTime.now().uptimeNanoseconds + UInt64(max(waitNanoseconds, 0))
+        let deadline = MonotonicTime.now() + UInt64(max(waitNanoseconds, 0))
         while thread?.isFinished == false {
-            guard DispatchTime.now().uptimeNanoseconds < deadline else { return false }
+            guard MonotonicTime.now() < deadline else { return false }
             MonotonicTime.sleep(microseconds: 100)
         }
         return true
@@ -74,7 +74,7 @@ private final class WriterQueue: @unchecked Sendable {
     }
 
     private let calls: SystemCalls
-    private let condition = NSCondition()
+    private let condition = MonotonicCondition()
     private var submitted: [Request]
     private var completed: [EngineCompletion]
     private var stopping = false
@@ -98,7 +98,7 @@ private final class WriterQueue: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         if waitNanoseconds > 0 {
-            let deadline = Date(timeIntervalSinceNow: Double(waitNanoseconds) / 1e9)
+            let deadline = MonotonicTime.now() + UInt64(waitNanoseconds)
             while completed.isEmpty && condition.wait(until: deadline) {}
         }
         return completed.isEmpty ? nil : completed.removeFirst()

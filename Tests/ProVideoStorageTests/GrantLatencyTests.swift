@@ -1,0 +1,96 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// The recorder's thread never waits on a grant (issue 25, item 3): with every grant after the
+/// first taking 2 s (a throttled disk's fallocate took 0.8–1.7 s), `.fail` refuses a frame
+/// that finds no granted space at once, counted, and `.wait` waits for the grant.
+@Suite struct GrantLatencyTests {
+    static let grantDelay: UInt32 = 2_000_000
+
+    /// System calls whose fallocate on a capture's file, past its first grant, takes 2 s.
+    static var slowGrants: SystemCalls {
+        var calls = SystemCalls.live
+        calls.fallocate = { fd, keepSize, offset, length in
+            if offset > 0, TestSupport.path(of: fd).contains("/captures/") { usleep(grantDelay) }
+            return SystemCalls.live.fallocate(fd, keepSize, offset, length)
+        }
+        return calls
+    }
+
+    /// Appends `frames` frames of 512 KiB as fast as they come; returns the bytes accepted
+    /// in order, the refusals' messages and the longest append, in nanoseconds.
+    static func appendAll(_ capture: Capture, frames: Int) -> (accepted: [UInt8], refusals: [String], longest: UInt64) {
+        var accepted: [UInt8] = [], refusals: [String] = [], longest: UInt64 = 0
+        for index in 0..<frames {
+            let frame = TestSupport.pattern(512 << 10, seed: UInt64(index))
+            let started = MonotonicTime.now()
+            do {
+                try capture.append(frame)
+                accepted += frame
+            } catch let error as ProVideoError where error.code == .overrun {
+                refusals.append(error.message)
+            } catch {
+                refusals.append("unexpected: \(error)")
+            }
+            longest = max(longest, MonotonicTime.now() - started)
+        }
+        return (accepted, refusals, longest)
+    }
+
+    static func options(_ policy: CaptureOptions.OverrunPolicy) -> CaptureOptions {
+        var options = testOptions
+        options.overrunPolicy = policy
+        options.grantSize = 8 << 20
+        return options
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func failRefusesAtOnceWhileAGrantIsSlow() throws {
+        try withPool(capacity: 48 << 20, calls: Self.slowGrants) { pool, scratch in
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.fail))
+            let (accepted, refusals, longest) = Self.appendAll(capture, frames: 40)
+            // Half the grant's 2 s: an append that waited for the fallocate took 2 s or more.
+            #expect(longest < 1_000_000_000, "an append took \(longest / 1_000_000) ms: it waited for a grant")
+            let grantRefusals = refusals.filter { $0.contains("not yet granted") }
+            #expect(!grantRefusals.isEmpty, "no frame was refused for want of a grant: \(refusals.prefix(3))")
+            #expect(refusals.allSatisfy { !$0.hasPrefix("unexpected") }, "\(refusals.filter { $0.hasPrefix("unexpected") })")
+            #expect(capture.statistics.overrunFailures == refusals.count)
+            #expect(capture.length == Int64(accepted.count))
+            // Once the grant lands, frames are accepted again.
+            usleep(Self.grantDelay + 500_000)
+            let later = TestSupport.pattern(512 << 10, seed: 99)
+            try capture.append(later)
+            let result = try capture.finish()
+            #expect(TestSupport.readFile(result.path) == accepted + later)
+        }
+    }
+
+    @Test(.timeLimit(.minutes(1)))
+    func waitWaitsForASlowGrant() throws {
+        try withPool(capacity: 48 << 20, calls: Self.slowGrants) { pool, scratch in
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.wait(nanoseconds: 10_000_000_000)))
+            let (accepted, refusals, longest) = Self.appendAll(capture, frames: 40)
+            #expect(refusals.isEmpty, "\(refusals.prefix(3))")
+            #expect(accepted.count == 40 * (512 << 10))
+            // The 17th frame needs the second grant, which takes 2 s: some append waited for it.
+            #expect(longest > 500_000_000, "no append waited (longest \(longest / 1_000_000) ms)")
+            let result = try capture.finish()
+            #expect(TestSupport.readFile(result.path) == accepted)
+        }
+    }
+
+    /// The step grows to twice what the stream wrote during the last grant, rounded up to the
+    /// unit, between the configured step and four times it.
+    @Test func grantStepAdaptsToTheStreamDuringAGrant() {
+        let mib: Int64 = 1 << 20
+        #expect(CaptureGranter.adaptedStep(configured: 16 * mib, unit: mib, writtenDuringGrant: 0) == 16 * mib)
+        #expect(CaptureGranter.adaptedStep(configured: 16 * mib, unit: mib, writtenDuringGrant: 8 * mib) == 16 * mib)
+        #expect(CaptureGranter.adaptedStep(configured: 16 * mib, unit: mib, writtenDuringGrant: 10 * mib + 1) == 21 * mib)
+        #expect(CaptureGranter.adaptedStep(configured: 16 * mib, unit: mib, writtenDuringGrant: 100 * mib) == 64 * mib)
+        #expect(CaptureGranter.adaptedStep(configured: 16 * mib, unit: mib, writtenDuringGrant: .max) == 64 * mib)
+        #expect(CaptureGranter.adaptedStep(configured: 16 * mib, unit: mib, writtenDuringGrant: -5) == 16 * mib)
+    }
+}
