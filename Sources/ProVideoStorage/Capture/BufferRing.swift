@@ -73,8 +73,12 @@ struct BufferRing {
     /// The end of the last frame inside `landed`: the longest length a commit can promise.
     private(set) var landedFrameEnd: Int64 = 0
 
-    init(memory: UnsafeMutableRawBufferPointer, slotSize: Int, alignment: Int) {
-        precondition(slotSize % alignment == 0 && memory.count % slotSize == 0)
+    /// - Throws: `WritePathViolation` when the slots are not whole multiples of `alignment` or
+    ///   do not divide `memory`.
+    init(memory: UnsafeMutableRawBufferPointer, slotSize: Int, alignment: Int) throws {
+        guard alignment > 0, slotSize > 0, slotSize % alignment == 0, memory.count % slotSize == 0 else {
+            throw WritePathViolation("buffers of \(slotSize) bytes in \(memory.count), aligned to \(alignment)")
+        }
         self.memory = memory
         self.slotSize = slotSize
         self.alignment = alignment
@@ -104,24 +108,29 @@ struct BufferRing {
     func base(of slot: Int) -> UnsafeMutableRawPointer { memory.baseAddress! + slot * slotSize }
 
     /// Takes a free buffer for the bytes from file `offset`, at most `limit` of them.
-    mutating func startFilling(at offset: Int64, limit: Int64) {
-        precondition(filling == nil && !freeSlots.isEmpty)
+    mutating func startFilling(at offset: Int64, limit: Int64) throws {
+        guard filling == nil, !freeSlots.isEmpty, limit > 0 else {
+            throw WritePathViolation("a buffer started filling with \(filling.map { "buffer \($0)" } ?? "none") filling, "
+                                     + "\(freeSlots.count) free, \(limit) bytes granted ahead")
+        }
         let slot = freeSlots.removeLast()
         slots[slot] = Slot(phase: .filling, offset: offset, capacity: Int(min(Int64(slotSize), limit)))
         filling = slot
     }
 
     /// The filling buffer's next unfilled bytes, at most `count`.
-    func nextPiece(upTo count: Int) -> UnsafeMutableRawBufferPointer {
-        let slot = filling!
+    func nextPiece(upTo count: Int) throws -> UnsafeMutableRawBufferPointer {
+        guard let slot = filling else { throw WritePathViolation("bytes were placed with no buffer filling") }
         let n = min(slots[slot].capacity - slots[slot].filled, count)
         return UnsafeMutableRawBufferPointer(start: base(of: slot) + slots[slot].filled, count: n)
     }
 
     /// Counts `count` bytes as filled; `frameEnd` is the frame's end offset when it ends here.
     /// - Returns: true when the buffer is full.
-    mutating func didFill(_ count: Int, frameEnd: Int64?) -> Bool {
-        let slot = filling!
+    mutating func didFill(_ count: Int, frameEnd: Int64?) throws -> Bool {
+        guard let slot = filling, count <= slots[slot].capacity - slots[slot].filled else {
+            throw WritePathViolation("\(count) bytes filled past the filling buffer's room")
+        }
         slots[slot].filled += count
         if let frameEnd { slots[slot].lastFrameEnd = frameEnd }
         return slots[slot].filled == slots[slot].capacity
@@ -165,9 +174,10 @@ struct BufferRing {
 
     /// Marks the filling buffer as flushing and returns the write of its frames so far, padded
     /// to the alignment (the padding lies beyond the commit and is rewritten with the buffer).
-    mutating func beginFlush() -> Write {
-        let slot = filling!
-        precondition(slots[slot].phase == .filling)
+    mutating func beginFlush() throws -> Write {
+        guard let slot = filling, slots[slot].phase == .filling else {
+            throw WritePathViolation("a flush began with \(filling.map { "buffer \($0) \(slots[$0].phase)" } ?? "no buffer filling")")
+        }
         slots[slot].phase = .flushing
         let padded = (slots[slot].filled + alignment - 1) / alignment * alignment
         return flushWrite(slot, progress: WriteProgress(length: padded))
@@ -180,7 +190,7 @@ struct BufferRing {
     }
 
     /// The flush of `slot` landed: the buffer fills on, or its queued write starts.
-    mutating func flushLanded(_ slot: Int, now: UInt64) -> Write? {
+    mutating func flushLanded(_ slot: Int, now: UInt64) throws -> Write? {
         switch slots[slot].phase {
         case .flushing:
             slots[slot].phase = .filling
@@ -188,7 +198,7 @@ struct BufferRing {
         case .queuedBehindFlush:
             return submit(slot, now: now)
         default:
-            preconditionFailure("a flush landed for buffer \(slot) in phase \(slots[slot].phase)")
+            throw WritePathViolation("a flush landed for buffer \(slot) in phase \(slots[slot].phase)")
         }
     }
 
@@ -197,13 +207,18 @@ struct BufferRing {
     ///   rest to resubmit.
     /// - Throws: the write's error (see `WriteProgress.apply`).
     mutating func completeWrite(_ slot: Int, result: Int32, path: String) throws -> Write? {
+        guard slots[slot].phase == .inFlight else {
+            throw WritePathViolation("a write of buffer \(slot) completed in phase \(slots[slot].phase)")
+        }
         guard try slots[slot].write.apply(result, alignment: alignment, call: "write", path: path) else {
             return rest(of: slot)
         }
         slots[slot].phase = .free
         freeSlots.append(slot)
         // The one sealed range of this buffer not landed: a buffer is reused only once free.
-        let index = sealed.firstIndex { $0.slot == slot && !$0.isLanded }!
+        guard let index = sealed.firstIndex(where: { $0.slot == slot && !$0.isLanded }) else {
+            throw WritePathViolation("buffer \(slot)'s write completed with no sealed range waiting for it")
+        }
         sealed[index].isLanded = true
         while let head = sealed.first, head.isLanded {
             sealed.removeFirst()

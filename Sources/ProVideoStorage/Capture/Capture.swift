@@ -96,7 +96,10 @@ public final class Capture {
         self.patchBuffer = patchBuffer
         self.commitRecord = commitRecord
         self.progressRecord = progressRecord
-        let ring = BufferRing(memory: memory.bytes, slotSize: slotSize, alignment: alignment)
+        let ring: BufferRing
+        do { ring = try BufferRing(memory: memory.bytes, slotSize: slotSize, alignment: alignment) } catch let violation as WritePathViolation {
+            throw ProVideoError(.invariantViolated, "the capture's buffers broke their own rule: \(violation.problem)")
+        }
         self.ring = ring
         noSpaceRetries = [Int](repeating: 0, count: 2 * ring.slots.count + 1)
         let slots = (0..<count).map { UnsafeMutableRawBufferPointer(start: ring.base(of: $0), count: slotSize) }
@@ -186,11 +189,11 @@ public final class Capture {
             var filled = 0
             while filled < count {
                 if ring.filling == nil { try startFilling() }
-                let piece = ring.nextPiece(upTo: count - filled)
+                let piece = try ring.nextPiece(upTo: count - filled)
                 fill(piece)
                 filled += piece.count
                 length += Int64(piece.count)
-                if ring.didFill(piece.count, frameEnd: filled == count ? length : nil) { try sealFilling() }
+                if try ring.didFill(piece.count, frameEnd: filled == count ? length : nil) { try sealFilling() }
             }
             statistics.frames += 1
             statistics.bytes += Int64(count)
@@ -283,7 +286,7 @@ public final class Capture {
             try waitUntil("the last writes") { ring.isIdle && commits.isIdle }
             // The final commit, through the engine like every other: a deadline bounds it.
             if length > commits.committed {
-                commits.startSync(candidate: length, now: Self.now())
+                try commits.startSync(candidate: length, now: Self.now())
                 try issueDataSync()
                 try engine.submit()
                 try waitUntil("the final commit") { commits.isIdle }

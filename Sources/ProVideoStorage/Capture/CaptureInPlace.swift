@@ -25,7 +25,7 @@ extension Capture {
             }
             try guarded { try startFilling() }
         }
-        return ring.nextPiece(upTo: count)
+        return try guarded { try ring.nextPiece(upTo: count) }
     }
 
     /// Counts `count` bytes written at the start of the last `reserveInPlace` room as
@@ -35,14 +35,14 @@ extension Capture {
     ///   `.captureClosed`.
     package func commitInPlace(_ count: Int, endsFrame: Bool) throws {
         try checkOpen()
-        let room = ring.filling == nil ? 0 : ring.nextPiece(upTo: Int.max).count
+        let room = ring.filling == nil ? 0 : try guarded { try ring.nextPiece(upTo: Int.max).count }
         guard count >= 0, count <= room else {
             throw ProVideoError(.invalidArgument, "cannot commit \(count) bytes in place: \(room) were reserved")
         }
         try guarded {
             if ring.filling != nil {
                 length += Int64(count)
-                if ring.didFill(count, frameEnd: endsFrame ? length : nil) { try sealFilling() }
+                if try ring.didFill(count, frameEnd: endsFrame ? length : nil) { try sealFilling() }
             }
             statistics.bytes += Int64(count)
             if endsFrame { statistics.frames += 1 }

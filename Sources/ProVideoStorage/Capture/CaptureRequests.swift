@@ -14,7 +14,8 @@ extension Capture {
         do {
             return try body()
         } catch {
-            var failure = error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: data.path)
+            var failure = (error as? WritePathViolation).map { violated($0.problem) }
+                ?? error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: data.path)
             failure.message += "; \(commits.committed) bytes are committed and safe: `provideo recover` salvages them"
             if stopRequests() {
                 _ = granter.stop()
@@ -85,7 +86,7 @@ extension Capture {
     /// free here (it was accepted when all were free): it waits for its earlier pieces to land.
     func startFilling() throws {
         try waitUntil("a buffer to land") { ring.hasFreeSlot }
-        ring.startFilling(at: length, limit: capacity - length)
+        try ring.startFilling(at: length, limit: capacity - length)
     }
 
     func sealFilling() throws {
@@ -113,11 +114,11 @@ extension Capture {
         let now = Self.now()
         guard commits.isDue(now: now) else { return }
         if ring.isIdle, let slot = ring.filling, ring.slots[slot].lastFrameEnd > commits.committed {
-            let flush = ring.beginFlush()
-            commits.startFlush(slot: slot, length: flush.length, candidate: ring.slots[slot].lastFrameEnd, now: now)
+            let flush = try ring.beginFlush()
+            try commits.startFlush(slot: slot, length: flush.length, candidate: ring.slots[slot].lastFrameEnd, now: now)
             try issue(flush)
         } else if ring.landedFrameEnd > commits.committed {
-            commits.startSync(candidate: ring.landedFrameEnd, now: now)
+            try commits.startSync(candidate: ring.landedFrameEnd, now: now)
             try issueDataSync()
         }
     }
@@ -179,7 +180,7 @@ extension Capture {
     }
 
     private func handle(_ completion: EngineCompletion) throws {
-        guard let tag = CompletionTag(rawValue: completion.tag) else {
+        guard let tag = CompletionTag(rawValue: completion.tag), tag.isValid(slots: ring.slots.count) else {
             throw violated("a completion carries the unknown tag \(completion.tag)")
         }
         if tag == .cancel { return }
@@ -218,7 +219,7 @@ extension Capture {
                 try issue(ring.flushWrite(slot, progress: commits.flush))
                 return
             }
-            if let write = ring.flushLanded(slot, now: Self.now()) { try issue(write) }
+            if let write = try ring.flushLanded(slot, now: Self.now()) { try issue(write) }
             try issueDataSync()
         case .dataSync:
             // Cancelled with the thread that submitted it (see `WriteProgress.apply`): again.

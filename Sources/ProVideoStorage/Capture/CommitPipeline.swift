@@ -37,24 +37,31 @@ struct CommitPipeline {
 
     func isDue(now: UInt64) -> Bool { isIdle && now - lastStart >= interval }
 
-    mutating func startFlush(slot: Int, length: Int, candidate: Int64, now: UInt64) {
-        precondition(isIdle && candidate > committed)
+    mutating func startFlush(slot: Int, length: Int, candidate: Int64, now: UInt64) throws {
+        try checkStart(candidate)
         lastStart = now
         flush = WriteProgress(length: length)
         stage = .flushing(slot: slot, candidate: candidate)
     }
 
-    mutating func startSync(candidate: Int64, now: UInt64) {
-        precondition(isIdle && candidate > committed)
+    mutating func startSync(candidate: Int64, now: UInt64) throws {
+        try checkStart(candidate)
         lastStart = now
         stage = .syncing(candidate: candidate)
+    }
+
+    /// A commit starts only from idle, and only to promise more than is committed.
+    private func checkStart(_ candidate: Int64) throws {
+        guard isIdle, candidate > committed else {
+            throw WritePathViolation("a commit of \(candidate) bytes started in \(stage) with \(committed) committed")
+        }
     }
 
     /// Applies the flush write's completion.
     /// - Returns: true when the flush landed (the stage is now `syncing`); false: resubmit
     ///   from `flush.done`.
     mutating func flushCompleted(_ result: Int32, alignment: Int, path: String) throws -> Bool {
-        guard case .flushing(_, let candidate) = stage else { preconditionFailure("flush completed in \(stage)") }
+        guard case .flushing(_, let candidate) = stage else { throw WritePathViolation("a flush completed in \(stage)") }
         guard try flush.apply(result, alignment: alignment, call: "write", path: path) else { return false }
         flushedFrameEnd = candidate
         stage = .syncing(candidate: candidate)
@@ -64,7 +71,7 @@ struct CommitPipeline {
     /// Applies the data sync's completion; the stage is then `recording`.
     /// - Returns: the length the commit record must hold.
     mutating func syncCompleted(_ result: Int32, path: String) throws -> Int64 {
-        guard case .syncing(let candidate) = stage else { preconditionFailure("data sync completed in \(stage)") }
+        guard case .syncing(let candidate) = stage else { throw WritePathViolation("a data sync completed in \(stage)") }
         if result < 0 { throw ProVideoError.system("fdatasync", errno: -result, path: path) }
         record = WriteProgress(length: CaptureJournal.commitRecordLength)
         stage = .recording(candidate: candidate)
@@ -75,7 +82,7 @@ struct CommitPipeline {
     /// one sector).
     /// - Returns: true when the commit is done; false: write the record again.
     mutating func recordCompleted(_ result: Int32, path: String) throws -> Bool {
-        guard case .recording(let candidate) = stage else { preconditionFailure("commit record completed in \(stage)") }
+        guard case .recording(let candidate) = stage else { throw WritePathViolation("a commit record completed in \(stage)") }
         let whole = CaptureJournal.commitRecordLength
         guard try record.apply(result, alignment: whole, call: "commit record write", path: path) else { return false }
         recorded(candidate)

@@ -41,6 +41,14 @@ package enum CompletionTag: Equatable, CustomStringConvertible {
         }
     }
 
+    /// Whether a buffer's tag names one of the capture's `slots` buffers.
+    func isValid(slots: Int) -> Bool {
+        switch self {
+        case .slotWrite(let slot), .flush(let slot): slot < slots
+        case .dataSync, .commitRecord, .progress, .cancel: true
+        }
+    }
+
     package var description: String {
         switch self {
         case .slotWrite(let slot): "write of buffer \(slot)"
