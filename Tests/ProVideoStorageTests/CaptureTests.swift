@@ -193,6 +193,36 @@ func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8])
 
     /// While captures run, a second capture starts beside them (the default), resize and
     /// destroy are refused with `capturing`, and replenish proceeds.
+    /// One destination per take, in one process (issue 25, item 7): a start to the destination
+    /// of a running capture, or of a take waiting to land, is refused with `.busy` naming it;
+    /// once the first finishes, the name is free again.
+    @Test func aTakensDestinationIsRefused() throws {
+        try withPool { (pool, scratch) throws in
+            let other = try Pool.open(at: pool.path)
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: testOptions)
+            for starter in [pool, other] {
+                let error = #expect(throws: ProVideoError.self) {
+                    try starter.startCapture(to: scratch + "/./take.mov", options: testOptions)
+                }
+                #expect(error?.code == .busy)
+                #expect(error?.message.contains("process \(getpid()) is already recording to it") == true, "\(error?.message ?? "")")
+            }
+            try capture.append([1, 2, 3])
+            #expect(try capture.finish().length == 3)
+            #expect(TestSupport.readFile(scratch + "/take.mov") == [1, 2, 3])
+            try TestSupport.withScratchOnAnotherFilesystem { remote in
+                let held = try recordWaitingToLand(pool, to: remote + "/far.mov", [4, 5])
+                let error = #expect(throws: ProVideoError.self) {
+                    try other.startCapture(to: remote + "/far.mov", options: testOptions)
+                }
+                #expect(error?.code == .busy)
+                #expect(error?.message.contains("the take \(held) is waiting to land there") == true, "\(error?.message ?? "")")
+                _ = try pool.landPending()
+                #expect(TestSupport.readFile(remote + "/far.mov") == [4, 5])
+            }
+        }
+    }
+
     @Test func runningCapturesRefuseResizeAndDestroyOnly() throws {
         try withPool { (pool, scratch) throws in
             let other = try Pool.open(at: pool.path)

@@ -152,6 +152,35 @@ import Testing
         }
     }
 
+    /// One destination per take, across processes (issue 25, item 7): a second `record` to the
+    /// destination of a running one (spelled through a symlinked directory) is refused with the
+    /// other's pid, and the first take lands whole; the same name in another directory records.
+    @Test func aRunningCapturesDestinationIsRefused() throws {
+        try TestSupport.withScratch("one-destination") { scratch in
+            let pool = scratch + "/pool"
+            try #require(FS.provideo(pool, "create", "--capacity", "32M").status == 0)
+            defer { FS.destroyQuietly(pool) }
+            try FileManager.default.createDirectory(atPath: scratch + "/b", withIntermediateDirectories: false)
+            try FileManager.default.createSymbolicLink(atPath: scratch + "/alias", withDestinationPath: scratch)
+            let first = try Recorder(pool, scratch + "/take.mov")
+            _ = try Self.waitForStatus(pool, "the first capture running") { $0.captures.count == 1 }
+            let input = TestSupport.pattern(3 << 20, seed: 7)
+            first.write(input[..<(1 << 20)])
+            for spelling in [scratch + "/take.mov", scratch + "/alias/take.mov", scratch + "/b/../take.mov"] {
+                let second = try FS.provideo(pool, "record", spelling, stdin: Data([1, 2, 3]))
+                #expect(second.status == 1, "\(spelling): \(second.stdout)")
+                #expect(second.stderr.contains("already recording to it")
+                        && second.stderr.contains("process \(first.process.processIdentifier)"), "\(second.stderr)")
+            }
+            let elsewhere = try FS.provideo(pool, "record", scratch + "/b/take.mov", stdin: Data([1, 2, 3]))
+            #expect(elsewhere.status == 0, "\(elsewhere.stderr)")
+            first.write(input[(1 << 20)...])
+            #expect(first.finish() == 0, "\(first.stderr)")
+            #expect(TestSupport.fileEquals(scratch + "/take.mov", input), "the first take is not whole at its destination")
+            #expect(TestSupport.readFile(scratch + "/b/take.mov") == [1, 2, 3])
+        }
+    }
+
     /// With a bandwidth of 1 Gbit/s (800 Mbit/s admissible), two 400 Mbit/s captures are
     /// admitted and a third is refused with the numbers; `--force` starts it and `status`
     /// says so.

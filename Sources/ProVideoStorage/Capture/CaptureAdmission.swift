@@ -76,6 +76,25 @@ extension Pool {
         journal.admittedOverBandwidth = true
     }
 
+    /// One destination per take: refuses a start whose `destination` is that of a running
+    /// capture or of a take waiting to land, since one of the two would end held in the pool
+    /// with "appeared while recording". Destinations are compared as resolved by `startCapture`
+    /// (the directory's real path and the name), under the mutation lock, so two starts in any
+    /// processes cannot both pass.
+    /// - Throws: `.busy` naming the capture or the take that has the destination.
+    func refuseTakenDestination(_ destination: String, running: [(files: CaptureFiles, journal: CaptureJournal)]) throws {
+        if let other = running.first(where: { $0.journal.destination == destination }) {
+            throw ProVideoError(.busy, "cannot start a capture to \(destination): process \(other.journal.pid) is already "
+                                + "recording to it (capture \(other.files.id)); give this take another name, or start it "
+                                + "once that one has finished", path: destination)
+        }
+        if let waiting = try landingRecordings().first(where: { $0.destination == destination }) {
+            throw ProVideoError(.busy, "cannot start a capture to \(destination): the take \(waiting.path) is waiting to "
+                                + "land there (`provideo land`); give this take another name, or start it once that one "
+                                + "has landed", path: destination)
+        }
+    }
+
     /// "3 × 880 Mbit/s", "400 Mbit/s + 200 Mbit/s", "no capture".
     private static func describe(_ bitrates: [Int64]) -> String {
         guard let first = bitrates.first else { return "no capture" }

@@ -46,6 +46,7 @@ extension Pool {
                 try salvageDeadCaptures()
                 configuration = try PoolConfiguration.load(layout.configuration)
                 let running = try runningCaptures()
+                try refuseTakenDestination(destination, running: running)
                 try admit(options, running: running, journal: &journal)
                 guard try reserveFile.size() > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
