@@ -38,7 +38,8 @@ extension Pool {
     /// - Throws: `.invalidArgument` when `held` is not a recording the pool holds; `.busy`
     ///   when a landing is transferring it; `.invalidDestination`, `.destinationExists`
     ///   (nothing is overwritten); a copy error (the recording stays held and the move can be
-    ///   retried).
+    ///   retried); `.ioError` "placed at DEST, but the directory could not be flushed" when
+    ///   the rename succeeded (the recording is at DEST and no longer held).
     @discardableResult
     public func moveHeldRecording(_ held: String, to destination: String? = nil) throws -> String {
         let held = FileSystem.absolute(held)
@@ -69,16 +70,23 @@ extension Pool {
             note.movingTo = target
             try note.save(notePath, calls, access: access)
             let directory = try owner.acting { try DirectoryHandle.open(FileSystem.parent(of: target)) }
-            let outcome = try RecordingMove(calls: calls).move(
-                file, named: FileSystem.lastComponent(of: held), in: try DirectoryHandle.open(layout.recordings),
-                length: length, to: FileSystem.lastComponent(of: target), in: directory, owner: owner,
-                tag: FileSystem.lastComponent(of: held))
-            if outcome == .copied { try FileSystem.remove(held) }
+            var unflushed: ProVideoError?
+            do {
+                let outcome = try RecordingMove(calls: calls).move(
+                    file, named: FileSystem.lastComponent(of: held), in: try DirectoryHandle.open(layout.recordings),
+                    length: length, to: FileSystem.lastComponent(of: target), in: directory, owner: owner,
+                    tag: FileSystem.lastComponent(of: held))
+                if outcome == .copied { try FileSystem.remove(held) }
+            } catch let placed as RecordingMove.PlacedUnflushed {
+                // Renamed into place: the pool no longer holds it, so its note goes as after a move.
+                unflushed = placed.error
+            }
             try FileSystem.remove(notePath)
             if note.landing == true {
                 try removePartialLanding(of: held, at: note.destination, owner: owner, movedTo: target)
             }
             try FileSystem.syncDirectory(layout.recordings, calls)
+            if let unflushed { throw unflushed }
             return target
         }
     }

@@ -151,6 +151,76 @@ import Testing
         }
     }
 
+    /// A take kept in the pool (its destination appeared while recording) is renamed into
+    /// `recordings/`, and that directory is flushed after the rename, before the journal
+    /// records the placement: otherwise a power cut could lose the take's only name.
+    @Test func aTakeKeptInThePoolIsFlushedBeforeTheJournalMovesOn() throws {
+        try TestSupport.withScratch("durability-kept") { scratch in
+            let log = Shared<[String]>([])
+            let path = scratch + "/pool"
+            var calls = Self.logging(into: log, pool: path, forceCopy: false)
+            let logged = calls.fsync
+            calls.fsync = { fd in
+                // Whether the kept take is in `recordings/` yet when that directory is flushed.
+                if TestSupport.path(of: fd) == path + "/recordings" {
+                    let names = (try? FileManager.default.contentsOfDirectory(atPath: path + "/recordings")) ?? []
+                    let kept = names.contains { !$0.hasSuffix(".json") && !$0.hasSuffix(".tmp") }
+                    log.update { $0.append("recordings holds the take: \(kept)") }
+                }
+                return logged(fd)
+            }
+            let pool = try Pool.create(at: path, capacity: 32 << 20, systemCalls: calls)
+            defer { try? pool.destroy() }
+            let destination = scratch + "/take.mov"
+            let capture = try pool.startCapture(to: destination, options: testOptions)
+            try capture.append(TestSupport.pattern(300_001, seed: 1))
+            try Data([9]).write(to: URL(fileURLWithPath: destination))
+            log.update { $0.removeAll() }
+            let error = #expect(throws: ProVideoError.self) { try capture.finish() }
+            #expect(error?.code == .destinationExists)
+            let steps = log.current
+            let flushedWithTake = steps.firstIndex { $0 == "recordings holds the take: true" }
+            #expect(flushedWithTake != nil, "recordings/ was not flushed once the take was in it: \(steps)")
+            if let flushedWithTake {
+                #expect(steps[(flushedWithTake + 1)...].first { $0.hasPrefix("fsync ") }?.contains("journal already placed") != true,
+                        "\(steps)")
+            }
+            #expect(try pool.listing().recordings.map(\.length) == [300_001])
+        }
+    }
+
+    /// The rename to the destination succeeded and the directory flush after it failed (EIO):
+    /// `finish` says the take is placed and its name not yet durable, and the take is at its
+    /// destination, whole, not looked for in the pool (issue 25, item 8: it reported ENOENT).
+    @Test func aFailedFlushAfterTheRenameReportsThePlacement() throws {
+        try TestSupport.withScratch("durability-unflushed") { scratch in
+            let failing = Shared<Bool>(false)
+            var calls = SystemCalls.live
+            calls.fsync = { fd in
+                if failing.current && TestSupport.path(of: fd) == scratch {
+                    failing.update { $0 = false }
+                    return -EIO
+                }
+                return SystemCalls.live.fsync(fd)
+            }
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20, systemCalls: calls)
+            defer { try? pool.destroy() }
+            let destination = scratch + "/take.mov"
+            let capture = try pool.startCapture(to: destination, options: testOptions)
+            let frame = TestSupport.pattern(300_001, seed: 2)
+            try capture.append(frame)
+            failing.update { $0 = true }
+            let error = #expect(throws: ProVideoError.self) { try capture.finish() }
+            #expect(error?.code == .ioError)
+            #expect(error?.errno == EIO)
+            #expect(error?.message.hasPrefix("placed at \(destination), but the directory could not be flushed") == true,
+                    "\(error?.message ?? "")")
+            #expect(TestSupport.readFile(destination) == frame)
+            #expect(try pool.listing().recordings.isEmpty)
+            #expect(try pool.check().isEmpty)
+        }
+    }
+
     /// A copy that reports success but differs from the recording (a byte flipped after
     /// copy_file_range) is caught by the SHA-256 check: nothing is published, and the
     /// recording stays in the pool, whole.

@@ -275,7 +275,9 @@ public final class Capture {
     /// clears `capturing`.
     /// - Returns: where the recording is and its length in bytes.
     /// - Throws: `.destinationExists` (the recording is kept in the pool, see the error's
-    ///   path); the capture's first error; a move error; `.captureClosed`. After a failed
+    ///   path); `.ioError` "placed at DEST, but the directory could not be flushed" (the
+    ///   recording is at its destination, its name not yet durable); the capture's first
+    ///   error; a move error; `.captureClosed`. After a failed
     ///   write, `provideo recover` salvages the committed part.
     @discardableResult
     public func finish() throws -> RecordingResult {

@@ -17,6 +17,14 @@ struct RecordingMove {
         case copied
     }
 
+    /// The rename put the recording at its destination (it is gone from the source), but a
+    /// directory flush after it failed: the name may not survive a power cut. Not a failure to
+    /// place: the caller must not look for the recording where it was.
+    struct PlacedUnflushed: Error {
+        /// `.ioError` "placed at DEST, but the directory could not be flushed: …".
+        let error: ProVideoError
+    }
+
     /// - Parameters:
     ///   - source: the recording, `sourceName` in `sourceDirectory` (in the pool).
     ///   - length: the recording's length in bytes (the source may be longer: a capture's file).
@@ -24,7 +32,8 @@ struct RecordingMove {
     ///   - renaming: false to copy without trying a rename: a capture's file is renamed only
     ///     when it is sealed for its destination's filesystem (a btrfs subvolume would accept
     ///     the rename of a file that is not).
-    /// - Throws: `.destinationExists` (errno EEXIST); a rename error (`.permissionDenied` when
+    /// - Throws: `PlacedUnflushed` when the rename succeeded and a directory flush failed;
+    ///   `.destinationExists` (errno EEXIST); a rename error (`.permissionDenied` when
     ///   the owner may not write there); a copy error (the temporary copy is removed, the
     ///   source untouched).
     func move(_ source: FileDescriptor, named sourceName: String, in sourceDirectory: DirectoryHandle, length: Int64,
@@ -33,8 +42,16 @@ struct RecordingMove {
         try owner.acting {
             let rc = renaming ? calls.renameNoReplace(sourceDirectory.path(of: sourceName), directory.path(of: name)) : -EXDEV
             if rc == 0 {
-                try directory.sync(calls)
-                try sourceDirectory.sync(calls)
+                do {
+                    try directory.sync(calls)
+                    try sourceDirectory.sync(calls)
+                } catch let failed as ProVideoError {
+                    let placed = directory.display(name)
+                    throw PlacedUnflushed(error: ProVideoError(
+                        .ioError, "placed at \(placed), but the directory could not be flushed: \(failed.message). The "
+                        + "recording is there; a power cut before the filesystem writes the directory could lose its "
+                        + "name: run `sync`, then check it", errno: failed.errno, path: placed))
+                }
                 return .renamed
             }
             if rc == -EEXIST { throw Self.destinationExists(directory.display(name)) }

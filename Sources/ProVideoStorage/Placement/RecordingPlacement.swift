@@ -66,6 +66,10 @@ extension Pool {
                 try move(to: target)
                 return Placement(path: directory.display(target), problem: nil)
             }
+        } catch let placed as RecordingMove.PlacedUnflushed {
+            // The recording is at its destination: the journal records it there (it is never
+            // looked for in the pool again), and the flush's failure is what `finish` reports.
+            return Placement(path: directory.display(target), problem: placed.error)
         } catch let error as ProVideoError {
             var problem = error
             if error.code == .destinationExists {
