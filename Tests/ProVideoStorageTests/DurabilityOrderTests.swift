@@ -221,6 +221,70 @@ import Testing
         }
     }
 
+    /// System calls that send every capture's file to its destination by copy (EXDEV).
+    static var forcingCopies: SystemCalls {
+        var calls = SystemCalls.live
+        calls.renameNoReplace = { rawFrom, rawTo in
+            TestSupport.isCaptureData(TestSupport.resolved(rawFrom)) ? -EXDEV : SystemCalls.live.renameNoReplace(rawFrom, rawTo)
+        }
+        return calls
+    }
+
+    /// Pages of `fd`'s first `length` bytes in the page cache (mincore(2) on a mapping).
+    static func residentPages(_ fd: Int32, length: Int) -> Int {
+        guard length > 0, let map = mmap(nil, length, PROT_READ, MAP_SHARED, fd, 0), map != MAP_FAILED else { return -1 }
+        defer { munmap(map, length) }
+        let pageSize = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var vector = [UInt8](repeating: 0, count: (length + pageSize - 1) / pageSize)
+        guard mincore(map, length, &vector) == 0 else { return -1 }
+        return vector.filter { $0 & 1 == 1 }.count
+    }
+
+    /// The finish-time copy is verified against what the device returns (issue 25, item 9):
+    /// when the verification first reads the copy, none of its pages are in the page cache
+    /// (they were dropped after its fsync), as landing does.
+    @Test func aCopyIsVerifiedFromTheDevice() throws {
+        try TestSupport.withScratch("durability-verify-device") { scratch in
+            let seen = Shared<[Int]>([])
+            var calls = Self.forcingCopies
+            calls.pread = { fd, buffer, count, offset in
+                if offset == 0, TestSupport.path(of: fd).contains(".provideo-") {
+                    seen.update { $0.append(Self.residentPages(fd, length: 1 << 20)) }
+                }
+                return SystemCalls.live.pread(fd, buffer, count, offset)
+            }
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20, systemCalls: calls)
+            defer { try? pool.destroy() }
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: testOptions)
+            let frame = TestSupport.pattern(2 << 20, seed: 3)
+            try capture.append(frame)
+            #expect(try capture.finish().path == scratch + "/take.mov")
+            #expect(TestSupport.readFile(scratch + "/take.mov") == frame)
+            #expect(seen.current.first == 0, "pages of the copy in the page cache at its verification: \(seen.current)")
+        }
+    }
+
+    /// A file of the take's length but other bytes already at a destination on another
+    /// filesystem is not taken for the take's copy: it stays as it is, and the take is kept
+    /// in the pool, whole (the digests are compared, not only the lengths).
+    @Test func aForeignFileOfTheSameLengthIsNotTheCopy() throws {
+        try TestSupport.withScratch("durability-foreign-copy") { scratch in
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20, systemCalls: Self.forcingCopies)
+            defer { try? pool.destroy() }
+            let destination = scratch + "/take.mov"
+            let capture = try pool.startCapture(to: destination, options: testOptions)
+            let frame = TestSupport.pattern(300_001, seed: 4), foreign = TestSupport.pattern(300_001, seed: 5)
+            try capture.append(frame)
+            try Data(foreign).write(to: URL(fileURLWithPath: destination))
+            let error = #expect(throws: ProVideoError.self) { try capture.finish() }
+            #expect(error?.code == .destinationExists)
+            #expect(TestSupport.readFile(destination) == foreign)
+            let kept = try pool.listing().recordings
+            #expect(kept.count == 1)
+            #expect(TestSupport.readFile(kept.first?.path ?? "") == frame)
+        }
+    }
+
     /// A copy that reports success but differs from the recording (a byte flipped after
     /// copy_file_range) is caught by the SHA-256 check: nothing is published, and the
     /// recording stays in the pool, whole.

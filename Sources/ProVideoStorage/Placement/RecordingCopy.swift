@@ -5,7 +5,8 @@ import Glibc
 /// `EXDEV`). The copy goes to a hidden temporary name beside the destination with
 /// copy_file_range(2), resuming exactly where a partial copy stopped and asking only for the
 /// bytes still left; if copy_file_range fails it goes on with read/write from the same
-/// offset. The copy is flushed and checked (length and SHA-256 against the source) before it
+/// offset. The copy is flushed, its pages dropped from the page cache, and checked (length and
+/// SHA-256 of what the device returns, against the source) before it
 /// is published at the destination without clobbering (`NoClobberPublish`), so no partial
 /// file is ever visible at the destination path.
 enum RecordingCopy {
@@ -32,6 +33,9 @@ enum RecordingCopy {
             try transfer(source, to: target, length: length, calls: calls)
             let synced = calls.fsync(target.rawValue)
             if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: directory.display(temporary)) }
+            // Verify what the device returns, not the page cache the copy just filled: its clean
+            // pages go, so the digest below reads them back from the disk (as landing does).
+            target.dropCachedPages(offset: 0, length: length)
             let copied = Int64(try target.facts().size)
             guard copied == length else {
                 throw ProVideoError(.ioError, "the copy at \(directory.display(temporary)) has \(copied) bytes, expected "
