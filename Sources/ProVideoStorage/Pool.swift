@@ -424,8 +424,10 @@ public final class Pool: @unchecked Sendable {
                 if target > current { try reserve.grow(fd, from: current, to: target) }
             } catch {
                 configuration = previous
-                try configuration.save(layout.configuration, calls, access: access)
-                throw error
+                throw Rollback.keepingFirst(error, restoring: "the recorded capacity (\(previous.initialCapacity) bytes, "
+                                            + "in \(layout.configuration))") {
+                    try configuration.save(layout.configuration, calls, access: access)
+                }
             }
             CrashPoint.hit("resize.allocated")
             return target

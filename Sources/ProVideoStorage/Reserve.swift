@@ -56,12 +56,12 @@ struct Reserve {
             try fd.sync(calls)
             return
         }
-        try rollBack(fd, to: oldSize)
-        if rc == -ENOSPC || rc == -EDQUOT {
-            let availableNow = (try? usableBytes(reaching: newSize)) ?? 0
-            throw Self.notEnoughSpace(needed: needed, available: availableNow, errno: -rc, path: path)
-        }
-        throw ProVideoError.system("fallocate", errno: -rc, path: path)
+        // Rolled back first, so the space reported free no longer counts what the call kept.
+        let undone = Result { try rollBack(fd, to: oldSize) }
+        let failure = rc == -ENOSPC || rc == -EDQUOT
+            ? Self.notEnoughSpace(needed: needed, available: (try? usableBytes(reaching: newSize)) ?? 0, errno: -rc, path: path)
+            : ProVideoError.system("fallocate", errno: -rc, path: path)
+        throw Rollback.keepingFirst(failure, restoring: "\(path)'s size (\(oldSize) bytes)") { try undone.get() }
     }
 
     /// Refuses up front a grow that cannot fit with the pool's own files beside it

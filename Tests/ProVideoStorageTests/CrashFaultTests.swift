@@ -66,6 +66,54 @@ extension CrashTests {
             }
         }
 
+        /// A grant's fallocate fails (EIO) and so does its rollback's ftruncate: the start
+        /// reports the fallocate, the first error, and says what the rollback could not
+        /// restore (issue 25, item 10: the rollback's error was thrown over it).
+        @Test func aFailedGrantRollbackKeepsTheFirstError() throws {
+            try TestSupport.withScratch("rollback-grant") { dir in
+                var calls = SystemCalls.live
+                let isCaptureData: @Sendable (Int32) -> Bool = { TestSupport.isCaptureData(TestSupport.path(of: $0)) }
+                calls.fallocate = { fd, keep, offset, length in
+                    isCaptureData(fd) ? -EIO : SystemCalls.live.fallocate(fd, keep, offset, length)
+                }
+                calls.ftruncate = { fd, length in isCaptureData(fd) ? -EROFS : SystemCalls.live.ftruncate(fd, length) }
+                let pool = try Pool.create(at: dir + "/pool", capacity: 16 * Self.mib, systemCalls: calls)
+                defer { try? Pool.open(at: dir + "/pool").destroy() }
+                let error = #expect(throws: ProVideoError.self) {
+                    try pool.startCapture(to: dir + "/take.mov", options: testOptions)
+                }
+                #expect(error?.systemCall == "fallocate")
+                #expect(error?.errno == EIO)
+                #expect(error?.message.contains("could not be restored: ftruncate") == true, "\(error?.message ?? "")")
+            }
+        }
+
+        /// A resize whose grow fails (fallocate EIO) and whose rollback of the recorded capacity
+        /// fails too (the configuration's flush): the resize reports the fallocate and that the
+        /// recorded capacity could not be restored.
+        @Test func aFailedResizeRollbackKeepsTheFirstError() throws {
+            try TestSupport.withScratch("rollback-resize") { dir in
+                let path = dir + "/pool"
+                _ = try Pool.create(at: path, capacity: 16 * Self.mib)
+                defer { try? Pool.open(at: path).destroy() }
+                let switches = CrashFaultSwitches()
+                var calls = SystemCalls.live
+                calls.fallocate = { fd, keep, offset, length in
+                    guard TestSupport.path(of: fd) == path + "/reserve" else { return SystemCalls.live.fallocate(fd, keep, offset, length) }
+                    switches["failed"] = true
+                    return -EIO
+                }
+                calls.fsync = { fd in switches["failed"] ? -EROFS : SystemCalls.live.fsync(fd) }
+                let pool = try Pool.open(at: path, systemCalls: calls)
+                let error = #expect(throws: ProVideoError.self) { try pool.resize(to: 32 * Self.mib) }
+                #expect(error?.systemCall == "fallocate")
+                #expect(error?.errno == EIO)
+                #expect(error?.message.contains("the recorded capacity (\(16 * Self.mib) bytes") == true
+                        && error?.message.contains("could not be restored") == true, "\(error?.message ?? "")")
+                #expect(CrashKit.stat(path + "/reserve")?.size == 16 * Self.mib, "the reserve did not go back to its size")
+            }
+        }
+
         /// EXDEV on the rename of the capture's file (the destination is "on another
         /// filesystem"), then a copy that fails half-way (copy_file_range copies 1 MiB, then
         /// EIO; the read/write fallback's pread fails with EIO too): finish throws a typed

@@ -43,15 +43,22 @@ struct ReserveGrants {
                 try reserveFD.truncate(available - amount, calls)
                 rc = calls.fallocate(data.rawValue, false, granted, amount)
                 if rc < 0 {
-                    try rollBack(data, to: granted)
-                    try? reserve.grow(reserveFD, from: available - amount, to: available)
-                    throw ProVideoError.system("fallocate", errno: -rc, path: data.path)
+                    // The reserve gave `amount` up for nothing: it grows back, or the error says
+                    // the pool is that much short (`provideo replenish` restores it).
+                    throw Rollback.keepingFirst(ProVideoError.system("fallocate", errno: -rc, path: data.path),
+                                                restoring: "the capture's file and \(amount) bytes of the reserve "
+                                                + "(`provideo replenish` restores them)") {
+                        try rollBack(data, to: granted)
+                        try reserve.grow(reserveFD, from: available - amount, to: available)
+                    }
                 }
                 return amount
             }
             if rc < 0 {
-                try rollBack(data, to: granted)
-                throw ProVideoError.system("fallocate", errno: -rc, path: data.path)
+                throw Rollback.keepingFirst(ProVideoError.system("fallocate", errno: -rc, path: data.path),
+                                            restoring: "the capture's file's size (\(granted) bytes)") {
+                    try rollBack(data, to: granted)
+                }
             }
             CrashPoint.hit("grant.allocated")
             try reserveFD.truncate(available - amount, calls)

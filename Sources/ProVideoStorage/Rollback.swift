@@ -1,0 +1,19 @@
+/// Undoing a step after it failed, keeping the failure: a rollback that fails too is added to
+/// the first error's message (what it could not restore), never thrown in its place. The first
+/// error says what went wrong; a rollback's error thrown over it would hide that, and a
+/// rollback swallowed silently (`try?`) would hide what is now left undone.
+enum Rollback {
+    /// Runs `undo` after `error`.
+    /// - Returns: `error`; when `undo` failed, as a `ProVideoError` (`.ioError` for another
+    ///   error) whose message adds that `what` could not be restored, and why.
+    static func keepingFirst(_ error: Error, restoring what: String, _ undo: () throws -> Void) -> Error {
+        do {
+            try undo()
+            return error
+        } catch let failed {
+            var first = error as? ProVideoError ?? ProVideoError(.ioError, "\(error)")
+            first.message += "; and \(what) could not be restored: \((failed as? ProVideoError)?.message ?? "\(failed)")"
+            return first
+        }
+    }
+}
