@@ -132,7 +132,7 @@ struct Reserve {
         while offset < to {
             try OperationContext.checkpoint("zero-filling the reserve")
             let length = Int(min(Int64(chunk), to - offset))
-            try fd.writeAll(UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<length]), at: offset, calls)
+            try fd.writeAll(UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<length]), at: offset, alignment: alignment, calls)
             offset += Int64(length)
             progress?(offset - from, to - from)
         }

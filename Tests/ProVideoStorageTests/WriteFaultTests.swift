@@ -230,3 +230,34 @@ import Testing
         }
     }
 }
+
+extension WriteFaultTests {
+    /// `writeAll` resumes a short write from the last aligned boundary it reached, as the write
+    /// path does (an `O_DIRECT` write must start aligned: resuming at byte 1000 was EINVAL), and
+    /// gives up on a write that keeps returning EINTR (issue 25, item 11: it looped forever).
+    @Test func writeAllResumesAlignedAndGivesUp() throws {
+        try TestSupport.withScratch { dir in
+            let offsets = Shared<[Int64]>([])
+            let interrupting = Shared<Bool>(false)
+            var calls = SystemCalls.live
+            calls.pwrite = { fd, buffer, count, offset in
+                offsets.update { $0.append(offset) }
+                if interrupting.current { return -Int(EINTR) }
+                // The first write is short: 1000 of its bytes.
+                return SystemCalls.live.pwrite(fd, buffer, offsets.current.count == 1 ? 1000 : count, offset)
+            }
+            let file = try FileDescriptor.open(dir + "/file", O_RDWR | O_CREAT)
+            let bytes = TestSupport.pattern(8192, seed: 11)
+            try bytes.withUnsafeBytes { try file.writeAll($0, at: 0, alignment: 512, calls) }
+            #expect(offsets.current == [0, 512])
+            #expect(TestSupport.readFile(dir + "/file") == bytes)
+            offsets.update { $0.removeAll() }
+            interrupting.update { $0 = true }
+            let error = #expect(throws: ProVideoError.self) {
+                try bytes.withUnsafeBytes { try file.writeAll($0, at: 0, alignment: 512, calls) }
+            }
+            #expect(error?.code == .ioError)
+            #expect(offsets.current.count == WriteProgress.maximumRetries + 1)
+        }
+    }
+}

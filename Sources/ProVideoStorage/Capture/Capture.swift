@@ -109,7 +109,7 @@ public final class Capture {
         statistics = CaptureStatistics(engine: engine.name)
         commits = CommitPipeline(interval: options.durabilityInterval, now: Self.now())
         // The progress block exists (allocated, 0) before `capturing` shows a running engine.
-        try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, pool.calls)
+        try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, alignment: alignment, pool.calls)
         published = (0, 0, 0, Self.now())
     }
 
@@ -244,7 +244,7 @@ public final class Capture {
             }
             let from = max(offset, block), to = min(end, block + Int64(span))
             (window.baseAddress! + Int(from - block)).copyMemory(from: bytes.baseAddress! + Int(from - offset), byteCount: Int(to - from))
-            try data.writeAll(UnsafeRawBufferPointer(window), at: block, pool.calls)
+            try data.writeAll(UnsafeRawBufferPointer(window), at: block, alignment: alignment, pool.calls)
             block += Int64(span)
         }
     }

@@ -39,7 +39,7 @@ enum DirectIOProbe {
         let pattern = UInt8(truncatingIfNeeded: ProcessIdentity.pid | 1)
         buffer.bytes.initializeMemory(as: UInt8.self, repeating: pattern)
         do {
-            try fd.writeAll(UnsafeRawBufferPointer(buffer.bytes), at: 0, .live)
+            try fd.writeAll(UnsafeRawBufferPointer(buffer.bytes), at: 0, alignment: facts.directIOAlignment.io, .live)
             try fd.sync(.live)
         } catch let error as ProVideoError {
             return "an aligned direct write failed on \(facts.filesystem) at \(directory): \(error.message)"

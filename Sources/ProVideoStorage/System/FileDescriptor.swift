@@ -127,25 +127,33 @@ final class FileDescriptor {
         if rc < 0 { throw ProVideoError.system("ftruncate", errno: -rc, path: path) }
     }
 
-    /// Writes all of `bytes` at `offset` with pwrite(2), resuming after short writes.
-    func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64, _ calls: SystemCalls) throws {
-        var done = 0
-        while done < bytes.count {
-            let n = calls.pwrite(rawValue, bytes.baseAddress! + done, bytes.count - done, offset + Int64(done))
-            if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
-            if n < 0 { throw ProVideoError.system("pwrite", errno: Int32(-n), path: path) }
-            if n == 0 { throw ProVideoError(.ioError, "pwrite on \(path) wrote 0 bytes", path: path) }
-            done += n
+    /// Writes all of `bytes` at `offset` with pwrite(2), as the write path does (`WriteProgress`):
+    /// a short write is resumed from the last multiple of `alignment` it reached (on an
+    /// `O_DIRECT` descriptor a write must start aligned, so the partial block is written again
+    /// whole), and a result that makes no progress (EINTR, EAGAIN, less than one block) is
+    /// retried at most `WriteProgress.maximumRetries` times in a row.
+    /// - Parameter alignment: the descriptor's direct-I/O alignment; 1 for buffered I/O.
+    /// - Throws: the errno of a failed write; `.ioError` after the retries.
+    func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64, alignment: Int = 1, _ calls: SystemCalls) throws {
+        var progress = WriteProgress(length: bytes.count)
+        while !progress.isComplete {
+            let n = calls.pwrite(rawValue, bytes.baseAddress! + progress.done, bytes.count - progress.done,
+                                 offset + Int64(progress.done))
+            _ = try progress.apply(Int32(clamping: n), alignment: alignment, call: "pwrite", path: path)
         }
     }
 
     /// Reads up to `buffer.count` bytes at `offset`; returns how many (0 at end of file).
+    /// EINTR and EAGAIN are retried at most `WriteProgress.maximumRetries` times in a row.
+    /// - Throws: the errno of a failed read; `.ioError` after the retries.
     func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, _ calls: SystemCalls) throws -> Int {
-        while true {
+        for _ in 0...WriteProgress.maximumRetries {
             let n = calls.pread(rawValue, buffer.baseAddress!, buffer.count, offset)
             if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
             if n < 0 { throw ProVideoError.system("pread", errno: Int32(-n), path: path) }
             return n
         }
+        throw ProVideoError(.ioError, "a pread of \(path) was interrupted \(WriteProgress.maximumRetries + 1) times in a row",
+                            path: path)
     }
 }
