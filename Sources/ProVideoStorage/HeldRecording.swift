@@ -16,6 +16,13 @@ public struct HeldRecording: Codable, Sendable {
     /// true while it waits to land at its destination in the background (`provideo land`).
     public var landing: Bool?
 
+    /// Every file the pool names after a held recording `held`: its note, its landing record,
+    /// and each one's temporary while it is replaced durably. A held name leaves room for the
+    /// longest (`Pool.heldName`), so that none of them can fail with ENAMETOOLONG.
+    static func companions(of held: String) -> [String] {
+        [held + ".json", held + ".json.tmp", LandingRecord.path(forHeld: held), LandingRecord.path(forHeld: held) + ".tmp"]
+    }
+
     func save(_ file: String, _ calls: SystemCalls, access: PoolAccess) throws {
         try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)), calls, access: access)
     }

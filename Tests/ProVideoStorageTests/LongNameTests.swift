@@ -36,6 +36,66 @@ import Testing
         #expect(a != b && a.hasSuffix(".mov") && b.hasSuffix(".mov"))
     }
 
+    /// For every destination name length from 1 to 255 bytes (ASCII with and without an
+    /// extension, and two-byte characters), every name the pool derives fits NAME_MAX with
+    /// every suffix it will ever add (issue 25, item 12: `<held>.landing.tmp` did not).
+    @Test func everyDerivedNameOfEveryLengthFits() {
+        let id = "mk2x9q0a-1a2b3c4d"
+        for length in 1...255 {
+            let names = [String(repeating: "a", count: length),
+                         length > 4 ? String(repeating: "a", count: length - 4) + ".mov" : nil,
+                         length % 2 == 0 ? String(repeating: "é", count: length / 2) : nil].compactMap { $0 }
+            for name in names {
+                let held = Pool.heldName(id: id, destination: "/d/" + name)
+                for companion in [held] + HeldRecording.companions(of: held) {
+                    #expect(companion.utf8.count <= DerivedName.maximumBytes, "\(length): \(companion.utf8.count) bytes")
+                }
+                let recovered = FileSystem.lastComponent(of: Pool.recoveredName("/d/" + name, id: id))
+                #expect(recovered.utf8.count <= DerivedName.maximumBytes, "\(length): \(recovered.utf8.count) bytes")
+                for tag in [id, held] {
+                    let temporary = RecordingCopy.temporaryName(for: name, tag: tag)
+                    #expect(temporary.utf8.count <= DerivedName.maximumBytes, "\(length): \(temporary.utf8.count) bytes")
+                }
+            }
+        }
+    }
+
+    /// A take waiting to land at a 250-byte name whose landing fails (its directory is gone)
+    /// records the failure beside it: `landings()` shows the attempt and the error, and the
+    /// back-off holds the next pass (it recorded nothing and copied again at every pass).
+    @Test func aLongNamesFailedLandingIsRecordedAndBacksOff() throws {
+        try withPool { pool, _ in
+            try TestSupport.withScratchOnAnotherFilesystem { remote in
+                try FileManager.default.createDirectory(atPath: remote + "/out", withIntermediateDirectories: false)
+                _ = try recordWaitingToLand(pool, to: remote + "/out/" + Self.longName, [1, 2, 3])
+                try FileManager.default.removeItem(atPath: remote + "/out")
+                #expect(try pool.landPending(dueOnly: true).map(\.landed) == [false])
+                let waiting = try #require(try pool.landings().first)
+                #expect(waiting.attempts == 1)
+                #expect(waiting.lastError != nil, "\(waiting)")
+                #expect(try pool.landPending(dueOnly: true).isEmpty, "the back-off did not hold the next pass")
+            }
+        }
+    }
+
+    /// A failure whose record cannot be saved (every flush of a landing record fails) is
+    /// reported as such, and this process still backs off.
+    @Test func aFailureThatCannotBeRecordedIsReportedAndBacksOff() throws {
+        var calls = SystemCalls.live
+        calls.fsync = { fd in TestSupport.path(of: fd).contains(".landing") ? -EIO : SystemCalls.live.fsync(fd) }
+        try withPool(calls: calls) { pool, _ in
+            try TestSupport.withScratchOnAnotherFilesystem { remote in
+                try FileManager.default.createDirectory(atPath: remote + "/out", withIntermediateDirectories: false)
+                _ = try recordWaitingToLand(pool, to: remote + "/out/take.mov", [1, 2, 3])
+                try FileManager.default.removeItem(atPath: remote + "/out")
+                let first = try pool.landPending(dueOnly: true)
+                #expect(first.count == 1)
+                #expect(first.first?.error?.contains("could not be recorded beside the take") == true, "\(first)")
+                #expect(try pool.landPending(dueOnly: true).isEmpty, "no back-off after an unrecorded failure")
+            }
+        }
+    }
+
     /// A 250-byte destination reached by a copy lands under its own name, with no temporary
     /// file left beside it.
     @Test func longDestinationLandsByCopy() throws {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// A landing recording's progress, kept in the pool beside it as `<recording>.landing` and
 /// replaced durably after each chunk, so a killed transfer resumes at the last chunk that was
@@ -27,12 +28,31 @@ struct LandingRecord: Codable, Sendable, Equatable {
     /// A record whose numbers no transfer could have written (a negative or impossible
     /// `landed`, more digests than chunks, a runaway `attempts`, a time that is no time) counts
     /// as unreadable.
+    /// A failure this process could not record (`saveFailure`) stands in for the record on disk.
     static func load(forHeld held: String) -> LandingRecord {
+        if let unrecorded = unrecorded.withLock({ $0[held] }) { return unrecorded }
         guard let bytes = try? FileSystem.readSmallFile(path(forHeld: held)),
               let record = try? JSONDecoder().decode(LandingRecord.self, from: Data(bytes)), record.isInRange else {
             return LandingRecord()
         }
         return record
+    }
+
+    /// Failed attempts whose record could not be saved beside their take (a full or read-only
+    /// pool), by held path: kept in this process so that its back-off still applies (`land
+    /// --watch` must not copy the whole take again at every interval).
+    private static let unrecorded = Mutex<[String: LandingRecord]>([:])
+
+    /// Saves the record of a failed attempt; when that fails too, keeps it in this process.
+    /// - Returns: nil when saved; else why it could not be, for the failure's own message.
+    func saveFailure(forHeld held: String, _ calls: SystemCalls, access: PoolAccess) -> String? {
+        do {
+            try save(forHeld: held, calls, access: access)
+            return nil
+        } catch {
+            Self.unrecorded.withLock { $0[held] = self }
+            return (error as? ProVideoError)?.message ?? "\(error)"
+        }
     }
 
     private var isInRange: Bool {
@@ -41,9 +61,12 @@ struct LandingRecord: Codable, Sendable, Equatable {
             && (bytesPerSecond.map { $0.isFinite && $0 >= 0 } ?? true)
     }
 
+    /// Replaces the record on disk durably; once saved, it is the record again (not one this
+    /// process kept after a failed save).
     func save(forHeld held: String, _ calls: SystemCalls, access: PoolAccess) throws {
         try FileSystem.replaceDurably(Self.path(forHeld: held), with: Array(try JSONEncoder().encode(self)), calls,
                                       access: access)
+        _ = Self.unrecorded.withLock { $0.removeValue(forKey: held) }
     }
 
     /// The wait before the next attempt after `attempts` failures: 5 s × 2^(attempts-1) by

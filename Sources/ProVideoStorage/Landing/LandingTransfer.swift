@@ -47,9 +47,14 @@ struct LandingTransfer: Sendable {
         } catch {
             record.attempts += 1
             record.lastError = (error as? ProVideoError)?.message ?? "\(error)"
-            record.nextAttemptAt = Date().timeIntervalSince1970 + LandingRecord.backoff(attempts: record.attempts,
-                                                                                          base: retryAfter)
-            try? record.save(forHeld: held.path, calls, access: access)
+            let backoff = LandingRecord.backoff(attempts: record.attempts, base: retryAfter)
+            record.nextAttemptAt = Date().timeIntervalSince1970 + backoff
+            if let unrecorded = record.saveFailure(forHeld: held.path, calls, access: access) {
+                var reported = error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: held.path)
+                reported.message += "; and this failure could not be recorded beside the take (\(unrecorded)): this "
+                    + "process still waits \(Int(backoff)) s before the next attempt, but `provideo list` cannot show it"
+                throw reported
+            }
             throw error
         }
     }

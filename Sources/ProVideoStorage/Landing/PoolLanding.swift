@@ -126,8 +126,7 @@ extension Pool {
     private static func forgetLanded(_ held: HeldRecording, layout: PoolLayout, access: PoolAccess,
                                      calls: SystemCalls) throws {
         try PoolLock(path: layout.lock, access: access).withMutation {
-            for file in [held.path, held.path + ".json", held.path + ".json.tmp", LandingRecord.path(forHeld: held.path),
-                         LandingRecord.path(forHeld: held.path) + ".tmp"] {
+            for file in [held.path] + HeldRecording.companions(of: held.path) {
                 try FileSystem.remove(file)
             }
             try FileSystem.syncDirectory(layout.recordings, calls)

@@ -112,15 +112,21 @@ extension Pool {
         return "\(directory)/\(DerivedName.shortened(stem, toBytes: room))\(marker)\(ext)"
     }
 
+    /// The name a take of capture `id` is held under in `recordings/`: "<id>-<destination's
+    /// name>", shortened so that every companion file (`HeldRecording.companions`, the longest
+    /// "<held>.landing.tmp") still fits NAME_MAX.
+    static func heldName(id: String, destination: String) -> String {
+        let longestSuffix = HeldRecording.companions(of: "").map(\.utf8.count).max() ?? 0
+        let room = DerivedName.maximumBytes - "\(id)-".utf8.count - longestSuffix
+        return "\(id)-" + DerivedName.shortened(FileSystem.lastComponent(of: destination), toBytes: room)
+    }
+
     /// Keeps the recording in `recordings/` with a note of where it was meant to go (`landing`:
     /// and that `provideo land` takes it there).
     func keepInPool(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64, owner: RecordingOwner,
                     problem: ProVideoError, landing: Bool = false) throws -> Placement {
         try FileSystem.makeDirectory(layout.recordings, access: access)
-        // Room for the note beside it, "<kept>.json", and that note's ".tmp" while it is written.
-        let room = DerivedName.maximumBytes - "\(journal.id)-".utf8.count - ".json.tmp".utf8.count
-        let kept = layout.recordings + "/\(journal.id)-"
-            + DerivedName.shortened(FileSystem.lastComponent(of: journal.destination), toBytes: room)
+        let kept = layout.recordings + "/" + Self.heldName(id: journal.id, destination: journal.destination)
         try sealRecording(files, length: length, owner: owner, held: true)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil, landing: landing ? true : nil)
