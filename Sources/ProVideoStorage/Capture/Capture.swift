@@ -12,8 +12,16 @@ import Glibc
 /// commits run beside the writes (`CommitPipeline`). Docs/WRITE-PATH.md has the state machine.
 ///
 /// Promises that hold by construction:
-/// - `append` waits for the disk only when every buffer is in flight, and then only per
-///   `options.overrunPolicy`; nothing waits longer than `stallLimit`.
+/// - `append` never makes a grant and waits for the disk only when every buffer is in flight,
+///   and then, like for a grant the granter has not made yet, only per
+///   `options.overrunPolicy` (`.fail`: not at all).
+/// - Bounds, in full: a call waits for the disk at most `stallLimit` (30 s) from its start,
+///   all its waits together (a frame larger than every buffer waits for its earlier pieces
+///   within it); a call whose request failed then waits up to another `stallLimit` for the
+///   capture's other requests to stop before it throws. `finish` adds, after the disk: up to
+///   30 s for a grant in progress (the pool's reserve lock), then the placement: a rename, or
+///   on another filesystem a copy and its verification, as long as they take, under the
+///   pool's mutation lock (waited for up to 30 s).
 /// - The first failed write or flush fails the capture: every later call throws that error at
 ///   once, and `capturing` is released only after every request completed or was cancelled,
 ///   so no write of the capture lands after another process may salvage it.
@@ -188,7 +196,7 @@ public final class Capture {
         try guarded {
             var filled = 0
             while filled < count {
-                if ring.filling == nil { try startFilling() }
+                if ring.filling == nil { try startFilling(until: started + Self.stallLimit) }
                 let piece = try ring.nextPiece(upTo: count - filled)
                 fill(piece)
                 filled += piece.count
@@ -216,21 +224,22 @@ public final class Capture {
         }
         guard !bytes.isEmpty else { return }
         statistics.patches += 1
+        let deadline = Self.now() + Self.stallLimit
         try guarded {
-            try waitUntil("the flush of the patched buffer") { !ring.flushCovers(offset..<end) }
+            try waitUntil("the flush of the patched buffer", until: deadline) { !ring.flushCovers(offset..<end) }
             let buffered = ring.filling.map { ring.slots[$0].offset } ?? length
             if end > buffered, let slot = ring.filling {
                 let from = max(offset, buffered)
                 (ring.base(of: slot) + Int(from - buffered))
                     .copyMemory(from: bytes.baseAddress! + Int(from - offset), byteCount: Int(end - from))
             }
-            if offset < buffered { try patchOnDisk(bytes, at: offset, end: min(end, buffered)) }
+            if offset < buffered { try patchOnDisk(bytes, at: offset, end: min(end, buffered), until: deadline) }
         }
     }
 
     /// Rewrites `offset..<end` of `bytes` in the file, a window of aligned blocks at a time.
-    private func patchOnDisk(_ bytes: UnsafeRawBufferPointer, at offset: Int64, end: Int64) throws {
-        try waitUntil("the writes in flight") { ring.isIdle && commits.isIdle }
+    private func patchOnDisk(_ bytes: UnsafeRawBufferPointer, at offset: Int64, end: Int64, until deadline: UInt64) throws {
+        try waitUntil("the writes in flight", until: deadline) { ring.isIdle && commits.isIdle }
         let align = Int64(alignment)
         var block = offset / align * align
         while block < end {
@@ -282,21 +291,22 @@ public final class Capture {
     @discardableResult
     public func finish() throws -> RecordingResult {
         try checkOpen()
+        let deadline = Self.now() + Self.stallLimit
         try guarded {
             try sealFilling()
             try engine.submit()
-            try waitUntil("the last writes") { ring.isIdle && commits.isIdle }
+            try waitUntil("the last writes", until: deadline) { ring.isIdle && commits.isIdle }
             // The final commit, through the engine like every other: a deadline bounds it.
             if length > commits.committed {
                 try commits.startSync(candidate: length, now: Self.now())
                 try issueDataSync()
                 try engine.submit()
-                try waitUntil("the final commit") { commits.isIdle }
+                try waitUntil("the final commit", until: deadline) { commits.isIdle }
             }
-            try waitUntil("the last progress write") { outstanding == 0 }
+            try waitUntil("the last progress write", until: deadline) { outstanding == 0 }
         }
         state = .closed
-        _ = engine.shutdown(waitNanoseconds: Int64(Self.stallLimit))
+        _ = engine.shutdown(waitNanoseconds: Int64(deadline - min(Self.now(), deadline)))
         capacity = granter.stop()
         defer { claim.release() }
         let outcome = try pool.completeCapture(files, journal: journal, length: length)

@@ -23,7 +23,7 @@ extension Capture {
             guard try guarded({ try makeRoom(for: 1, started: started) }) else {
                 throw overrunRefusal("no room was reserved")
             }
-            try guarded { try startFilling() }
+            try guarded { try startFilling(until: started + Self.stallLimit) }
         }
         return try guarded { try ring.nextPiece(upTo: count) }
     }

@@ -50,16 +50,17 @@ extension Capture {
         return engine.shutdown(waitNanoseconds: Int64(deadline - min(Self.now(), deadline)))
     }
 
-    /// Waits until `condition` holds, processing completions, at most `stallLimit`.
+    /// Waits until `condition` holds, processing completions, until `deadline` (the calling
+    /// public method's: `stallLimit` after it began, so its waits together stay within it).
     /// - Throws: `.ioError` at the deadline; a completion's error.
-    func waitUntil(_ what: String, _ condition: () -> Bool) throws {
-        let deadline = Self.now() + Self.stallLimit
+    func waitUntil(_ what: String, until deadline: UInt64, _ condition: () -> Bool) throws {
         while !condition() {
             guard outstanding > 0 else { throw violated("waiting for \(what) with no request in flight") }
             let now = Self.now()
             guard now < deadline else {
-                throw ProVideoError(.ioError, "waited \(Self.stallLimit / 1_000_000_000) s for \(what): \(outstanding) "
-                                    + "requests are still not done; the device is not responding", path: data.path)
+                throw ProVideoError(.ioError, "\(what) did not come within \(Self.stallLimit / 1_000_000_000) s: "
+                                    + "\(outstanding) requests are still not done; the device is not responding",
+                                    path: data.path)
             }
             try reap(waitNanoseconds: Int64(deadline - now))
         }
@@ -84,8 +85,8 @@ extension Capture {
 
     /// Takes a free buffer for the next bytes. Only a frame larger than all buffers finds none
     /// free here (it was accepted when all were free): it waits for its earlier pieces to land.
-    func startFilling() throws {
-        try waitUntil("a buffer to land") { ring.hasFreeSlot }
+    func startFilling(until deadline: UInt64) throws {
+        try waitUntil("a buffer to land", until: deadline) { ring.hasFreeSlot }
         try ring.startFilling(at: length, limit: capacity - length)
     }
 
