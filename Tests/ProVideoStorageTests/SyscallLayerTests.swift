@@ -1,5 +1,6 @@
 import Foundation
 import Testing
+@testable import ProVideoStorage
 
 /// Every call into the system goes through one layer, `Sources/ProVideoStorage/System/`
 /// (issue 10): a thin wrapper per call that turns errno into a `ProVideoError`. Outside it, no
@@ -38,6 +39,39 @@ import Testing
     @Test func noSystemCallOutsideTheLayer() throws {
         let calls = try Self.directCalls { !$0.hasPrefix("System/") }
         #expect(calls.isEmpty, "direct system calls outside System/:\n\(calls.joined(separator: "\n"))")
+    }
+
+    /// Every bounded wait in the library runs on `CLOCK_MONOTONIC` (issue 25, item 5): none is
+    /// bounded by a `Date` (`NSCondition.wait(until:)`, `NSLock.lock(before:)`, a deadline
+    /// `Date(timeIntervalSinceNow:)`), which an NTP step stretches or cuts short.
+    @Test func noWaitIsBoundedOnTheWallClock() throws {
+        var found: [String] = []
+        let files = FileManager.default.enumerator(atPath: Self.library.path)!.compactMap { $0 as? String }
+        for file in files where file.hasSuffix(".swift") {
+            let text = try String(contentsOfFile: Self.library.path + "/" + file, encoding: .utf8)
+            for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let code = line.components(separatedBy: "//").first ?? ""
+                for pattern in ["Date(timeIntervalSinceNow", "lock(before:", "wait(until: Date", "DispatchTime.now"]
+                where code.contains(pattern) {
+                    found.append("\(file):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                }
+            }
+        }
+        #expect(found.isEmpty, "waits bounded on the wall clock:\n\(found.joined(separator: "\n"))")
+    }
+
+    /// A monotonic wait times out at its deadline and wakes early when signalled.
+    @Test func aMonotonicWaitEndsAtItsDeadline() {
+        let condition = MonotonicCondition()
+        condition.lock()
+        let started = MonotonicTime.now()
+        while condition.wait(until: started + 50_000_000) {}
+        let waited = MonotonicTime.now() - started
+        condition.unlock()
+        #expect(waited >= 50_000_000, "woke after \(waited) ns, before the deadline")
+        condition.lock()
+        #expect(!condition.wait(until: MonotonicTime.now() - 1), "a deadline already passed must not wait")
+        condition.unlock()
     }
 
     /// The scan finds what it looks for: the layer itself is full of such calls.

@@ -4,8 +4,10 @@ A cut is made just before a flush in the log (every flush after `begin`), or at 
 cut, each image holds every write logged before its own last flush, plus some of the writes
 logged after that flush (`pending`): a power cut keeps any subset of writes the device had not
 been told to flush. Per cut we replay `none` and `all` of them, and for the operation's last
-`last_cuts` flushes with more than one pending write
-cuts `random` subsets and prefixes as well, from `random.Random(f"{seed}:{cut}:{variant}")`.
+`last_cuts` flushes with more than one pending write (every one when `last_cuts` is None)
+`random` subsets and prefixes as well, from `random.Random(f"{seed}:{cut}:{variant}")`; with
+`torn`, as many more random subsets in which one kept write is torn: only a random part of its
+512-byte sectors reached the disk (a device writes a request's sectors in any order).
 Every marker logged before the cut is a promise the state must keep: it was made before the
 flush that the cut interrupts, so the power may go right after it with only `pending` at risk.
 """
@@ -26,9 +28,11 @@ class State:
     cut: int                      # index of the flush record the power cut interrupts
     label: str                    # none, all, random-N, prefix-N
     excluded: frozenset = field(default_factory=frozenset)  # pending writes lost
+    torn: tuple = ()  # (write, frozenset of its 512-byte sectors that reached the disk), if any
 
     def describe(self):
-        return f"cut {self.cut} {self.label} (lost writes {sorted(self.excluded)})"
+        torn = f", write {self.torn[0]} torn to sectors {sorted(self.torn[1])}" if self.torn else ""
+        return f"cut {self.cut} {self.label} (lost writes {sorted(self.excluded)}{torn})"
 
 
 class Log:
@@ -58,14 +62,17 @@ class Log:
         return [i for i in range(cut) if self.records[i].kind == "W" and i > last[self.records[i].device]]
 
 
-def states(log, seed, last_cuts, randoms):
+SECTOR = 512
+
+
+def states(log, seed, last_cuts, randoms, torn=False):
     """Every state to replay, in cut order, without duplicates (same writes applied)."""
     cuts = log.cuts()
     # The operation's own last flushes (up to its last promise, not the unmount's), where more
     # than one write is pending: one pending write has no subsets besides none and all.
     last_promise = log.markers[-1][0]
     eligible = [c for c in cuts if len(log.pending(c)) > 1 and c <= next(x for x in cuts if x > last_promise)]
-    random_cuts = set(eligible[-last_cuts:]) if last_cuts else set()
+    random_cuts = set(eligible if last_cuts is None else eligible[-last_cuts:] if last_cuts else [])
     seen = set()
     for cut in cuts:
         pending = log.pending(cut)
@@ -79,9 +86,19 @@ def states(log, seed, last_cuts, randoms):
                 else:
                     n = rng.randrange(len(pending))
                     candidates.append(State(cut, f"prefix-{variant}", frozenset(pending[n:])))
+            multi_sector = [i for i in pending if log.records[i].length > SECTOR]
+            for variant in range(randoms if torn and multi_sector else 0):
+                rng = random.Random(f"{seed}:{cut}:torn-{variant}")
+                victim = rng.choice(multi_sector)
+                sectors = (log.records[victim].length + SECTOR - 1) // SECTOR
+                reached = frozenset(s for s in range(sectors) if rng.random() < 0.5)
+                if len(reached) in (0, sectors):
+                    reached = frozenset({rng.randrange(sectors)})
+                kept = {i for i in pending if rng.random() < 0.5} | {victim}
+                candidates.append(State(cut, f"torn-{variant}", frozenset(set(pending) - kept), (victim, reached)))
         for state in candidates:
             applied_end = max((i for i in range(cut) if log.records[i].kind == "W" and i not in state.excluded), default=-1)
-            key = (applied_end, frozenset(i for i in state.excluded if i < applied_end))
+            key = (applied_end, frozenset(i for i in state.excluded if i < applied_end), state.torn)
             if key not in seen:
                 seen.add(key)
                 yield state
@@ -101,8 +118,15 @@ class Images:
             self.bases.append(path)
         self.fds = [os.open(p, os.O_RDWR) for p in self.bases]
 
-    def apply(self, fd, record):
-        os.pwrite(fd, self.log.blob[record.at:record.at + record.length], record.offset)
+    def apply(self, fd, record, sectors=None):
+        """Writes `record`, or only its `sectors` (512-byte indices) of it when torn."""
+        if sectors is None:
+            os.pwrite(fd, self.log.blob[record.at:record.at + record.length], record.offset)
+            return
+        for sector in sectors:
+            start = sector * SECTOR
+            end = min(start + SECTOR, record.length)
+            os.pwrite(fd, self.log.blob[record.at + start:record.at + end], record.offset + start)
 
     def build(self, state):
         """Image paths holding `state`: each base advanced to its device's last flush before the
@@ -121,7 +145,8 @@ class Images:
             fd = os.open(path, os.O_RDWR)
             for i in kept:
                 if self.log.records[i].device == device:
-                    self.apply(fd, self.log.records[i])
+                    torn = state.torn[1] if state.torn and state.torn[0] == i else None
+                    self.apply(fd, self.log.records[i], torn)
             os.close(fd)
             paths.append(path)
         return paths
@@ -148,7 +173,7 @@ def scratch_directory(workdir):
     return os.path.join("/dev/shm", "provideo-powerloss-" + os.path.basename(workdir.rstrip("/")))
 
 
-def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None):
+def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None, torn=False):
     """Replays every state; returns (states replayed, [failure dicts], mounts that needed a repair)."""
     log = Log(workdir)
     scratch = scratch_directory(workdir)
@@ -156,7 +181,7 @@ def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None
     count, failures, repairs = 0, [], 0
     try:
         images = Images(log, scratch)
-        for state in states(log, seed, last_cuts, randoms):
+        for state in states(log, seed, last_cuts, randoms, torn):
             if only and state.label != only[1] or only and state.cut != only[0]:
                 continue
             count += 1
