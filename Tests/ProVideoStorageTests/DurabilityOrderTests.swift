@@ -279,9 +279,8 @@ import Testing
             let error = #expect(throws: ProVideoError.self) { try capture.finish() }
             #expect(error?.code == .destinationExists)
             #expect(TestSupport.readFile(destination) == foreign)
-            let kept = try pool.listing().recordings
-            #expect(kept.count == 1)
-            #expect(TestSupport.readFile(kept.first?.path ?? "") == frame)
+            let kept = try #require(try pool.listing().recordings.first, "the take is not kept in the pool")
+            #expect(TestSupport.readFile(kept.path) == frame)
         }
     }
 
