@@ -215,7 +215,8 @@ import Testing
             #expect(error?.errno == EIO)
             #expect(error?.message.hasPrefix("placed at \(destination), but the directory could not be flushed") == true,
                     "\(error?.message ?? "")")
-            #expect(TestSupport.readFile(destination) == frame)
+            let placed = TestSupport.fileHolds(destination, frame)
+            #expect(placed, "destination does not hold the expected bytes")
             #expect(try pool.listing().recordings.isEmpty)
             #expect(try pool.check().isEmpty)
         }
@@ -259,7 +260,8 @@ import Testing
             let frame = TestSupport.pattern(2 << 20, seed: 3)
             try capture.append(frame)
             #expect(try capture.finish().path == scratch + "/take.mov")
-            #expect(TestSupport.readFile(scratch + "/take.mov") == frame)
+            let copied = TestSupport.fileHolds(scratch + "/take.mov", frame)
+            #expect(copied, "scratch + /take.mov does not hold the expected bytes")
             #expect(seen.current.first == 0, "pages of the copy in the page cache at its verification: \(seen.current)")
         }
     }
@@ -278,9 +280,11 @@ import Testing
             try Data(foreign).write(to: URL(fileURLWithPath: destination))
             let error = #expect(throws: ProVideoError.self) { try capture.finish() }
             #expect(error?.code == .destinationExists)
-            #expect(TestSupport.readFile(destination) == foreign)
+            let foreignKept = TestSupport.fileHolds(destination, foreign)
+            #expect(foreignKept, "destination does not hold the expected bytes")
             let kept = try #require(try pool.listing().recordings.first, "the take is not kept in the pool")
-            #expect(TestSupport.readFile(kept.path) == frame)
+            let takeKept = TestSupport.fileHolds(kept.path, frame)
+            #expect(takeKept, "kept.path does not hold the expected bytes")
         }
     }
 

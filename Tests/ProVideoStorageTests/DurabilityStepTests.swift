@@ -61,7 +61,8 @@ import Testing
             #expect(CaptureJournal.readCommitted(commitPath) == committed)
             capture = nil
             _ = try Pool.open(at: pool.path)
-            #expect(TestSupport.readFile(scratch + "/salvaged.mov") == Array(bytes[..<Int(committed)]))
+            let salvagedExactly = TestSupport.fileHolds(scratch + "/salvaged.mov", Array(bytes[..<Int(committed)]))
+            #expect(salvagedExactly, "scratch + /salvaged.mov does not hold the expected bytes")
         }
     }
 
@@ -110,8 +111,10 @@ import Testing
                 let again = try pool.landPending()
                 #expect(again.map(\.landed) == [false])
                 #expect(again.first?.error?.contains("already exists") == true, "\(again)")
-                #expect(TestSupport.readFile(destination) == foreign)
-                #expect(TestSupport.readFile(held) == bytes)
+                let foreignKept = TestSupport.fileHolds(destination, foreign)
+                #expect(foreignKept, "destination does not hold the expected bytes")
+                let takeKept = TestSupport.fileHolds(held, bytes)
+                #expect(takeKept, "held does not hold the expected bytes")
             }
         }
     }
