@@ -31,8 +31,8 @@ let package = Package(
             linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libprovideo.so"])]),
         .target(name: "CommandLineSupport", dependencies: ["ProVideoStorage"], path: "Tools/CommandLineSupport"),
         .executableTarget(
-            name: "provideo", dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo"], path: "Tools/provideo"),
-        .target(name: "BenchKit", dependencies: ["ProVideoStorage", "CProVideo"], path: "Tools/BenchKit"),
+            name: "provideo", dependencies: ["ProVideoStorage", "CommandLineSupport"], path: "Tools/provideo"),
+        .target(name: "BenchKit", dependencies: ["ProVideoStorage"], path: "Tools/BenchKit"),
         .executableTarget(
             name: "provideo-bench", dependencies: ["ProVideoStorage", "CommandLineSupport", "BenchKit"],
             path: "Tools/provideo-bench", exclude: ["traces"]),

@@ -1,5 +1,4 @@
-import CProVideo
-
+import ProVideoStorage
 /// SIGINT, SIGTERM and SIGHUP stop a benchmark cleanly: the recorders stop at their next frame,
 /// fio is terminated, captures are cancelled and scratch pools destroyed as the error unwinds.
 /// Without this the default action killed the process and left gigabytes of scratch pool in
@@ -7,9 +6,9 @@ import CProVideo
 public enum Interruption {
     /// Installs the handlers (`sigaction`, `SA_RESTART`: Foundation's pipe reads treat `EINTR`
     /// as fatal); call once, before any thread starts.
-    public static func install() { _ = pv_install_stop_signals(1) }
+    public static func install() { StopSignals.install(restart: true) }
 
-    public static var requested: Bool { pv_stop_requested() != 0 }
+    public static var requested: Bool { StopSignals.requested }
 
     /// - Throws: `BenchError` once a stop signal arrived.
     public static func check() throws {

@@ -1,5 +1,5 @@
-import CProVideo
 import Glibc
+import ProVideoStorage
 
 /// A new file the buffered and direct modes append to; it must not exist yet.
 final class WrittenFile {
@@ -9,7 +9,7 @@ final class WrittenFile {
 
     init(path: String, direct: Bool) throws {
         let flags = O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC
-        let fd = direct ? pv_open_direct(path, flags, 0o644) : open(path, flags, 0o644)
+        let fd = direct ? open(path, flags | OpenFlags.direct, 0o644) : open(path, flags, 0o644)
         guard fd >= 0 else { throw BenchError("cannot create \(path): \(Self.describe(direct ? -fd : errno))") }
         self.path = path
         self.fd = fd

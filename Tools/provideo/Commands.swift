@@ -1,4 +1,3 @@
-import CProVideo
 import CommandLineSupport
 import Foundation
 import Glibc
@@ -151,7 +150,7 @@ enum Commands {
         // which hides the typing mistake (an unset shell variable, most often).
         if destination.isEmpty { throw UsageError("record needs a destination path (DEST), e.g. /media/card/take1.mov; got ''") }
         let capture = try openPool(path).startCapture(to: destination, options: options)
-        _ = pv_install_stop_signals(0)
+        StopSignals.install(restart: false)
         let outcome: Recorder.Outcome
         let copyProgress = CopyProgressDisplay.start()
         defer { copyProgress.stop() }

@@ -1,4 +1,3 @@
-import CProVideo
 import CommandLineSupport
 import Foundation
 import Glibc
@@ -17,8 +16,8 @@ enum LandCommand {
         let rate = try arguments.option("--rate").map { try SizeParser.bitrate($0) / 8 }
         try arguments.finish()
         if rate == 0 { throw UsageError("--rate must be more than 0 (200M = 200 Mbit/s)") }
-        _ = pv_install_stop_signals(1)
-        let stop: @Sendable () -> Bool = { pv_stop_requested() != 0 }
+        StopSignals.install(restart: true)
+        let stop: @Sendable () -> Bool = { StopSignals.requested }
         let pool = try Commands.openPool(path)
         guard watch else {
             let results = try pool.landPending(parallel: Int(parallel), rate: rate, retryAfter: retry, shouldStop: stop)

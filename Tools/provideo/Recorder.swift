@@ -1,4 +1,3 @@
-import CProVideo
 import CommandLineSupport
 import Foundation
 import Glibc
@@ -43,7 +42,7 @@ enum Recorder {
         var firstInput: Date?
         var inputError: String?
         while true {
-            if stopDeadline == nil && pv_stop_requested() != 0 {
+            if stopDeadline == nil && StopSignals.requested {
                 stopDeadline = Date(timeIntervalSinceNow: Double(stopGraceMilliseconds) / 1000)
             }
             if let deadline = stopDeadline, deadline < Date() { break }

@@ -1,4 +1,3 @@
-import CProVideo
 import CommandLineSupport
 import Foundation
 import Glibc
@@ -15,10 +14,10 @@ struct StatusWatch {
     var exactBytes: Bool
 
     func run() throws {
-        _ = pv_install_stop_signals(0)
+        StopSignals.install(restart: false)
         let terminal = isatty(STDOUT_FILENO) == 1
         var previous: (written: [String: Int64], at: Double)?
-        while pv_stop_requested() == 0 {
+        while !StopSignals.requested {
             let now = ProgressLine.monotonicSeconds()
             let status = try pool.status()
             var view = StatusView(status: status, rate: rate, exactBytes: exactBytes)
@@ -34,7 +33,7 @@ struct StatusWatch {
             print((terminal ? "\u{1B}[H\u{1B}[J" : "") + "\(stamp)  every \(interval) s, Ctrl-C to stop")
             print(view.lines.joined(separator: "\n") + (terminal ? "" : "\n"))
             fflush(nil)  // a pipe reader sees each view as it is made
-            while pv_stop_requested() == 0 && ProgressLine.monotonicSeconds() - now < interval { usleep(50_000) }
+            while !StopSignals.requested && ProgressLine.monotonicSeconds() - now < interval { usleep(50_000) }
         }
     }
 }
