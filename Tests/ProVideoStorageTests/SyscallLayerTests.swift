@@ -60,6 +60,43 @@ import Testing
         #expect(found.isEmpty, "waits bounded on the wall clock:\n\(found.joined(separator: "\n"))")
     }
 
+    /// Nothing below reaches up (issue 26): no file of the syscall layer (`System/`) or of the
+    /// write engines (`IO/`) names a pool, a capture, a reserve or a recording, in code,
+    /// strings or comments; they serve the library without knowing it.
+    @Test func theLowerLayersKnowNoPool() throws {
+        var found: [String] = []
+        for folder in ["System", "IO"] {
+            let directory = Self.library.path + "/" + folder
+            for file in try FileManager.default.contentsOfDirectory(atPath: directory) where file.hasSuffix(".swift") {
+                let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+                for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                    let words = line.lowercased().replacingOccurrences(of: "reservecapacity", with: "")
+                    if ["pool", "capture", "reserve", "recording", "recorder"].contains(where: words.contains) {
+                        found.append("\(folder)/\(file):\(number + 1): \(line.trimmingCharacters(in: .whitespaces))")
+                    }
+                }
+            }
+        }
+        #expect(found.isEmpty, "lower layers that know the pool:\n\(found.joined(separator: "\n"))")
+    }
+
+    /// The tools reach the system through the library (`StopSignals`, `OpenFlags`), not the C
+    /// shim: neither `Tools/provideo` nor `Tools/BenchKit` imports `CProVideo`.
+    @Test func theToolsDoNotImportTheShim() throws {
+        let tools = Self.library.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Tools")
+        var found: [String] = []
+        for folder in ["provideo", "BenchKit", "provideo-bench", "CommandLineSupport"] {
+            let directory = tools.path + "/" + folder
+            for file in try FileManager.default.contentsOfDirectory(atPath: directory) where file.hasSuffix(".swift") {
+                let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
+                if text.split(separator: "\n").contains(where: { $0.hasPrefix("import CProVideo") }) {
+                    found.append("\(folder)/\(file)")
+                }
+            }
+        }
+        #expect(found.isEmpty, "tools importing the C shim: \(found)")
+    }
+
     /// A monotonic wait times out at its deadline and wakes early when signalled.
     @Test func aMonotonicWaitEndsAtItsDeadline() {
         let condition = MonotonicCondition()

@@ -99,8 +99,8 @@ extension Pool {
     private func createCaptureFiles(_ files: CaptureFiles, _ journal: CaptureJournal, claim: CaptureClaim) throws {
         let stepsAfterStart: Int64 = 1
         do {
-            try FileSystem.makeDirectory(layout.captures, access: access)
-            try FileSystem.makeDirectory(files.directory, access: access, keepingOwner: true)
+            try access.makeDirectory(layout.captures)
+            try access.makeDirectory(files.directory, keepingOwner: true)
             let commitBytes = Int64(CaptureJournal.commitSlots.last! + 512)
             for (file, bytes) in [(files.progress, Int64(directIOAlignment.io)), (files.commit, commitBytes)] {
                 let fd = try access.openCreating(file, O_RDWR)
@@ -318,7 +318,7 @@ extension Pool {
     private func adoptLegacyCapture() throws {
         guard FileSystem.exists(layout.legacyCapture), !(try lock.heldByOthers().contains(.capturing)) else { return }
         let id = (try? CaptureJournal.load(layout.legacyCapture + "/capture.json"))?.id ?? "legacy"
-        try FileSystem.makeDirectory(layout.captures, access: access)
+        try access.makeDirectory(layout.captures)
         try FileSystem.rename(layout.legacyCapture, layout.capture(id).directory)
         try FileSystem.syncDirectory(path, calls)
     }

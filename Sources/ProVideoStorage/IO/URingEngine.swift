@@ -6,7 +6,7 @@ final class URingEngine: WriteEngine {
     private let calls: SystemCalls
     private let registered: Bool
     /// Bytes each in-flight write asked for, by tag, for `SystemCalls.writeCompletion`.
-    /// Capacity reserved up front: the write path does not allocate.
+    /// Room made up front: the write path does not allocate.
     private var requested: [UInt64: Int32]
 
     package let name: String

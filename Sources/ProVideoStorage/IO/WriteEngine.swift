@@ -13,7 +13,7 @@ package struct EngineCompletion {
     }
 }
 
-/// Runs the capture's writes and flushes asynchronously. Requests are queued, `submit()`
+/// Runs a writer's writes and flushes asynchronously. Requests are queued, `submit()`
 /// hands them to the kernel, completions come back in any order. Two implementations:
 /// `URingEngine` (io_uring through liburing) and `PwriteEngine` (pwrite(2) on a writer thread,
 /// used where io_uring cannot be set up).
@@ -21,7 +21,7 @@ package protocol WriteEngine: AnyObject {
     /// "io_uring", "io_uring (unregistered buffers)" or "pwrite".
     var name: String { get }
     /// Queues a write of `length` bytes at `address` to `offset` of `fd`. `slot` is the index of
-    /// the capture buffer `address` lies in, or -1 for memory outside the capture buffers.
+    /// the registered buffer `address` lies in, or -1 for memory outside the registered buffers.
     func queueWrite(fd: Int32, slot: Int, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64) throws
     /// Queues fdatasync(2) of `fd`.
     func queueDataSync(fd: Int32, tag: UInt64) throws
@@ -39,7 +39,7 @@ package protocol WriteEngine: AnyObject {
     func shutdown(waitNanoseconds: Int64) -> Bool
 }
 
-/// Which engine a capture uses.
+/// Which engine a writer uses.
 public enum EngineChoice: String, Sendable, Codable {
     /// io_uring when it can be set up, else pwrite.
     case automatic
@@ -63,7 +63,7 @@ enum WriteEngineFactory {
         return calls.engine(PwriteEngine(queueDepth: queueDepth, calls: calls))
     }
 
-    /// The engine a capture started now would use, for `provideo status`.
+    /// The engine a writer started now would use, for `provideo status`.
     static func availableEngineName() -> String {
         do {
             _ = try IOURing(entries: 4)

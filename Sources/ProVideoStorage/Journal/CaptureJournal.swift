@@ -63,7 +63,7 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     }
 
     func save(_ path: String, _ calls: SystemCalls, access: PoolAccess) throws {
-        try FileSystem.replaceDurably(path, with: Array(try JSONEncoder().encode(self)), calls, access: access)
+        try DurableFile.replace(path, with: Array(try JSONEncoder().encode(self)), calls, access: access)
     }
 
     /// Reads an 8-byte little-endian counter (`progress`), 0 if the file is missing, short, or

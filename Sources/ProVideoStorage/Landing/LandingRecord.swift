@@ -64,7 +64,7 @@ struct LandingRecord: Codable, Sendable, Equatable {
     /// Replaces the record on disk durably; once saved, it is the record again (not one this
     /// process kept after a failed save).
     func save(forHeld held: String, _ calls: SystemCalls, access: PoolAccess) throws {
-        try FileSystem.replaceDurably(Self.path(forHeld: held), with: Array(try JSONEncoder().encode(self)), calls,
+        try DurableFile.replace(Self.path(forHeld: held), with: Array(try JSONEncoder().encode(self)), calls,
                                       access: access)
         _ = Self.unrecorded.withLock { $0.removeValue(forKey: held) }
     }

@@ -24,6 +24,6 @@ public struct HeldRecording: Codable, Sendable {
     }
 
     func save(_ file: String, _ calls: SystemCalls, access: PoolAccess) throws {
-        try FileSystem.replaceDurably(file, with: Array(try JSONEncoder().encode(self)), calls, access: access)
+        try DurableFile.replace(file, with: Array(try JSONEncoder().encode(self)), calls, access: access)
     }
 }

@@ -125,7 +125,7 @@ extension Pool {
     /// and that `provideo land` takes it there).
     func keepInPool(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64, owner: RecordingOwner,
                     problem: ProVideoError, landing: Bool = false) throws -> Placement {
-        try FileSystem.makeDirectory(layout.recordings, access: access)
+        try access.makeDirectory(layout.recordings)
         let kept = layout.recordings + "/" + Self.heldName(id: journal.id, destination: journal.destination)
         try sealRecording(files, length: length, owner: owner, held: true)
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,

@@ -161,7 +161,7 @@ public final class Pool: @unchecked Sendable {
         } ?? ProcessIdentity.group
         // Probe the pool directory itself: it is often a mount point of its own disk.
         let createdDirectory = !FileSystem.exists(path)
-        try FileSystem.makeDirectory(path, access: nil)
+        try FileSystem.makeDirectory(path)
         let storage: StorageFacts
         do {
             try PoolAccess(owner: ProcessIdentity.user, group: groupID)
@@ -341,11 +341,14 @@ public final class Pool: @unchecked Sendable {
         get throws {
             let reserveFile = reserve(layout.reserve)
             // Sizes read from the pool's files: summed without overflow (a member could plant
-            // many sparse files of the largest size).
-            return try ([try reserveFile.size()] + captureFiles().map { files in
+            // many sparse files of the largest size). The captures' files are read before the
+            // reserve: a grant grows a file before it cuts the reserve, so one in progress makes
+            // the sum short by that grant, never over (the other order counted it twice).
+            let unwritten = try captureFiles().map { files in
                 let granted = (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0
                 return max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
-            }).saturatingSum()
+            }
+            return (unwritten + [try reserveFile.size()]).saturatingSum()
         }
     }
 

@@ -45,6 +45,16 @@ struct PoolAccess: Sendable, Equatable {
 
     /// open(2) with `O_CREAT`: a pool file, created with the pool's mode, owner and group
     /// (`apply(to:)`) or opened as it is.
+    /// mkdir(2) of a directory of the pool, given the pool's group and mode; an existing one is
+    /// fine. `keepingOwner`: it stays its creator's (a capture's directory says whose the
+    /// capture is, `RecordingOwner`), with the pool's group and mode.
+    func makeDirectory(_ path: String, keepingOwner: Bool = false) throws {
+        try FileSystem.makeDirectory(path)
+        let directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
+        try (keepingOwner ? PoolAccess(owner: try directory.facts().uid, group: group) : self)
+            .apply(to: directory, directory: true)
+    }
+
     func openCreating(_ path: String, _ flags: Int32) throws -> FileDescriptor {
         let fd = try FileDescriptor.open(path, flags | O_CREAT, mode: Self.fileMode)
         try apply(to: fd)

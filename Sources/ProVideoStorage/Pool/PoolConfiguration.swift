@@ -66,6 +66,6 @@ struct PoolConfiguration: Codable, Sendable, Equatable {
     func save(_ path: String, _ calls: SystemCalls, access: PoolAccess) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
-        try FileSystem.replaceDurably(path, with: Array(try encoder.encode(self)), calls, access: access)
+        try DurableFile.replace(path, with: Array(try encoder.encode(self)), calls, access: access)
     }
 }

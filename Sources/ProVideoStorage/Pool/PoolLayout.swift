@@ -11,10 +11,10 @@
 struct PoolLayout: Sendable {
     let directory: String
 
-    /// Every path operation below `directory` is confined to it from now on (`PoolConfinement`).
+    /// Every path operation below `directory` is confined to it from now on (`Confinement`).
     init(directory: String) {
         self.directory = directory
-        PoolConfinement.register(directory)
+        Confinement.register(directory, as: "the pool")
     }
 
     var configuration: String { directory + "/pool.json" }

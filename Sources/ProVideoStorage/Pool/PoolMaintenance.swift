@@ -233,7 +233,7 @@ extension Pool {
             entries.removeFirst()
             bytes = try encoder.encode(entries)
         }
-        try FileSystem.replaceDurably(layout.recoveredLog, with: Array(bytes), calls, access: access)
+        try DurableFile.replace(layout.recoveredLog, with: Array(bytes), calls, access: access)
     }
 
     /// Checks the pool's accounting against what the filesystem really allocated. Returns one

@@ -1,7 +1,7 @@
 import Foundation
 import Glibc
 
-/// Named steps inside pool operations where tests kill the process to prove crash
+/// Named steps inside the library's operations where tests kill the process to prove crash
 /// consistency: with `PROVIDEO_CRASH_AT=<name>` in the environment, reaching that step sends
 /// SIGKILL to the process itself, as a power cut or `kill -9` would. Only in debug builds,
 /// which the tests use: a release build has no crash points, and its binaries do not even

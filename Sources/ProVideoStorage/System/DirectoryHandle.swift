@@ -17,7 +17,7 @@ final class DirectoryHandle {
     }
 
     /// open(2) with `O_RDONLY | O_DIRECTORY`, resolved with the calling thread's identity (run
-    /// it as the recording's owner, `RecordingOwner.acting`, to resolve the path as they would).
+    /// it as the user it acts for, to resolve the path as they would).
     /// - Throws: the open's errno (`ENOENT`, `EACCES`, `ENOTDIR`…).
     static func open(_ path: String) throws -> DirectoryHandle {
         DirectoryHandle(descriptor: try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY), path: path)

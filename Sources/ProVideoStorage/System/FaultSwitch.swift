@@ -6,7 +6,7 @@ import CProVideo
 
 /// Durability bugs switched on by `PROVIDEO_FAULT=<name>`, so the power-loss harness
 /// (Tools/powerloss) can prove it catches them: each fault removes one step that
-/// Docs/CAPTURE-LIFECYCLE.md says a power cut needs. Debug builds only, like `CrashPoint`; a
+/// the lifecycle documents say a power cut needs. Debug builds only, like `CrashPoint`; a
 /// release build has neither the faults nor the variable's name. Both go through `SystemCalls`,
 /// the one layer every durability step passes.
 enum FaultSwitch {

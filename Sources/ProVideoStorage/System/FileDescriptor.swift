@@ -1,7 +1,7 @@
 import CProVideo
 import Glibc
 
-/// An owned file descriptor, closed on deinit. The thin layer under the pool: each method is
+/// An owned file descriptor, closed on deinit. The thin layer under the library: each method is
 /// one system call whose failure becomes a `ProVideoError` naming the call and the path.
 final class FileDescriptor {
     let rawValue: Int32
@@ -14,31 +14,32 @@ final class FileDescriptor {
 
     deinit { Glibc.close(rawValue) }
 
-    /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`. A path inside a pool is opened
-    /// beneath the pool's directory without following any link (`PoolConfinement`), and must be
+    /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`. A path inside a confined directory
+    /// is opened beneath it without following any link (`Confinement`), and must be
     /// a directory (`O_DIRECTORY`) or a regular file, with one link when opened for writing.
-    /// - Throws: the errno of open(2); `.corruptState` for a pool path that is a link, passes
+    /// - Throws: the errno of open(2); `.corruptState` for a confined path that is a link, passes
     ///   through one, or is not a regular file.
     static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, direct: Bool = false) throws -> FileDescriptor {
         let flags = direct ? flags | pv_O_DIRECT : flags
-        guard let (root, relative) = PoolConfinement.split(path) else {
+        guard let (root, relative) = Confinement.split(path) else {
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
-            // ENOENT is a missing file, not a missing pool: only `Pool.open` says "no pool".
+            // ENOENT is a missing file and nothing more: the callers say what it means.
             if fd < 0 { throw ProVideoError.system("open", errno: Glibc.errno, path: path) }
             return FileDescriptor(rawValue: fd, path: path)
         }
-        // O_NONBLOCK: a FIFO planted in place of a pool file must not block the open.
-        let fd = PoolConfinement.open(root: root, relative: relative, flags: flags | O_NONBLOCK, mode: mode)
-        if fd < 0 { throw PoolConfinement.refusal("open", errno: -fd, path: path) }
+        // O_NONBLOCK: a FIFO planted in place of a regular file must not block the open.
+        let fd = Confinement.open(root: root, relative: relative, flags: flags | O_NONBLOCK, mode: mode)
+        if fd < 0 { throw Confinement.refusal("open", errno: -fd, path: path) }
         let file = FileDescriptor(rawValue: fd, path: path)
         if flags & O_NONBLOCK == 0 { _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK) }
         let facts = try file.facts()
         let type = facts.mode & UInt32(S_IFMT)
         let writing = flags & (O_WRONLY | O_RDWR) != 0
         guard flags & O_DIRECTORY != 0 ? type == UInt32(S_IFDIR) : type == UInt32(S_IFREG), !writing || facts.nlink <= 1 else {
-            throw ProVideoError(.corruptState, "\(path) in the pool is not " + (type == UInt32(S_IFREG)
-                ? "the pool's own file: it has \(facts.nlink) hard links" : "a regular file")
-                + "; the pool never writes through such a file: remove it and run the command again", path: path)
+            let name = Confinement.name(above: path)
+            throw ProVideoError(.corruptState, "\(path) in \(name) is not " + (type == UInt32(S_IFREG)
+                ? "a file of its own: it has \(facts.nlink) hard links" : "a regular file")
+                + "; nothing writes through such a file in \(name): remove it and run the command again", path: path)
         }
         return file
     }
@@ -112,7 +113,7 @@ final class FileDescriptor {
     }
 
     /// posix_fadvise(2) `POSIX_FADV_DONTNEED`: drops the range's clean pages from the page
-    /// cache, so a transfer in the background does not evict what captures and editors use,
+    /// cache, so a transfer in the background does not evict what the machine's foreground work uses,
     /// and a read-back after fsync comes from the filesystem, not from memory. Advice only:
     /// its failure is ignored.
     func dropCachedPages(offset: Int64, length: Int64) { _ = pv_fadvise_dontneed(rawValue, offset, length) }

@@ -3,11 +3,11 @@ import Glibc
 
 /// Path-level helpers: existence, directories, durable replacement of small files.
 enum FileSystem {
-    /// statx(2); a path inside a pool is not followed if it is a link (`PoolConfinement`).
+    /// statx(2); a confined path is not followed if it is a link (`Confinement`).
     static func facts(_ path: String) throws -> pv_file_facts {
         var facts = pv_file_facts()
-        if PoolConfinement.split(path) != nil {
-            let rc = try PoolConfinement.withParent(of: path) { pv_statx_at($0, $1, &facts) }.get()
+        if Confinement.split(path) != nil {
+            let rc = try Confinement.withParent(of: path) { pv_statx_at($0, $1, &facts) }.get()
             if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
             return facts
         }
@@ -41,14 +41,14 @@ enum FileSystem {
         return pv_device_topology(device, &topology) == 0 ? topology : nil
     }
 
-    /// access(2) with `F_OK`; inside a pool, whether anything is at `path` (a link included).
+    /// access(2) with `F_OK`; for a confined path, whether anything is at `path` (a link included).
     static func exists(_ path: String) -> Bool {
-        PoolConfinement.split(path) != nil ? (try? facts(path)) != nil : access(path, F_OK) == 0
+        Confinement.split(path) != nil ? (try? facts(path)) != nil : access(path, F_OK) == 0
     }
 
     /// lstat(2): whether anything, a dangling symbolic link included, is at `path`.
     static func existsWithoutFollowing(_ path: String) -> Bool {
-        if PoolConfinement.split(path) != nil { return exists(path) }
+        if Confinement.split(path) != nil { return exists(path) }
         var st = stat()
         return lstat(path, &st) == 0
     }
@@ -65,24 +65,17 @@ enum FileSystem {
     }
 
     static func isDirectory(_ path: String) -> Bool {
-        if PoolConfinement.split(path) != nil {
+        if Confinement.split(path) != nil {
             return (try? facts(path)).map { $0.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) } ?? false
         }
         var st = stat()
         return stat(path, &st) == 0 && (st.st_mode & S_IFMT) == S_IFDIR
     }
 
-    /// mkdir(2); an existing directory is fine. A directory of the pool (`access` given) gets
-    /// the pool's group and mode (`PoolAccess`).
-    /// `keepingOwner`: the directory stays its creator's (a capture's directory says whose the
-    /// capture is, `RecordingOwner`), with the pool's group and mode.
-    static func makeDirectory(_ path: String, access: PoolAccess?, keepingOwner: Bool = false) throws {
-        let rc = try PoolConfinement.withParent(of: path) { pv_mkdirat($0, $1, 0o700) }.get()
+    /// mkdir(2), mode 0700 until its owner gives it another; an existing directory is fine.
+    static func makeDirectory(_ path: String) throws {
+        let rc = try Confinement.withParent(of: path) { pv_mkdirat($0, $1, 0o700) }.get()
         if rc < 0 && rc != -EEXIST { throw ProVideoError.system("mkdir", errno: -rc, path: path) }
-        guard let access else { return }
-        let directory = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
-        try (keepingOwner ? PoolAccess(owner: try directory.facts().uid, group: access.group) : access)
-            .apply(to: directory, directory: true)
     }
 
     /// access(2) for read, write and search: 0, or the errno that refuses it.
@@ -90,15 +83,15 @@ enum FileSystem {
         Glibc.access(path, R_OK | W_OK | X_OK) == 0 ? 0 : Glibc.errno
     }
 
-    /// unlink(2); a missing file is fine. Inside a pool, through its directory opened beneath
-    /// the pool (`PoolConfinement`).
+    /// unlink(2); a missing file is fine. For a confined path, through its directory opened
+    /// beneath the confined one (`Confinement`).
     static func remove(_ path: String) throws { try unlink(path, directory: false) }
 
     static func removeDirectory(_ path: String) throws { try unlink(path, directory: true) }
 
     /// unlinkat(2) of a file or an empty directory; what is already gone is fine.
     private static func unlink(_ path: String, directory: Bool) throws {
-        switch PoolConfinement.withParent(of: path, { pv_unlinkat($0, $1, directory ? 1 : 0) }) {
+        switch Confinement.withParent(of: path, { pv_unlinkat($0, $1, directory ? 1 : 0) }) {
         case .failure(let error) where error.errno == ENOENT: return
         case .failure(let error): throw error
         case .success(let rc) where rc < 0 && rc != -ENOENT:
@@ -107,10 +100,10 @@ enum FileSystem {
         }
     }
 
-    /// rename(2), replacing the target (used only for the pool's own files).
+    /// rename(2), replacing the target (for the library's own state files only).
     static func rename(_ from: String, _ to: String) throws {
-        let rc = try PoolConfinement.withParent(of: from) { fromDirectory, fromName in
-            PoolConfinement.withParent(of: to) { pv_renameat(fromDirectory, fromName, $0, $1) }
+        let rc = try Confinement.withParent(of: from) { fromDirectory, fromName in
+            Confinement.withParent(of: to) { pv_renameat(fromDirectory, fromName, $0, $1) }
         }.get().get()
         if rc < 0 { throw ProVideoError.system("rename", errno: -rc, path: from) }
     }
@@ -152,7 +145,7 @@ enum FileSystem {
         return String(cString: cwd)
     }
 
-    /// The most a small file (a pool's state file, a sysfs value) may hold, in bytes.
+    /// The most a small file (a state file, a sysfs value) may hold, in bytes.
     static let smallFileLimit = 1 << 20
 
     /// Reads a whole small file, at most `smallFileLimit` bytes. Opened `O_NONBLOCK`: a FIFO in
@@ -165,7 +158,7 @@ enum FileSystem {
         let procfs = path.hasPrefix("/proc/") || path.hasPrefix("/sys/")
         guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), procfs || facts.size <= UInt64(smallFileLimit) else {
             throw ProVideoError(.corruptState, "\(path) is not a small regular file (\(facts.size) bytes; at most "
-                                + "\(smallFileLimit)): it cannot be a state file of the pool", path: path)
+                                + "\(smallFileLimit)): it cannot be a state file", path: path)
         }
         var result: [UInt8] = []
         var chunk = [UInt8](repeating: 0, count: 65536)
@@ -187,32 +180,5 @@ enum FileSystem {
         guard let bytes = try? readSmallFile(path) else { return nil }
         let words = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace)
         return words.count == 1 ? Int(words[0]) : nil
-    }
-
-    /// Replaces `path` with `bytes` crash-consistently: write a temporary file, flush it,
-    /// rename it over `path`, flush the directory. A reader sees the old or the new content.
-    /// A file that fails to be written is removed, so a full filesystem leaves no `.tmp` behind.
-    /// A full filesystem releases the pool's spare (`MetadataSpare`) and tries once more.
-    static func replaceDurably(_ path: String, with bytes: [UInt8], _ calls: SystemCalls, access: PoolAccess) throws {
-        guard let spare = access.spare else { return try replaceDurablyOnce(path, with: bytes, calls, access: access) }
-        try spare.retryingOnFullFilesystem(calls) { try replaceDurablyOnce(path, with: bytes, calls, access: access) }
-    }
-
-    private static func replaceDurablyOnce(_ path: String, with bytes: [UInt8], _ calls: SystemCalls, access: PoolAccess) throws {
-        let temporary = path + ".tmp"
-        do {
-            // Made anew, exclusively: a file or hard link planted at the temporary name is
-            // removed, never truncated or written through.
-            try remove(temporary)
-            let fd = try access.openCreating(temporary, O_WRONLY | O_EXCL)
-            try bytes.withUnsafeBytes { try fd.writeAll($0, at: 0, calls) }
-            let rc = calls.fsync(fd.rawValue)
-            if rc < 0 { throw ProVideoError.system("fsync", errno: -rc, path: temporary) }
-            try rename(temporary, path)
-        } catch {
-            try? remove(temporary)
-            throw error
-        }
-        try syncDirectory(parent(of: path), calls)
     }
 }

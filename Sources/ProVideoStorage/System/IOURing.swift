@@ -25,7 +25,7 @@ final class IOURing {
         return pv_ring_register_buffers(ring, &bases, buffers.map(\.count), UInt32(buffers.count))
     }
 
-    /// Starts the io-wq worker now (an async NOP), not in the recorder's first write.
+    /// Starts the io-wq worker now (an async NOP), not in the first write.
     func startWorker() -> Int32 { pv_ring_start_worker(ring) }
 
     /// io_uring_prep_write_fixed(3) (`slot` ≥ 0) or io_uring_prep_write(3); -EBUSY when the

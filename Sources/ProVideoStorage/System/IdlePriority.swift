@@ -1,6 +1,6 @@
 import CProVideo
 
-/// Background work (landing) that must not cost a capture its frames: the calling thread gives
+/// Background work (a copy that can wait) that must not cost foreground writers their deadlines: the calling thread gives
 /// way to every other thread for the disk and for the CPUs.
 enum IdlePriority {
     /// Puts the calling thread in the idle I/O class (ioprio_set(2) `IOPRIO_CLASS_IDLE`: BFQ

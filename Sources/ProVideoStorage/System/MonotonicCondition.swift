@@ -2,7 +2,7 @@ import Glibc
 
 /// A mutex and a condition variable whose timed waits run on `CLOCK_MONOTONIC`. Foundation's
 /// `NSCondition.wait(until:)` takes a `Date`, so its bound runs on `CLOCK_REALTIME`: an NTP
-/// step (common at boot, when a recorder starts) stretches or shrinks every bound by the step.
+/// step (common at boot, when services start) stretches or shrinks every bound by the step.
 ///
 /// The corresponding C functions are pthread_mutex_lock(3), pthread_cond_signal(3) and
 /// pthread_cond_timedwait(3), with the condition's clock set by pthread_condattr_setclock(3).

@@ -1,8 +1,8 @@
 import CProVideo
 
 /// SIGINT, SIGTERM and SIGHUP (a dropped SSH session) as a flag, for the package's tools: a
-/// recorder or a benchmark that is told to stop finishes its capture and cleans up instead of
-/// dying with gigabytes of scratch left behind. The tools reach signals through here, not the
+/// tool that is told to stop finishes its work and cleans up instead of dying with gigabytes of
+/// scratch left behind. The tools reach signals through here, not the
 /// C shim.
 ///
 /// The corresponding C functions are sigaction(2) (handlers that only set a flag) and

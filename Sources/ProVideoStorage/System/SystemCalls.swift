@@ -1,7 +1,7 @@
 import CProVideo
 import Glibc
 
-/// The system calls the pool and the capture engine make on data files, gathered in one value
+/// The system calls the library makes on data files, gathered in one value
 /// so tests can swap any of them to inject short writes, `EIO`, `ENOSPC` or `EXDEV`. A test
 /// seam: `package`, not part of the library's public API.
 ///
@@ -31,7 +31,7 @@ package struct SystemCalls: Sendable {
     /// Sees the `res` of every io_uring write completion (the CQE) before the engine does, with
     /// the number of bytes that write asked for. The live value passes `res` through.
     package var writeCompletion: @Sendable (_ requested: Int32, _ res: Int32) -> Int32
-    /// Wraps the engine a capture writes with (io_uring or pwrite), so that tests can delay,
+    /// Wraps the write engine (io_uring or pwrite), so that tests can delay,
     /// reorder or fail its requests and completions. The live value is the engine itself.
     package var engine: @Sendable (any WriteEngine) -> any WriteEngine = { $0 }
 

@@ -2,7 +2,7 @@ import CProVideo
 import Glibc
 
 /// Runs work on the calling thread with another user's filesystem identity (fsuid, fsgid and
-/// that user's groups): what root does on a recorder's behalf (landing a take) can then create
+/// that user's groups): what root does on that user's behalf (copying their file) can then create
 /// files only where that user could, and a path the user swapped for a symbolic link leads
 /// nowhere the user could not write anyway. Only the calling thread changes (see
 /// `pv_thread_fs_identity`); the process keeps root's identity.
