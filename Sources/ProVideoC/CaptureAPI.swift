@@ -107,7 +107,7 @@ private func withCapture(_ capture: OpaquePointer?, duringInPlace: Bool = false,
             guard offset >= 0, offset <= Int64.max - Int64(count) else {
                 throw APIError(PROVIDEO_E_INVALID_ARGUMENT, "cannot patch \(count) bytes at offset \(offset)")
             }
-            try handle.capture.write(UnsafeRawBufferPointer(start: data, count: count), at: offset)
+            try handle.capture.patch(UnsafeRawBufferPointer(start: data, count: count), at: offset)
         }
     }
 }

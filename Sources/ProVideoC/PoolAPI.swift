@@ -47,7 +47,7 @@ import ProVideoStorage
     apiCall(err) {
         let handle = try Registry.pool(pool)
         try handle.lock.withLock {
-            let result = try handle.pool.replenishCapacity()
+            let result = try handle.pool.replenish()
             out?.pointee = provideo_replenish_result(added: result.added, missing: result.missing,
                                                      remaining_capacity: result.remainingCapacity)
         }

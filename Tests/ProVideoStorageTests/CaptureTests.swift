@@ -138,12 +138,12 @@ func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8])
             let patches: [(Int, Int)] = [(5, 8), (511, 3), (1_048_570, 20), (3 << 20 - 10, 40), (expected.count - 4, 4)]
             for (index, (offset, count)) in patches.enumerated() {
                 let bytes = [UInt8](repeating: UInt8(0xA0 + index), count: count)
-                try bytes.withUnsafeBytes { try capture.write($0, at: Int64(offset)) }
+                try bytes.withUnsafeBytes { try capture.patch($0, at: Int64(offset)) }
                 expected.replaceSubrange(offset..<offset + count, with: bytes)
             }
             let outside = [UInt8](repeating: 1, count: 2)
             #expect(throws: ProVideoError.self) {
-                try outside.withUnsafeBytes { try capture.write($0, at: Int64(expected.count - 1)) }
+                try outside.withUnsafeBytes { try capture.patch($0, at: Int64(expected.count - 1)) }
             }
             let result = try capture.finish()
             #expect(result.statistics.patches == 5)
@@ -235,7 +235,7 @@ func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8])
                 #expect(error?.code == .busy)
                 #expect(error?.message.contains("capturing") == true)
             }
-            #expect(try other.replenishCapacity().missing == 0)
+            #expect(try other.replenish().missing == 0)
             try capture.append([1, 2, 3])
             try second.append([4, 5])
             #expect(try capture.finish().length == 3)

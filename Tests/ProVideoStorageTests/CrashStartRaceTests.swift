@@ -49,7 +49,7 @@ extension CrashTests {
                     usleep(50_000)
                     #expect(winner.isRunning, "iteration \(iteration): both recorders ended")
                     let during = try CrashKit.status(pool)
-                    #expect(during.busyReasons == ["capturing"], "iteration \(iteration): busy \(during.busyReasons)")
+                    #expect(during.busyReasons == [.capturing], "iteration \(iteration): busy \(during.busyReasons)")
                     #expect(during.captures.first?.destination == destinations[1 - loserIndex])
                     winners[1 - loserIndex] += 1
 
@@ -95,8 +95,8 @@ extension CrashTests {
                 let payload = TestSupport.pattern(300_001, seed: 8)
                 CrashKit.writeAll(input.fileDescriptor, payload[...])
                 let deadline = Date(timeIntervalSinceNow: 15)
-                while try CrashKit.status(pool).busyReasons != ["capturing"] && Date() < deadline { usleep(20_000) }
-                try #require(try CrashKit.status(pool).busyReasons == ["capturing"])
+                while try CrashKit.status(pool).busyReasons != [.capturing] && Date() < deadline { usleep(20_000) }
+                try #require(try CrashKit.status(pool).busyReasons == [.capturing])
                 let state = try Data(contentsOf: URL(fileURLWithPath: pool + "/pool.json"))
                 for command in [["resize", "32M"], ["resize", "8M"], ["destroy"], ["record", dir + "/other.bin"]] {
                     let outcome = try CrashKit.provideo(pool, command, input: command[0] == "record" ? Array("x".utf8) : nil)

@@ -71,7 +71,7 @@ extension FilesystemTests {
                 }
 
                 // Storage full: 80 MiB of 1 MiB frames into a 64 MiB pool.
-                #expect(try pool.replenishCapacity().remainingCapacity == 64 << 20)
+                #expect(try pool.replenish().remainingCapacity == 64 << 20)
                 let big = TestSupport.frames(count: 80, size: 1 << 20, seed: 9)
                 let capture = try pool.startCapture(to: out + "/full.mov", options: FS.options)
                 var accepted: [[UInt8]] = []

@@ -137,8 +137,8 @@ import Testing
                 switch step {
                 case 0..<6: try capture.append(TestSupport.pattern(300 * kib, seed: UInt64(step)))
                 case 6: try capture.poll()
-                case 7: try capture.write([1, 2, 3], at: 10)
-                case 8: try capture.write([4, 5], at: 6 * 300 * Int64(kib) - 2)
+                case 7: try capture.patch([1, 2, 3], at: 10)
+                case 8: try capture.patch([4, 5], at: 6 * 300 * Int64(kib) - 2)
                 default:
                     if ending == "finish" {
                         try capture.finish()
@@ -165,7 +165,7 @@ import Testing
                 switch later {
                 case 0: try capture.append([1])
                 case 1: try capture.poll()
-                case 2: try capture.write([1], at: 0)
+                case 2: try capture.patch([1], at: 0)
                 case 3: try capture.finish()
                 default: try capture.cancel()
                 }
@@ -191,7 +191,7 @@ import Testing
             var expected = TestSupport.pattern(100_000, seed: 1)
             try capture.append(expected)  // starts a commit: its flush writes 49,152 bytes now
             let patch = TestSupport.pattern(20_000, seed: 2)
-            try capture.write(patch, at: 40_000)  // spans the two halves of the flush
+            try capture.patch(patch, at: 40_000)  // spans the two halves of the flush
             for _ in 0..<500 where capture.committedLength < 100_000 {
                 try capture.poll()
                 usleep(10_000)
@@ -220,8 +220,8 @@ import Testing
             let capture = try pool.startCapture(to: scratch + "/patient.mov", options: options)
             let frames = (0..<6).map { TestSupport.pattern(64 * Self.kib, seed: UInt64($0)) }
             for frame in frames { try capture.append(frame) }
-            try capture.write([], at: 1)
-            try capture.write([], at: capture.length - 1)
+            try capture.patch([], at: 1)
+            try capture.patch([], at: capture.length - 1)
             let result = try capture.finish()
             #expect(result.statistics.overruns >= 1)
             #expect(result.statistics.patches == 0)

@@ -76,7 +76,7 @@ struct FilesystemRecordTests {
                 }
                 let chunk = TestSupport.pattern(1 << 20, seed: 77)
                 var fed: [UInt8] = []
-                var samples: [(fed: Int, remaining: Int64, busy: [String])] = []
+                var samples: [(fed: Int, remaining: Int64, busy: BusyReasons)] = []
                 for round in 0..<24 {
                     var piece = chunk
                     piece[0] = UInt8(round)
@@ -86,7 +86,7 @@ struct FilesystemRecordTests {
                     let status = try TestSupport.poolStatus(pool)
                     samples.append((fed.count, status.remainingCapacity, status.busyReasons))
                 }
-                #expect(samples.allSatisfy { $0.busy == ["capturing"] }, "\(samples.map(\.busy))")
+                #expect(samples.allSatisfy { $0.busy == [.capturing] }, "\(samples.map(\.busy))")
                 let remaining = samples.map(\.remaining)
                 #expect(zip(remaining, remaining.dropFirst()).allSatisfy { $0 >= $1 }, "remainingCapacity rose: \(remaining)")
                 #expect(remaining[11] < 64 << 20, "nothing landed after 12 MiB: \(remaining)")
@@ -117,7 +117,7 @@ struct FilesystemRecordTests {
                 try input.write(contentsOf: TestSupport.pattern(12 << 20, seed: 78))
                 usleep(2_000_000)
                 let status = try TestSupport.poolStatus(pool)
-                #expect(status.busyReasons == ["capturing"])
+                #expect(status.busyReasons == [.capturing])
                 #expect(status.remainingCapacity <= (64 << 20) - (8 << 20),
                         "12 MiB were handed to the recorder 2 s ago, but another process sees \(status.remainingCapacity)")
             }
@@ -147,7 +147,7 @@ struct FilesystemRecordTests {
                     let during = try TestSupport.poolStatus(path)
                     #expect(during.engine == "pwrite")
                     #expect(during.captures.first?.engine == "pwrite")
-                    #expect(during.busyReasons == ["capturing"])
+                    #expect(during.busyReasons == [.capturing])
                     let result = try capture.finish()
                     #expect(result.statistics.engine == "pwrite")
                     #expect(result.length == 300 * 40_009)

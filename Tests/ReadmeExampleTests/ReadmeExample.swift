@@ -12,6 +12,6 @@ func record(_ encodedFrames: [[UInt8]], header: [UInt8], to destination: String)
     try capture.append(count: 4096) { piece in       // or fill the pool's own buffer: no copy
         piece.initializeMemory(as: UInt8.self, repeating: 0)
     }
-    try capture.write(header, at: 0)                 // muxers patch earlier bytes
+    try capture.patch(header, at: 0)                 // muxers patch earlier bytes
     return try capture.finish()                      // flushed, moved to destination, reserve returned
 }

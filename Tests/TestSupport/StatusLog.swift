@@ -51,7 +51,7 @@ package final class StatusLog: Sendable {
 
     /// The busy reasons seen, each run of equal sets counted once: e.g. [[], ["capturing"], []].
     package var busyReasonChanges: [[String]] {
-        statuses.map { $0.busyReasons.sorted() }.reduce(into: []) { runs, reasons in
+        statuses.map { $0.busyReasons.names.sorted() }.reduce(into: []) { runs, reasons in
             if runs.last != reasons { runs.append(reasons) }
         }
     }

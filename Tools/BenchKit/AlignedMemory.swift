@@ -2,13 +2,13 @@ import Glibc
 
 /// Memory at an address aligned for `O_DIRECT`, allocated once before a run and freed on
 /// deinit. Zero-filled so that its pages are resident before the clock starts.
-public final class AlignedMemory: @unchecked Sendable {
-    public let bytes: UnsafeMutableRawBufferPointer
+package final class AlignedMemory: @unchecked Sendable {
+    package let bytes: UnsafeMutableRawBufferPointer
 
     /// - Parameters:
     ///   - length: bytes.
     ///   - alignment: bytes; raised to the page size.
-    public init(length: Int, alignment: Int) throws {
+    package init(length: Int, alignment: Int) throws {
         var pointer: UnsafeMutableRawPointer?
         let boundary = max(alignment, Int(sysconf(Int32(_SC_PAGESIZE))))
         guard length > 0, posix_memalign(&pointer, boundary, length) == 0, let pointer else {

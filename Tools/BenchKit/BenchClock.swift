@@ -2,7 +2,7 @@ import Glibc
 
 /// The time source of the simulated recorders, in nanoseconds on a monotonic clock. Tests
 /// swap in a fake one so frame accounting is checked without waiting or asserting timings.
-public protocol BenchClock: AnyObject {
+package protocol BenchClock: AnyObject {
     /// Now, in nanoseconds.
     func now() -> UInt64
     /// Returns at `deadline` (nanoseconds on this clock), or at once when it has passed.
@@ -11,19 +11,19 @@ public protocol BenchClock: AnyObject {
 
 /// `CLOCK_MONOTONIC`, sleeping with `clock_nanosleep(TIMER_ABSTIME)` so frame deadlines do
 /// not drift with the time spent writing.
-public final class MonotonicClock: BenchClock {
-    public init() {}
+package final class MonotonicClock: BenchClock {
+    package init() {}
 
-    public func now() -> UInt64 { Self.nanoseconds() }
+    package func now() -> UInt64 { Self.nanoseconds() }
 
     /// `CLOCK_MONOTONIC` in nanoseconds, without an instance (for the writers' own timings).
-    public static func nanoseconds() -> UInt64 {
+    package static func nanoseconds() -> UInt64 {
         var ts = timespec()
         clock_gettime(CLOCK_MONOTONIC, &ts)
         return UInt64(ts.tv_sec) * 1_000_000_000 + UInt64(ts.tv_nsec)
     }
 
-    public func sleep(until deadline: UInt64) {
+    package func sleep(until deadline: UInt64) {
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
         while clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nil) == EINTR {}
     }

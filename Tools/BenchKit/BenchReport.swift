@@ -2,30 +2,30 @@ import ProVideoStorage
 
 /// Everything a measuring run prints with `--json`: the setup, one entry per mode, and the
 /// ratios between modes ("buffered/pool" is buffered's value divided by pool's).
-public struct BenchReport: Codable, Sendable {
-    public var streams: Int
+package struct BenchReport: Codable, Sendable {
+    package var streams: Int
     /// Total rate of all streams, bits per second.
-    public var bitrate: Int64
-    public var fps: Double
+    package var bitrate: Int64
+    package var fps: Double
     /// Seconds of frames per stream and repeat.
-    public var duration: Double
-    public var repeatCount: Int
-    public var noise: String
-    public var frameTrace: String?
-    public var inputQueueFrames: Int
+    package var duration: Double
+    package var repeatCount: Int
+    package var noise: String
+    package var frameTrace: String?
+    package var inputQueueFrames: Int
     /// The pool captures' buffer budget in bytes, nil for the engine's default.
-    public var bufferBudget: Int?
+    package var bufferBudget: Int?
     /// Whether pool mode's frames were produced in the capture's buffers (no copy).
-    public var inPlace: Bool
+    package var inPlace: Bool
     /// The recorder threads' `SCHED_FIFO` priority, nil for the default policy.
-    public var realtimePriority: Int32?
+    package var realtimePriority: Int32?
     /// Whether the host's free page reporting was on during the run (`FreePageReporting`).
-    public var freePageReporting = false
-    public var modes: [String: ModeReport]
-    public var ratios: [String: ModeRatios]
+    package var freePageReporting = false
+    package var modes: [String: ModeReport]
+    package var ratios: [String: ModeRatios]
 
     /// - Parameter runs: every run, in the order they ran.
-    public init(plan: RunPlan, runs: [ModeRun], repeatCount: Int, noise: String, frameTrace: String?) {
+    package init(plan: RunPlan, runs: [ModeRun], repeatCount: Int, noise: String, frameTrace: String?) {
         streams = plan.streams
         bitrate = plan.bitrate * Int64(plan.streams)
         fps = plan.fps
@@ -51,7 +51,7 @@ public struct BenchReport: Codable, Sendable {
     }
 
     /// The report as text tables, for a terminal.
-    public var table: String {
+    package var table: String {
         func ms(_ ns: UInt64) -> String { String(format: "%.3f", Double(ns) / 1e6) }
         var lines = ["\(streams) stream(s), \(Double(bitrate) / 1e6) Mbit/s total, \(fps) fps, \(duration) s × \(repeatCount), "
                      + "noise: \(noise), input queue \(inputQueueFrames) frames, pool buffers "

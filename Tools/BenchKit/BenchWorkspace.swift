@@ -5,10 +5,10 @@ import ProVideoStorage
 /// scratch directory on the same filesystem for the other modes' files. When none was named
 /// and the default pool is missing or cannot hold the run, it says why, creates a scratch pool
 /// under /var/tmp and destroys it on `release()`.
-public final class BenchWorkspace {
-    public let pool: Pool
+package final class BenchWorkspace {
+    package let pool: Pool
     /// Removed with everything in it on `release()`.
-    public let directory: String
+    package let directory: String
     private let createdPool: Bool
 
     /// - Parameters:
@@ -16,7 +16,7 @@ public final class BenchWorkspace {
     ///   - minimumBytes: reserve the pool must have left for every stream together, in bytes.
     ///   - scratchBytes: the capacity of a scratch pool (default `minimumBytes`).
     /// - Throws: `BenchError` when a named pool is missing or its reserve is too small.
-    public init(path: String?, minimumBytes: Int64, scratchBytes: Int64? = nil, log: (String) -> Void) throws {
+    package init(path: String?, minimumBytes: Int64, scratchBytes: Int64? = nil, log: (String) -> Void) throws {
         let scratchBytes = scratchBytes ?? minimumBytes
         let named = Pool.resolvePath(path)
         if path == nil, let reason = try Self.defaultPoolUnfit(named, minimumBytes: minimumBytes) {
@@ -59,13 +59,13 @@ public final class BenchWorkspace {
     }
 
     /// Free bytes on the workspace's filesystem.
-    public func availableBytes() -> Int64 {
+    package func availableBytes() -> Int64 {
         let attributes = try? FileManager.default.attributesOfFileSystem(forPath: directory)
         return (attributes?[.systemFreeSize] as? NSNumber)?.int64Value ?? 0
     }
 
     /// Destroys a scratch pool and removes the scratch directory.
-    public func release() {
+    package func release() {
         if createdPool { try? pool.destroy() }
         try? FileManager.default.removeItem(atPath: directory)
     }

@@ -3,20 +3,20 @@ import ProVideoStorage
 
 /// A measuring run: the modes alternated `repeats` times (the order rotates every repeat so
 /// that no mode always runs first or last), optionally next to a noisy neighbour.
-public enum Benchmark {
-    public struct Settings: Sendable {
-        public var plan: RunPlan
-        public var modes: [BenchMode]
-        public var repeats: Int
-        public var noise: Bool
+package enum Benchmark {
+    package struct Settings: Sendable {
+        package var plan: RunPlan
+        package var modes: [BenchMode]
+        package var repeats: Int
+        package var noise: Bool
         /// The trace's path, for the report.
-        public var frameTrace: String?
+        package var frameTrace: String?
         /// With a landing neighbour (`--noise land`): the directory on another filesystem the
         /// take lands in, and its size in bytes.
-        public var landTo: String?
-        public var landSize: Int64 = 4 << 30
+        package var landTo: String?
+        package var landSize: Int64 = 4 << 30
 
-        public init(plan: RunPlan, modes: [BenchMode], repeats: Int, noise: Bool, frameTrace: String?) {
+        package init(plan: RunPlan, modes: [BenchMode], repeats: Int, noise: Bool, frameTrace: String?) {
             self.plan = plan
             self.modes = modes
             self.repeats = repeats
@@ -30,7 +30,7 @@ public enum Benchmark {
 
     /// Runs every mode and repeat. `plan.scratchDirectory` is replaced by `workspace.directory`.
     /// - Returns: the report and every run, in the order they ran.
-    public static func run(_ settings: Settings, workspace: BenchWorkspace,
+    package static func run(_ settings: Settings, workspace: BenchWorkspace,
                            log: @escaping (String) -> Void) throws -> (BenchReport, [ModeRun]) {
         var plan = settings.plan
         plan.scratchDirectory = workspace.directory

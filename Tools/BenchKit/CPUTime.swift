@@ -1,8 +1,8 @@
 import Glibc
 
 /// User + system CPU seconds this process has used (`getrusage(RUSAGE_SELF)`, all threads).
-public enum CPUTime {
-    public static func seconds() -> Double {
+package enum CPUTime {
+    package static func seconds() -> Double {
         var usage = rusage()
         getrusage(__rusage_who_t(RUSAGE_SELF.rawValue), &usage)
         return Double(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec)

@@ -10,23 +10,23 @@ import ProVideoStorage
 /// Each repeat starts a capture (so the pool is busy and no recorder can take the reserve
 /// meanwhile), runs fio and our raw side over the same bytes of the capture's file in
 /// alternating order, then the durable side, and cancels the capture (its capacity returns).
-public enum Calibration {
-    public struct Settings: Sendable {
+package enum Calibration {
+    package struct Settings: Sendable {
         /// Bytes written per pass.
-        public var bytes: Int64
+        package var bytes: Int64
         /// Bytes per write: the capture's `writeSize` and fio's block size.
-        public var writeSize: Int
+        package var writeSize: Int
         /// Buffers of `writeSize`, which is the engine's queue depth, and fio's `iodepth`.
-        public var queueDepth: Int
-        public var repeats: Int
-        public var withFio: Bool
+        package var queueDepth: Int
+        package var repeats: Int
+        package var withFio: Bool
         /// fio's buffers on hugetlb pages (`FioRun.hugePages`).
-        public var fioHugePages: Bool
+        package var fioHugePages: Bool
         /// The durable side's `durabilityInterval` in nanoseconds (an fdatasync and a commit
         /// record each interval); the raw side and fio commit nothing.
-        public var durabilityInterval: UInt64
+        package var durabilityInterval: UInt64
 
-        public init(bytes: Int64, writeSize: Int, queueDepth: Int, repeats: Int, withFio: Bool, fioHugePages: Bool = false,
+        package init(bytes: Int64, writeSize: Int, queueDepth: Int, repeats: Int, withFio: Bool, fioHugePages: Bool = false,
                     durabilityInterval: UInt64 = CaptureOptions().durabilityInterval) {
             self.fioHugePages = fioHugePages
             self.bytes = bytes
@@ -39,46 +39,46 @@ public enum Calibration {
     }
 
     /// One repeat, bandwidths in bytes per second.
-    public struct Pass: Codable, Sendable {
-        public var bandwidth: Double
-        public var durableBandwidth: Double
+    package struct Pass: Codable, Sendable {
+        package var bandwidth: Double
+        package var durableBandwidth: Double
         /// Commits the durable side completed.
-        public var durableCommits: Int64
-        public var fioBandwidth: Double?
-        public var efficiency: Double?
-        public var fioFirst: Bool
+        package var durableCommits: Int64
+        package var fioBandwidth: Double?
+        package var efficiency: Double?
+        package var fioFirst: Bool
     }
 
     /// What `calibrate --json` prints. Bandwidths in bytes per second, medians of the passes.
-    public struct Report: Codable, Sendable {
+    package struct Report: Codable, Sendable {
         /// Without durability commits, as fio writes.
-        public var bandwidth: Double
+        package var bandwidth: Double
         /// With a commit every `durabilityInterval`: what a recording sustains.
-        public var durableBandwidth: Double
-        public var fioBandwidth: Double?
+        package var durableBandwidth: Double
+        package var fioBandwidth: Double?
         /// Ours divided by fio's: the median of the passes' ratios.
-        public var efficiency: Double?
-        public var bytes: Int64
-        public var writeSize: Int
-        public var queueDepth: Int
+        package var efficiency: Double?
+        package var bytes: Int64
+        package var writeSize: Int
+        package var queueDepth: Int
         /// Seconds between the durable side's commits.
-        public var durabilityInterval: Double
+        package var durabilityInterval: Double
         /// Set when a durable pass made fewer than `minimumCommits` commits: its figure is then
         /// closer to the raw one than a recording's would be.
-        public var durableWarning: String?
+        package var durableWarning: String?
         /// Set when the passes of one side differ by more than `maximumSpread` of their median:
         /// the disk was not steady, and the medians are rough.
-        public var spreadWarning: String?
-        public var engine: String
+        package var spreadWarning: String?
+        package var engine: String
         /// fio's command line, program name first, as Docs/BENCHMARKS.md documents it.
-        public var fioArguments: [String]?
-        public var passes: [Pass]
+        package var fioArguments: [String]?
+        package var passes: [Pass]
     }
 
     /// - Parameters:
     ///   - destination: a path the captures would move to (they are always cancelled).
     ///   - log: progress lines, for standard error.
-    public static func run(pool: Pool, settings: Settings, destination: String, log: (String) -> Void) throws -> Report {
+    package static func run(pool: Pool, settings: Settings, destination: String, log: (String) -> Void) throws -> Report {
         let source = try AlignedMemory(length: settings.writeSize, alignment: pool.directIOAlignment.io)
         ModeRunner.fillPattern(source.bytes)
         func options(durabilityInterval: UInt64) -> CaptureOptions {
@@ -213,9 +213,9 @@ public enum Calibration {
             }
             written += Int64(pattern.count)
         }
-        // Capture has no public flush: patching the first byte (with its own value) waits for
+        // Capture has no package flush: patching the first byte (with its own value) waits for
         // every write in flight, then rewrites one aligned block.
-        try capture.write(UnsafeRawBufferPointer(rebasing: pattern[0..<1]), at: 0)
+        try capture.patch(UnsafeRawBufferPointer(rebasing: pattern[0..<1]), at: 0)
         return Double(written) / (Double(MonotonicClock.nanoseconds() - started) / 1e9)
     }
 }

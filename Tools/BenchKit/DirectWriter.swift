@@ -4,7 +4,7 @@ import ProVideoStorage
 /// Frames copied into one aligned buffer that is written with `O_DIRECT` whenever it fills,
 /// appending to a new file that is not preallocated (each write allocates blocks and grows
 /// the file). The final partial buffer is written padded, then the file is cut to its length.
-public final class DirectWriter: FrameWriter {
+package final class DirectWriter: FrameWriter {
     private let file: WrittenFile
     private let buffer: AlignedMemory
     private let alignment: Int
@@ -15,15 +15,15 @@ public final class DirectWriter: FrameWriter {
     /// - Parameters:
     ///   - writeSize: bytes per write, a multiple of `alignment`.
     ///   - alignment: the directory's direct I/O alignment, in bytes.
-    public init(path: String, writeSize: Int, alignment: Int) throws {
+    package init(path: String, writeSize: Int, alignment: Int) throws {
         file = try WrittenFile(path: path, direct: true)
         buffer = try AlignedMemory(length: writeSize, alignment: alignment)
         self.alignment = alignment
     }
 
-    public var engine: String { "O_DIRECT pwrite(2)" }
+    package var engine: String { "O_DIRECT pwrite(2)" }
 
-    public func append(_ frame: UnsafeRawBufferPointer) throws -> Bool {
+    package func append(_ frame: UnsafeRawBufferPointer) throws -> Bool {
         var copied = 0
         while copied < frame.count {
             let n = min(buffer.bytes.count - filled, frame.count - copied)
@@ -43,7 +43,7 @@ public final class DirectWriter: FrameWriter {
         filled = 0
     }
 
-    public func close() throws {
+    package func close() throws {
         if filled > 0 {
             let padded = (filled + alignment - 1) / alignment * alignment
             (buffer.bytes.baseAddress! + filled).initializeMemory(as: UInt8.self, repeating: 0, count: padded - filled)
@@ -53,5 +53,5 @@ public final class DirectWriter: FrameWriter {
         try file.flushAndRemove()
     }
 
-    public var completionLatency: LatencySummary { completions.summary }
+    package var completionLatency: LatencySummary { completions.summary }
 }

@@ -2,20 +2,20 @@ import Foundation
 
 /// fio writing a file the way a capture does: sequential `O_DIRECT` writes of `blockSize`
 /// bytes through io_uring, `queueDepth` in flight, into the existing file from offset 0.
-public struct FioRun: Sendable {
-    public var file: String
+package struct FioRun: Sendable {
+    package var file: String
     /// Bytes to write.
-    public var bytes: Int64
+    package var bytes: Int64
     /// Bytes per write.
-    public var blockSize: Int
-    public var queueDepth: Int
+    package var blockSize: Int
+    package var queueDepth: Int
     /// Registered buffers (`fixedbufs`), as our engine uses when the memlock limit allows.
-    public var fixedBuffers: Bool
+    package var fixedBuffers: Bool
     /// Buffers on hugetlb pages (`iomem=mmaphuge`, needs `vm.nr_hugepages`), the nearest fio
     /// has to our transparent-huge-page buffers; otherwise fio's default, malloc on 4 KiB pages.
-    public var hugePages: Bool
+    package var hugePages: Bool
 
-    public init(file: String, bytes: Int64, blockSize: Int, queueDepth: Int, fixedBuffers: Bool, hugePages: Bool) {
+    package init(file: String, bytes: Int64, blockSize: Int, queueDepth: Int, fixedBuffers: Bool, hugePages: Bool) {
         self.file = file
         self.bytes = bytes
         self.blockSize = blockSize
@@ -26,7 +26,7 @@ public struct FioRun: Sendable {
 
     /// The command line; `fallocate=none` so that fio neither allocates nor lays out the file;
     /// `thread` so the job dies with fio (a forked job would outlive a killed parent).
-    public var arguments: [String] {
+    package var arguments: [String] {
         ["--name=provideo-calibrate", "--thread", "--filename=\(file)", "--rw=write", "--bs=\(blockSize)", "--iodepth=\(queueDepth)",
          "--ioengine=io_uring", "--direct=1", "--size=\(bytes)", "--offset=0", "--fallocate=none",
          "--fixedbufs=\(fixedBuffers ? 1 : 0)"] + (hugePages ? ["--iomem=mmaphuge"] : []) + ["--output-format=json"]
@@ -34,7 +34,7 @@ public struct FioRun: Sendable {
 
     /// Checks that `vm.nr_hugepages` leaves room for `bytes` of fio buffers on hugetlb pages.
     /// - Throws: `BenchError` naming the sysctl to set.
-    public static func checkHugePages(for bytes: Int) throws {
+    package static func checkHugePages(for bytes: Int) throws {
         let meminfo = (try? String(contentsOfFile: "/proc/meminfo", encoding: .utf8)) ?? ""
         func field(_ name: String) -> Int {
             let line = meminfo.split(separator: "\n").first { $0.hasPrefix(name + ":") } ?? ""
@@ -50,7 +50,7 @@ public struct FioRun: Sendable {
 
     /// Runs fio and returns its write bandwidth in bytes per second.
     /// - Throws: `BenchError` when fio is missing, fails, or prints no bandwidth.
-    public func run() throws -> Double {
+    package func run() throws -> Double {
         guard let fio = ["/usr/bin/fio", "/usr/local/bin/fio"].first(where: { FileManager.default.isExecutableFile(atPath: $0) }) else {
             throw BenchError("fio is not installed: `apt-get install fio`")
         }

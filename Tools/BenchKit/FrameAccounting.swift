@@ -6,27 +6,27 @@
 /// pool's `.overrun` under the `.fail` policy), or when the recorder reached it only after the
 /// card's input queue of `inputQueueFrames` frames had already overwritten it: a recorder
 /// blocked in `write()` loses frames this way.
-public struct FrameAccounting: Sendable, Equatable {
+package struct FrameAccounting: Sendable, Equatable {
     /// Nanoseconds between frames (1e9 / fps).
-    public let interval: UInt64
+    package let interval: UInt64
     /// Frames the capture card holds while the recorder is busy.
-    public let inputQueueFrames: Int
-    public private(set) var onTime = 0
-    public private(set) var late = 0
+    package let inputQueueFrames: Int
+    package private(set) var onTime = 0
+    package private(set) var late = 0
     /// Dropped because the writer refused them (an overrun: every buffer in flight).
-    public private(set) var refused = 0
+    package private(set) var refused = 0
     /// Dropped because the recorder was still busy when the input queue overwrote them.
-    public private(set) var overwritten = 0
-    public var dropped: Int { refused + overwritten }
+    package private(set) var overwritten = 0
+    package var dropped: Int { refused + overwritten }
 
-    public init(interval: UInt64, inputQueueFrames: Int) {
+    package init(interval: UInt64, inputQueueFrames: Int) {
         self.interval = interval
         self.inputQueueFrames = inputQueueFrames
     }
 
     /// Whether a frame due at `due` (ns) is still in the card's queue when the recorder turns
     /// to it at `now` (ns). When it is not, it is counted dropped.
-    public mutating func isStillQueued(due: UInt64, now: UInt64) -> Bool {
+    package mutating func isStillQueued(due: UInt64, now: UInt64) -> Bool {
         if now > due && now - due > UInt64(inputQueueFrames) * interval {
             overwritten += 1
             return false
@@ -36,7 +36,7 @@ public struct FrameAccounting: Sendable, Equatable {
 
     /// Counts a frame due at `due` whose hand-over ended at `end` (ns); `accepted` is false
     /// when the writer refused it.
-    public mutating func handedOver(due: UInt64, end: UInt64, accepted: Bool) {
+    package mutating func handedOver(due: UInt64, end: UInt64, accepted: Bool) {
         if !accepted {
             refused += 1
         } else if end <= due + interval {
@@ -47,7 +47,7 @@ public struct FrameAccounting: Sendable, Equatable {
     }
 
     /// Adds another stream's or repeat's counts.
-    public mutating func add(_ other: FrameAccounting) {
+    package mutating func add(_ other: FrameAccounting) {
         onTime += other.onTime
         late += other.late
         refused += other.refused

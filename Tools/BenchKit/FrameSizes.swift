@@ -1,15 +1,15 @@
 import Foundation
 
 /// The size of every frame a simulated recorder delivers, in bytes.
-public struct FrameSizes: Sendable, Equatable {
+package struct FrameSizes: Sendable, Equatable {
     /// One entry per frame of the run.
-    public let sizes: [Int]
+    package let sizes: [Int]
 
-    public init(sizes: [Int]) { self.sizes = sizes }
+    package init(sizes: [Int]) { self.sizes = sizes }
 
     /// `count` frames of a constant-bitrate stream: `bitrate` bits per second at `fps`.
     /// Sizes differ by at most one byte so that the total is exact.
-    public static func constant(bitrate: Int64, fps: Double, count: Int) -> FrameSizes {
+    package static func constant(bitrate: Int64, fps: Double, count: Int) -> FrameSizes {
         let bytesPerFrame = Double(bitrate) / 8 / fps
         return FrameSizes(sizes: (0..<count).map { i in
             Int((Double(i + 1) * bytesPerFrame).rounded(.down)) - Int((Double(i) * bytesPerFrame).rounded(.down))
@@ -18,7 +18,7 @@ public struct FrameSizes: Sendable, Equatable {
 
     /// `count` frames cycling through `trace` (sizes in bytes), scaled so that the stream's
     /// rate is `bitrate` bits per second at `fps` when one is given (the trace keeps its shape).
-    public static func trace(_ trace: [Int], bitrate: Int64?, fps: Double, count: Int) -> FrameSizes {
+    package static func trace(_ trace: [Int], bitrate: Int64?, fps: Double, count: Int) -> FrameSizes {
         let mean = Double(trace.reduce(0, +)) / Double(trace.count)
         let scale = bitrate.map { Double($0) / 8 / fps / mean } ?? 1
         return FrameSizes(sizes: (0..<count).map { max(Int((Double(trace[$0 % trace.count]) * scale).rounded()), 1) })
@@ -28,7 +28,7 @@ public struct FrameSizes: Sendable, Equatable {
     /// as `ffprobe -show_entries packet=size -of csv=p=0` prints it.
     /// - Throws: `BenchError` for an unreadable file, a line that is not a positive whole
     ///   number, or a file with no sizes.
-    public static func readTrace(_ path: String) throws -> [Int] {
+    package static func readTrace(_ path: String) throws -> [Int] {
         guard let data = FileManager.default.contents(atPath: path) else {
             throw BenchError("cannot read the frame trace \(path)")
         }
@@ -45,6 +45,6 @@ public struct FrameSizes: Sendable, Equatable {
         return sizes
     }
 
-    public var total: Int64 { sizes.reduce(0) { $0 + Int64($1) } }
-    public var largest: Int { sizes.max() ?? 0 }
+    package var total: Int64 { sizes.reduce(0) { $0 + Int64($1) } }
+    package var largest: Int { sizes.max() ?? 0 }
 }

@@ -2,7 +2,7 @@ import ProVideoStorage
 
 /// Where a simulated recorder hands its frames: the pool, or a file written the usual ways.
 /// Used from one thread.
-public protocol FrameWriter: AnyObject {
+package protocol FrameWriter: AnyObject {
     /// What writes the bytes, for the report ("io_uring", "write(2)", "O_DIRECT pwrite(2)").
     var engine: String { get }
     /// Hands one frame over. Returns false when the writer refused it (a dropped frame).
@@ -15,7 +15,7 @@ public protocol FrameWriter: AnyObject {
 }
 
 /// A benchmark's write path.
-public enum BenchMode: String, CaseIterable, Codable, Sendable {
+package enum BenchMode: String, CaseIterable, Codable, Sendable {
     /// Our engine: a capture into the pool's reserve.
     case pool
     /// Ordinary `write(2)` of each frame to a new file, what most recorders do.

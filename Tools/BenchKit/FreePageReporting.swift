@@ -7,12 +7,12 @@ import Foundation
 /// neighbour truncates its file), copies in unrelated threads stall for tens of milliseconds
 /// (Docs/BENCHMARKS.md, "Copies stall while the host takes back free pages"). A physical
 /// recorder has no balloon.
-public enum FreePageReporting {
+package enum FreePageReporting {
     static let driver = "/sys/bus/virtio/drivers/virtio_balloon"
     static let featureBit = 5
 
     /// True when a bound virtio-balloon device offers free page reporting.
-    public static var isOn: Bool {
+    package static var isOn: Bool {
         guard let devices = try? FileManager.default.contentsOfDirectory(atPath: driver) else { return false }
         return devices.filter { $0.hasPrefix("virtio") }.contains { device in
             guard let features = try? String(contentsOfFile: "\(driver)/\(device)/features", encoding: .ascii) else { return false }
@@ -28,7 +28,7 @@ public enum FreePageReporting {
     }
 
     /// How to turn it off for a run, and back on (root).
-    public static let advice = "the host's free page reporting (virtio-balloon) is on: copies may stall while a neighbour "
+    package static let advice = "the host's free page reporting (virtio-balloon) is on: copies may stall while a neighbour "
         + "frees page cache. To measure without it: `echo DEVICE > \(driver)/unbind` (DEVICE: the virtio* entry there), "
         + "and `echo DEVICE > \(driver)/bind` afterwards"
 }

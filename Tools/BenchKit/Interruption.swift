@@ -3,15 +3,15 @@ import ProVideoStorage
 /// fio is terminated, captures are cancelled and scratch pools destroyed as the error unwinds.
 /// Without this the default action killed the process and left gigabytes of scratch pool in
 /// /var/tmp, and an orphaned fio writing into a pool that looked free.
-public enum Interruption {
+package enum Interruption {
     /// Installs the handlers (`sigaction`, `SA_RESTART`: Foundation's pipe reads treat `EINTR`
     /// as fatal); call once, before any thread starts.
-    public static func install() { StopSignals.install(restart: true) }
+    package static func install() { StopSignals.install(restart: true) }
 
-    public static var requested: Bool { StopSignals.requested }
+    package static var requested: Bool { StopSignals.requested }
 
     /// - Throws: `BenchError` once a stop signal arrived.
-    public static func check() throws {
+    package static func check() throws {
         if requested { throw BenchError("interrupted: stopped, captures cancelled, scratch pools removed") }
     }
 }

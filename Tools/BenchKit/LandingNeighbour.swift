@@ -7,16 +7,16 @@ import ProVideoStorage
 /// with the library's landing (`Pool.landPending`: idle I/O priority, chunked, verified) to a
 /// directory on another filesystem, such as a GlusterFS mount, while the modes run. Its reads
 /// of the pool's copy compete with the captures for the disk.
-public final class LandingNeighbour {
+package final class LandingNeighbour {
     private let process: Process
     private let poolDirectory: String
     /// Where the take lands.
-    public let destination: String
+    package let destination: String
 
     /// Records the take into `<directory>/land-pool` (with `LandingMode.background`) and starts
     /// the lander.
     /// - Throws: a library error (no space, a destination on the pool's own filesystem).
-    public init(directory: String, landTo: String, size: Int64, log: (String) -> Void) throws {
+    package init(directory: String, landTo: String, size: Int64, log: (String) -> Void) throws {
         poolDirectory = directory + "/land-pool"
         destination = "\(landTo)/provideo-bench-land-\(getpid()).mov"
         let pool = try Pool.create(at: poolDirectory, capacity: size + (64 << 20))
@@ -44,7 +44,7 @@ public final class LandingNeighbour {
 
     /// The child's body: lands what waits in `pool` until killed or done, then idles until its
     /// parent goes.
-    public static func run(pool path: String) -> Never {
+    package static func run(pool path: String) -> Never {
         let parent = getppid()
         do {
             _ = try Pool.open(at: path).landPending { getppid() != parent }
@@ -57,7 +57,7 @@ public final class LandingNeighbour {
 
     /// Says how far the take landed, stops the lander, and removes the scratch pool (with
     /// whatever of the take is still in it) and what landed.
-    public func stop(log: (String) -> Void) {
+    package func stop(log: (String) -> Void) {
         if let progress = try? Pool.open(at: poolDirectory).landings().first {
             log("landing neighbour: \(ByteFormat.human(progress.landedBytes)) of \(ByteFormat.human(progress.length)) "
                 + "landed when the runs ended")

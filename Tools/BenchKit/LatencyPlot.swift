@@ -2,7 +2,7 @@ import Foundation
 
 /// An SVG chart of append latency over time, one line per mode, on a log scale: each point is
 /// the slowest hand-over in its time slice, so stalls stay visible at any run length.
-public enum LatencyPlot {
+package enum LatencyPlot {
     static let width = 900.0, height = 420.0
     static let left = 70.0, right = 20.0, top = 40.0, bottom = 45.0
     static let slices = 300
@@ -11,7 +11,7 @@ public enum LatencyPlot {
     /// - Parameters:
     ///   - runs: one run per mode (the first repeat of each).
     ///   - frameInterval: nanoseconds, drawn as a dashed line: a hand-over above it is late.
-    public static func svg(_ runs: [ModeRun], frameInterval: UInt64, title: String) -> String {
+    package static func svg(_ runs: [ModeRun], frameInterval: UInt64, title: String) -> String {
         let all = runs.flatMap { $0.samples }
         let duration = max(Double(all.map(\.time).max() ?? 0) / 1e9, 1e-3)
         let lowest = floor(log10(Double(max(all.map(\.latency).min() ?? 1_000, 1))))

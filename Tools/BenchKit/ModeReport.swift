@@ -2,53 +2,53 @@ import ProVideoStorage
 
 /// One mode's results over all its repeats, in the shape `--json` prints. Throughput in bytes
 /// per second, latencies in nanoseconds.
-public struct ModeReport: Codable, Sendable {
+package struct ModeReport: Codable, Sendable {
     /// One repeat's headline numbers, to show how much the disk varied between runs.
-    public struct Repeat: Codable, Sendable {
-        public var throughput: Double
-        public var framesLate: Int
-        public var framesDropped: Int
-        public var appendP999Ns: UInt64
+    package struct Repeat: Codable, Sendable {
+        package var throughput: Double
+        package var framesLate: Int
+        package var framesDropped: Int
+        package var appendP999Ns: UInt64
     }
 
-    public var throughput: Double
-    public var framesOnTime: Int
-    public var framesLate: Int
-    public var framesDropped: Int
+    package var throughput: Double
+    package var framesOnTime: Int
+    package var framesLate: Int
+    package var framesDropped: Int
     /// Of `framesDropped`: refused by the writer (overruns), and overwritten in the input queue
     /// while the recorder was blocked.
-    public var framesRefused: Int
-    public var framesOverwritten: Int
+    package var framesRefused: Int
+    package var framesOverwritten: Int
     /// Exact percentiles over every hand-over of every stream and repeat.
-    public var appendLatencyNs: LatencySummary
+    package var appendLatencyNs: LatencySummary
     /// Where the time of the slowest 0.1% of hand-overs (those at or above
     /// `appendLatencyNs.p999`) went, as shares of it (`RunQueueDelay`); nil when the kernel did
     /// not count it.
-    public struct TimeShares: Codable, Sendable, Equatable {
+    package struct TimeShares: Codable, Sendable, Equatable {
         /// Running on a CPU (copying, submitting).
-        public var onCPU: Double
+        package var onCPU: Double
         /// Runnable, waiting for a CPU: starved by other threads.
-        public var waitingForCPU: Double
+        package var waitingForCPU: Double
         /// The rest: blocked in the kernel (a lock, the disk), or the CPU taken by interrupts
         /// or by the hypervisor (steal).
-        public var elsewhere: Double
+        package var elsewhere: Double
     }
-    public var slowestAppends: TimeShares?
+    package var slowestAppends: TimeShares?
     /// The longest a recorder thread woke after its frame was due (ns): late frames with fast
     /// hand-overs are the thread not running (CPU starvation, or the host stopping the VM).
-    public var latestWakeUpNs: UInt64
+    package var latestWakeUpNs: UInt64
     /// The worst of each stream's and repeat's write completion percentiles (the captures'
     /// histograms cannot be merged exactly).
-    public var completionLatencyNs: LatencySummary
+    package var completionLatencyNs: LatencySummary
     /// CPU seconds this process spent per 10^9 bytes accepted.
-    public var cpuSecondsPerGB: Double
-    public var engine: String
-    public var bytes: Int64
-    public var seconds: Double
-    public var repeats: [Repeat]
+    package var cpuSecondsPerGB: Double
+    package var engine: String
+    package var bytes: Int64
+    package var seconds: Double
+    package var repeats: [Repeat]
 
     /// Combines the repeats of one mode.
-    public init(_ runs: [ModeRun]) {
+    package init(_ runs: [ModeRun]) {
         var accounting = runs[0].accounting
         var completion = runs[0].completionLatency
         for run in runs.dropFirst() {
@@ -98,14 +98,14 @@ public struct ModeReport: Codable, Sendable {
 
 /// How one mode compares with another: each field is this mode's value divided by the other's
 /// (nil when the other's is 0).
-public struct ModeRatios: Codable, Sendable {
-    public var throughput: Double?
-    public var appendP99: Double?
-    public var appendP999: Double?
-    public var appendMax: Double?
-    public var cpuSecondsPerGB: Double?
+package struct ModeRatios: Codable, Sendable {
+    package var throughput: Double?
+    package var appendP99: Double?
+    package var appendP999: Double?
+    package var appendMax: Double?
+    package var cpuSecondsPerGB: Double?
 
-    public init(_ mode: ModeReport, over other: ModeReport) {
+    package init(_ mode: ModeReport, over other: ModeReport) {
         func ratio(_ a: Double, _ b: Double) -> Double? { b > 0 ? a / b : nil }
         throughput = ratio(mode.throughput, other.throughput)
         appendP99 = ratio(Double(mode.appendLatencyNs.p99), Double(other.appendLatencyNs.p99))

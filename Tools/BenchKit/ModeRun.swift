@@ -1,17 +1,17 @@
 import ProVideoStorage
 
 /// One mode's measurement: every stream of one repeat.
-public struct ModeRun: Sendable {
+package struct ModeRun: Sendable {
     /// When a frame was due (ns since the run's first frame) and how long its hand-over took (ns).
-    public struct Sample: Sendable, Equatable {
-        public var time: UInt64
-        public var latency: UInt64
+    package struct Sample: Sendable, Equatable {
+        package var time: UInt64
+        package var latency: UInt64
         /// Of `latency`, the nanoseconds the recorder's thread waited for a CPU (0 when not counted).
-        public var cpuWait: UInt64
+        package var cpuWait: UInt64
         /// Of `latency`, the nanoseconds it ran on a CPU (0 when not counted).
-        public var onCPU: UInt64
+        package var onCPU: UInt64
 
-        public init(time: UInt64, latency: UInt64, cpuWait: UInt64 = 0, onCPU: UInt64 = 0) {
+        package init(time: UInt64, latency: UInt64, cpuWait: UInt64 = 0, onCPU: UInt64 = 0) {
             self.time = time
             self.latency = latency
             self.cpuWait = cpuWait
@@ -19,21 +19,21 @@ public struct ModeRun: Sendable {
         }
     }
 
-    public var mode: BenchMode
-    public var engine: String
-    public var accounting: FrameAccounting
+    package var mode: BenchMode
+    package var engine: String
+    package var accounting: FrameAccounting
     /// Bytes the writers accepted.
-    public var bytes: Int64
+    package var bytes: Int64
     /// Seconds from the first frame's due time until the last stream's data was on disk.
-    public var seconds: Double
+    package var seconds: Double
     /// User + system CPU seconds of this process during the run.
-    public var cpuSeconds: Double
+    package var cpuSeconds: Double
     /// Every hand-over of every stream, in stream order.
-    public var samples: [Sample]
+    package var samples: [Sample]
     /// Whether every stream's time waiting for a CPU was counted (`RunQueueDelay`).
-    public var cpuWaitCounted = false
+    package var cpuWaitCounted = false
     /// The longest any stream's thread woke after a frame was due, in nanoseconds.
-    public var latestWakeUp: UInt64 = 0
+    package var latestWakeUp: UInt64 = 0
     /// Each stream's write completion latency, merged with `Percentiles.worst`.
-    public var completionLatency: LatencySummary
+    package var completionLatency: LatencySummary
 }

@@ -3,12 +3,12 @@ import ProVideoStorage
 import Synchronization
 
 /// Runs one mode once: one thread per stream, each a `SimulatedRecorder` with its own writer.
-public enum ModeRunner {
+package enum ModeRunner {
     /// Frames handed over or dropped so far, for progress while a run goes on.
-    public final class Progress: Sendable {
-        public let frames = Atomic<Int>(0)
-        public let dropped = Atomic<Int>(0)
-        public init() {}
+    package final class Progress: Sendable {
+        package let frames = Atomic<Int>(0)
+        package let dropped = Atomic<Int>(0)
+        package init() {}
     }
 
     /// A stream's thread and what it leaves behind.
@@ -38,7 +38,7 @@ public enum ModeRunner {
     ///   - pool: the pool every stream records into, for pool mode.
     ///   - tick: called about once a second on this thread while the streams run.
     /// - Throws: the first stream's error, after every writer was closed.
-    public static func run(_ mode: BenchMode, plan: RunPlan, pool: Pool, clock: BenchClock = MonotonicClock(),
+    package static func run(_ mode: BenchMode, plan: RunPlan, pool: Pool, clock: BenchClock = MonotonicClock(),
                            progress: Progress = Progress(), tick: () -> Void = {}) throws -> ModeRun {
         let source = try AlignedMemory(length: max(plan.sizes.largest, 1), alignment: 4096)
         fillPattern(source.bytes)

@@ -4,13 +4,13 @@ import Glibc
 /// The noisy neighbour: another process writing a large file through the page cache on the
 /// same filesystem as fast as it can, with an `fsync` every second, as a file copy or a
 /// render next to the recorder would. Its writeback competes with the recorder for the disk.
-public enum NoiseWriter {
+package enum NoiseWriter {
     /// Bytes per `write(2)`.
     static let chunk = 1 << 20
 
     /// The child's body: writes `file` until killed, truncating it back to 0 (freeing its
     /// blocks, so they are allocated again) at `limit` bytes. Exits when its parent dies.
-    public static func run(file: String, limit: Int64) -> Never {
+    package static func run(file: String, limit: Int64) -> Never {
         let fd = open(file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0o644)
         guard fd >= 0 else { fatalError("noise writer: cannot create \(file): \(String(cString: strerror(errno)))") }
         let parent = getppid()
@@ -36,12 +36,12 @@ public enum NoiseWriter {
 }
 
 /// A running `NoiseWriter` child process (this executable, `noise-writer FILE LIMIT`).
-public final class NoisyNeighbour {
+package final class NoisyNeighbour {
     private let process: Process
-    public let file: String
+    package let file: String
 
     /// Starts the child writing `directory`/noise-<pid> up to `limit` bytes.
-    public init(directory: String, limit: Int64) throws {
+    package init(directory: String, limit: Int64) throws {
         file = "\(directory)/noise-\(getpid())"
         process = Process()
         process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
@@ -50,7 +50,7 @@ public final class NoisyNeighbour {
     }
 
     /// Stops the child (SIGTERM to its pid) and removes its file.
-    public func stop() {
+    package func stop() {
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
         unlink(file)

@@ -2,7 +2,7 @@ import ProVideoStorage
 
 /// Frames appended to a pool capture with the `.fail` overrun policy: a frame that finds every
 /// buffer in flight is refused at once, as a recorder that cannot wait would drop it.
-public final class PoolWriter: FrameWriter {
+package final class PoolWriter: FrameWriter {
     private let capture: Capture
     private let inPlace: Bool
 
@@ -13,16 +13,16 @@ public final class PoolWriter: FrameWriter {
     ///   - writeSize: bytes per write (the same as direct mode's).
     ///   - inPlace: frames are produced in the capture's buffers, not copied in (the frame's
     ///     bytes are not written: an encoder or a capture card's DMA would write them there).
-    public init(pool: Pool, destination: String, bitrate: Int64, bufferBudget: Int?, writeSize: Int,
+    package init(pool: Pool, destination: String, bitrate: Int64, bufferBudget: Int?, writeSize: Int,
                 inPlace: Bool = false) throws {
         self.inPlace = inPlace
         let options = CaptureOptions(bitrate: bitrate, bufferBudget: bufferBudget, writeSize: writeSize, overrunPolicy: .fail)
         capture = try pool.startCapture(to: destination, options: options)
     }
 
-    public var engine: String { capture.statistics.engine }
+    package var engine: String { capture.statistics.engine }
 
-    public func append(_ frame: UnsafeRawBufferPointer) throws -> Bool {
+    package func append(_ frame: UnsafeRawBufferPointer) throws -> Bool {
         do {
             if inPlace {
                 try capture.append(count: frame.count) { _ in }
@@ -35,7 +35,7 @@ public final class PoolWriter: FrameWriter {
         }
     }
 
-    public func close() throws { try capture.cancel() }
+    package func close() throws { try capture.cancel() }
 
-    public var completionLatency: LatencySummary { capture.statistics.completionLatency.summary }
+    package var completionLatency: LatencySummary { capture.statistics.completionLatency.summary }
 }

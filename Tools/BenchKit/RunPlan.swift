@@ -1,31 +1,31 @@
 /// What one measuring run simulates. Sizes in bytes, rates in bits per second.
-public struct RunPlan: Sendable {
+package struct RunPlan: Sendable {
     /// Simultaneous recorders, each on its own thread (and, in pool mode, its own pool).
-    public var streams: Int
+    package var streams: Int
     /// Each stream's rate in bits per second.
-    public var bitrate: Int64
+    package var bitrate: Int64
     /// Frames per second.
-    public var fps: Double
+    package var fps: Double
     /// Every stream's frames.
-    public var sizes: FrameSizes
+    package var sizes: FrameSizes
     /// Frames a capture card holds while its recorder is busy; see `FrameAccounting`.
-    public var inputQueueFrames: Int
+    package var inputQueueFrames: Int
     /// Bytes per write in pool and direct modes (4 MiB is the pool engine's default).
-    public var writeSize: Int
+    package var writeSize: Int
     /// Where buffered and direct modes create their files: on the pool's filesystem.
-    public var scratchDirectory: String
+    package var scratchDirectory: String
     /// The pool captures' buffer budget in bytes; nil for the engine's default (one second
     /// at the bitrate, 16…256 MiB).
-    public var bufferBudget: Int?
+    package var bufferBudget: Int?
     /// Pool mode gives the recorder each frame's place in the capture's buffers
     /// (`Capture.append(count:filling:)`) instead of copying the frame in.
-    public var inPlace: Bool
+    package var inPlace: Bool
     /// When set, every recorder thread (in every mode) runs under `SCHED_FIFO` at this
     /// priority (1…99), as capture applications run the thread that takes frames from the
     /// card; nil leaves them at the default policy.
-    public var realtimePriority: Int32?
+    package var realtimePriority: Int32?
 
-    public init(streams: Int, bitrate: Int64, fps: Double, sizes: FrameSizes, inputQueueFrames: Int = 2,
+    package init(streams: Int, bitrate: Int64, fps: Double, sizes: FrameSizes, inputQueueFrames: Int = 2,
                 writeSize: Int = 4 << 20, scratchDirectory: String, bufferBudget: Int? = nil, inPlace: Bool = false) {
         self.inPlace = inPlace
         self.streams = streams
@@ -39,5 +39,5 @@ public struct RunPlan: Sendable {
     }
 
     /// Nanoseconds the run lasts (one stream's frames).
-    public var durationNanoseconds: UInt64 { UInt64((Double(sizes.sizes.count) * 1e9 / fps).rounded()) }
+    package var durationNanoseconds: UInt64 { UInt64((Double(sizes.sizes.count) * 1e9 / fps).rounded()) }
 }

@@ -1,31 +1,31 @@
 /// One recorder: delivers `sizes` frames at `fps` on `clock`, hands each to a `FrameWriter`
 /// and accounts for it. Every sample array is allocated before the first frame.
-public final class SimulatedRecorder {
-    public let sizes: FrameSizes
+package final class SimulatedRecorder {
+    package let sizes: FrameSizes
     /// Frames per second (29.97 is 30000/1001).
-    public let fps: Double
-    public private(set) var accounting: FrameAccounting
+    package let fps: Double
+    package private(set) var accounting: FrameAccounting
     /// Bytes the writer accepted.
-    public private(set) var bytes: Int64 = 0
+    package private(set) var bytes: Int64 = 0
     /// Nanoseconds each hand-over (append) took; the first `sampleCount` entries are valid.
-    public private(set) var appendLatency: [UInt64]
+    package private(set) var appendLatency: [UInt64]
     /// Nanoseconds from the first frame's due time to the due time of each sampled frame.
-    public private(set) var sampleTimes: [UInt64]
+    package private(set) var sampleTimes: [UInt64]
     /// Nanoseconds of each hand-over the thread spent runnable but waiting for a CPU
     /// (`RunQueueDelay`; all 0 when the kernel does not count it, see `cpuWaitCounted`).
-    public private(set) var cpuWait: [UInt64]
+    package private(set) var cpuWait: [UInt64]
     /// Nanoseconds of each hand-over the thread ran on a CPU (`ThreadCPUTime`).
-    public private(set) var onCPU: [UInt64]
+    package private(set) var onCPU: [UInt64]
     /// Whether the kernel counted the time waiting for a CPU during the run.
-    public private(set) var cpuWaitCounted = false
-    public private(set) var sampleCount = 0
+    package private(set) var cpuWaitCounted = false
+    package private(set) var sampleCount = 0
     /// The longest this thread woke after a frame was due while it slept (not while it was
     /// still handing over an earlier frame), in nanoseconds: a frame can be late with every
     /// hand-over fast when the thread itself did not run.
-    public private(set) var latestWakeUp: UInt64 = 0
+    package private(set) var latestWakeUp: UInt64 = 0
 
     /// - Parameter inputQueueFrames: frames the capture card holds while the recorder is busy.
-    public init(sizes: FrameSizes, fps: Double, inputQueueFrames: Int) {
+    package init(sizes: FrameSizes, fps: Double, inputQueueFrames: Int) {
         self.sizes = sizes
         self.fps = fps
         accounting = FrameAccounting(interval: UInt64((1e9 / fps).rounded()), inputQueueFrames: inputQueueFrames)
@@ -36,13 +36,13 @@ public final class SimulatedRecorder {
     }
 
     /// Nanoseconds from the first frame to frame `index`.
-    public func offset(of index: Int) -> UInt64 { UInt64((Double(index) * 1e9 / fps).rounded()) }
+    package func offset(of index: Int) -> UInt64 { UInt64((Double(index) * 1e9 / fps).rounded()) }
 
     /// Runs the stream: frame `i` is due at `start + offset(of: i)` (ns on `clock`).
     /// - Parameters:
     ///   - source: at least `sizes.largest` bytes; each frame is its first `size` bytes.
     ///   - onFrame: called after every frame (progress), with whether it was dropped.
-    public func run(writer: FrameWriter, source: UnsafeRawBufferPointer, clock: BenchClock, start: UInt64,
+    package func run(writer: FrameWriter, source: UnsafeRawBufferPointer, clock: BenchClock, start: UInt64,
                     onFrame: (Bool) -> Void = { _ in }) throws {
         let delay = RunQueueDelay()
         cpuWaitCounted = delay != nil

@@ -93,7 +93,7 @@ enum Commands {
     static func replenish(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
         try arguments.finish()
-        let result = try openPool(path).replenishCapacity()
+        let result = try openPool(path).replenish()
         if json {
             return try CommandLineProgram.printJSON(CommandReports.Replenish(
                 path: path, added: result.added, missing: result.missing, remainingCapacity: result.remainingCapacity))

@@ -73,7 +73,7 @@ enum Demo {
         let status = try pool.status()
         print("  \(status.path) on \(status.filesystem): capacity \(ByteFormat.human(status.initialCapacity)), "
               + "remaining \(ByteFormat.human(status.remainingCapacity)), busy: "
-              + (status.busyReasons.isEmpty ? "no" : status.busyReasons.joined(separator: ", "))
+              + (status.busyReasons.isEmpty ? "no" : status.busyReasons.description)
               + ", engine \(status.engine)")
     }
 

@@ -21,7 +21,7 @@ struct Metrics {
                   status.reservedBytesOnDisk)
         out.header("provideo_busy", "1 while the pool is busy for the reason", type: "gauge")
         for reason in Self.busyReasons {
-            out.sample("provideo_busy", ["reason": reason], status.busyReasons.contains(reason) ? 1 : 0)
+            out.sample("provideo_busy", ["reason": reason], status.busyReasons.names.contains(reason) ? 1 : 0)
         }
         let captures = status.captures
         out.gauge("provideo_captures_running", "captures writing into the pool", Int64(captures.count))

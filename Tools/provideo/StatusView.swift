@@ -29,7 +29,7 @@ struct StatusView {
         if let rate { lines.append("time left   \(rate.describe(remaining: status.remainingCapacity))") }
         lines += [
             "on disk     \(size(status.reservedBytesOnDisk)) allocated",
-            "busy        \(status.busyReasons.isEmpty ? "no" : status.busyReasons.joined(separator: ", "))",
+            "busy        \(status.busyReasons.isEmpty ? "no" : status.busyReasons.description)",
             "direct I/O  aligned to \(status.directIOAlignment.offset) B (offset), \(status.directIOAlignment.memory) B (memory)",
             "device      sectors \(device.logicalSectorSize) B logical, \(device.physicalSectorSize) B physical; "
                 + "optimal I/O \(device.optimalIOSize) B",

@@ -48,17 +48,17 @@ extension Pool {
     }
 
     /// Restores the reserve toward `initialCapacity`, best effort (Apple:
-    /// `replenishCapacity()`); see the synchronous `replenishCapacity()` for the rules. Busy
+    /// `replenishCapacity()`); see the synchronous `replenish()` for the rules. Busy
     /// reason `replenishing` while it runs.
-    /// - Returns: the bytes added to the reserve; 0 when it was already full.
+    /// - Returns: the remaining capacity after it, in bytes (as Apple's completion handler
+    ///   gets it: "the new size", which may be less than `initialCapacity`).
     /// - Throws: `.notEnoughSpace` when the filesystem could not take a single byte more;
     ///   `.busy`; `.cancelled` when the task was cancelled before it started. Once it started
     ///   it runs to its end (a grant from the filesystem is one fallocate(2)).
     public func replenishCapacity() async throws -> Int {
         try checkNotCancelled("the replenish")
         return try await OffThread.run("provideo-replenish", cancellable: false, progress: nil) {
-            let result: ReplenishResult = try self.replenishCapacity()
-            return Int(result.added)
+            Int(try self.replenish().remainingCapacity)
         }
     }
 

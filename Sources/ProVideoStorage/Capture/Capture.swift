@@ -2,7 +2,7 @@ import Foundation
 import Glibc
 
 /// One recording being written into a pool. Start it with `Pool.startCapture(to:options:)`,
-/// `append` frames, patch earlier bytes with `write(_:at:)`, then `finish()` (the recording
+/// `append` frames, patch earlier bytes with `patch(_:at:)`, then `finish()` (the recording
 /// moves to its destination) or `cancel()`. Use it from one thread.
 ///
 /// The capture writes into a file of its own whose blocks the pool's reserve granted ahead of
@@ -216,7 +216,7 @@ public final class Capture {
     /// after the writes in flight land.
     /// - Throws: `.invalidArgument` when the range is not inside `[0, length)`; the capture's
     ///   first error; `.captureClosed`.
-    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+    public func patch(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
         try checkOpen()
         let end = offset + Int64(bytes.count)
         guard offset >= 0, end <= length else {
@@ -258,10 +258,17 @@ public final class Capture {
         }
     }
 
-    /// Rewrites `bytes` at `offset`; see `write(_:at:)`.
-    public func write(_ bytes: [UInt8], at offset: Int64) throws {
-        try bytes.withUnsafeBytes { try write($0, at: offset) }
+    /// Rewrites `bytes` at `offset`; see `patch(_:at:)`.
+    public func patch(_ bytes: [UInt8], at offset: Int64) throws {
+        try bytes.withUnsafeBytes { try patch($0, at: offset) }
     }
+
+    /// The name of `patch(_:at:)` before 1.1: it reads as an append, which it is not.
+    @available(*, deprecated, renamed: "patch(_:at:)")
+    public func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws { try patch(bytes, at: offset) }
+
+    @available(*, deprecated, renamed: "patch(_:at:)")
+    public func write(_ bytes: [UInt8], at offset: Int64) throws { try patch(bytes, at: offset) }
 
     /// Processes finished writes without waiting: publishes progress to other processes and
     /// starts a due durability commit. `append` does this too; call `poll` at least every

@@ -138,14 +138,22 @@ final class CaptureGranter: @unchecked Sendable {
             grantLock.lock()
             var added: Int64 = 0
             var error: ProVideoError?
+            var full = false, busy = false
             do { added = try grants.grant(bytes, to: data, granted: from, sharing: !needing) } catch let failed as ProVideoError {
-                // The reserve lock stayed busy: try again later; anything else fails the grants.
-                if failed.code != .busy { error = failed }
+                // The reserve lock stayed busy: try again later. A filesystem too full for the
+                // grant even after the reserve gave its bytes up is an empty reserve to the
+                // capture (it ends `storageFull`, keeping what it has); anything else fails
+                // the grants.
+                switch failed.code {
+                case .busy: busy = true
+                case .notEnoughSpace: full = true
+                default: error = failed
+                }
             } catch {}
             // The state changes before `grantLock` is released: `stop()` returns the final size.
             condition.lock()
             state.granted += added
-            state.reserveEmpty = added == 0 && error == nil
+            state.reserveEmpty = (added == 0 && error == nil && !busy) || full
             emptyAt = state.reserveEmpty ? MonotonicTime.now() : nil
             if let error { state.failure = error }
             answered = ask

@@ -376,7 +376,7 @@ extension Pool {
     /// `directory`/`<id>.salvaged` (a journal is written for it first), as their owner.
     /// - Returns: the recordings salvaged.
     /// - Throws: `.invalidDestination` when `directory` cannot take them; what a salvage throws.
-    public func salvageWithoutJournal(into directory: String) throws -> [SalvagedRecording] {
+    package func salvageWithoutJournal(into directory: String) throws -> [SalvagedRecording] {
         try lock.withMutation {
             var recordings: [SalvagedRecording] = []
             for files in try captureFiles() where !CaptureClaim.isAlive(files) && (try? CaptureJournal.load(files.journal)) == nil
@@ -397,7 +397,7 @@ extension Pool {
     /// The captures whose recorder died, not yet salvaged (`provideo recover` salvages them),
     /// by id.
     /// - Throws: `.ioError` when `captures/` cannot be listed.
-    public func deadCaptures() throws -> [String] {
+    package func deadCaptures() throws -> [String] {
         try captureFiles().filter { !CaptureClaim.isAlive($0) }.map(\.id)
     }
 

@@ -1,7 +1,7 @@
 /// Bit rates as codecs and links are quoted: SI units of bits per second ("880 Mbit/s",
 /// "2.64 Gbit/s"), three significant digits.
-public enum BitRateFormat {
-    public static func human(_ bitsPerSecond: Int64) -> String {
+package enum BitRateFormat {
+    package static func human(_ bitsPerSecond: Int64) -> String {
         let units = ["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"]
         var value = Double(bitsPerSecond)
         var unit = 0

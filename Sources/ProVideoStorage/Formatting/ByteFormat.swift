@@ -1,9 +1,9 @@
 import Foundation
 
 /// Human-readable byte counts in powers of 1024, as `df -h` and `ls -lh` print them.
-public enum ByteFormat {
+package enum ByteFormat {
     /// One decimal: "64.0 MiB".
-    public static func human(_ bytes: Int64) -> String {
+    package static func human(_ bytes: Int64) -> String {
         let (value, unit) = scaled(bytes, below: 1024)
         if unit == 0 { return "\(bytes) B" }
         return "\((value * 10).rounded() / 10) \(units[unit])"
@@ -11,7 +11,7 @@ public enum ByteFormat {
 
     /// Three significant digits: "2.98 GiB", "29.8 GiB", "298 GiB", so a recording visibly
     /// moves the figure where `human` would stay at "3.0 GiB".
-    public static func significant(_ bytes: Int64) -> String {
+    package static func significant(_ bytes: Int64) -> String {
         // 999.5 would print as "1000": move to the next unit before rounding gets there.
         let (value, unit) = scaled(bytes, below: 999.5)
         if unit == 0 { return "\(bytes) B" }

@@ -1,20 +1,20 @@
 /// The data rates of the formats recorder users quote, so "how long can I record" can be asked
 /// by codec name (`provideo status --codec prores-422-hq-2160p30`). Rates are the codecs'
 /// published targets; a real stream varies around them (ProRes is variable bitrate).
-public struct CodecRate: Codable, Sendable, Equatable {
+package struct CodecRate: Codable, Sendable, Equatable {
     /// Lower case, e.g. "prores-422-hq-2160p30", "dnxhr-hq-1080p25".
-    public var name: String
+    package var name: String
     /// Bits per second.
-    public var bitrate: Int64
+    package var bitrate: Int64
 }
 
-public enum CodecTable {
+package enum CodecTable {
     /// Every format, ProRes then DNxHR, each at 1080p and 2160p (UHD, 3840×2160) and at 24,
     /// 25, 30, 50 and 60 frames per second.
-    public static let all: [CodecRate] = proRes + dnxhr
+    package static let all: [CodecRate] = proRes + dnxhr
 
     /// The rate of the format named `name` (case-insensitive), nil when unknown.
-    public static func rate(named name: String) -> CodecRate? {
+    package static func rate(named name: String) -> CodecRate? {
         let wanted = name.lowercased()
         return all.first { $0.name == wanted }
     }

@@ -1,15 +1,15 @@
 /// A fixed-size log-linear histogram of durations in nanoseconds: 8 sub-buckets per power of
 /// two, so a percentile is reported within 12.5 % of the true value. All memory is allocated
 /// at creation; `record` never allocates (it runs on the capture's append path).
-public struct LatencyHistogram: Sendable {
+package struct LatencyHistogram: Sendable {
     private static let subBuckets = 8
     private var counts = [UInt64](repeating: 0, count: 64 * 8)
-    public private(set) var count: UInt64 = 0
-    public private(set) var maximum: UInt64 = 0
+    package private(set) var count: UInt64 = 0
+    package private(set) var maximum: UInt64 = 0
     /// All samples added together, in nanoseconds.
-    public private(set) var sum: UInt64 = 0
+    package private(set) var sum: UInt64 = 0
 
-    public init() {}
+    package init() {}
 
     private static func index(_ value: UInt64) -> Int {
         if value < UInt64(subBuckets) { return Int(value) }
@@ -26,7 +26,7 @@ public struct LatencyHistogram: Sendable {
         return ((UInt64(subBuckets) + mantissa + 1) << UInt64(exponent - 3)) - 1
     }
 
-    public mutating func record(_ nanoseconds: UInt64) {
+    package mutating func record(_ nanoseconds: UInt64) {
         counts[Self.index(nanoseconds)] += 1
         count += 1
         sum &+= nanoseconds
@@ -34,7 +34,7 @@ public struct LatencyHistogram: Sendable {
     }
 
     /// Adds every sample of `other` (e.g. to combine streams or repeats).
-    public mutating func merge(_ other: LatencyHistogram) {
+    package mutating func merge(_ other: LatencyHistogram) {
         for index in counts.indices { counts[index] += other.counts[index] }
         count += other.count
         sum &+= other.sum
@@ -42,7 +42,7 @@ public struct LatencyHistogram: Sendable {
     }
 
     /// The value at quantile `q` (0…1), in nanoseconds; 0 when empty. Never above `maximum`.
-    public func percentile(_ q: Double) -> UInt64 {
+    package func percentile(_ q: Double) -> UInt64 {
         guard count > 0 else { return 0 }
         let rank = max(UInt64((q * Double(count)).rounded(.up)), 1)
         var seen: UInt64 = 0
@@ -73,19 +73,19 @@ public struct LatencyHistogram: Sendable {
         for _ in next..<bounds.count { body(total) }
     }
 
-    public var summary: LatencySummary {
+    package var summary: LatencySummary {
         LatencySummary(p50: percentile(0.5), p99: percentile(0.99), p999: percentile(0.999), max: maximum)
     }
 }
 
 /// Latency percentiles in nanoseconds.
-public struct LatencySummary: Codable, Sendable, Equatable {
-    public var p50: UInt64
-    public var p99: UInt64
-    public var p999: UInt64
-    public var max: UInt64
+package struct LatencySummary: Codable, Sendable, Equatable {
+    package var p50: UInt64
+    package var p99: UInt64
+    package var p999: UInt64
+    package var max: UInt64
 
-    public init(p50: UInt64, p99: UInt64, p999: UInt64, max: UInt64) {
+    package init(p50: UInt64, p99: UInt64, p999: UInt64, max: UInt64) {
         self.p50 = p50
         self.p99 = p99
         self.p999 = p999

@@ -3,21 +3,21 @@
 /// `status`, `status --watch` and `provideo metrics` show for each capture. Little-endian
 /// 64-bit words after the length, in the order of the fields; a block written by an older
 /// version holds zeros there.
-public struct CaptureCounters: Codable, Sendable, Equatable {
+package struct CaptureCounters: Codable, Sendable, Equatable {
     /// Appends that found every buffer in flight (the disk behind the stream).
-    public var overruns: Int64
+    package var overruns: Int64
     /// Appends refused by the overrun policy (frames the recorder dropped).
-    public var overrunFailures: Int64
+    package var overrunFailures: Int64
     /// Short write completions written again from where they stopped.
-    public var shortWritesRetried: Int64
+    package var shortWritesRetried: Int64
     /// Capture buffers handed to the disk and not yet landed.
-    public var buffersInFlight: Int64
+    package var buffersInFlight: Int64
     /// Durability commits completed.
-    public var commits: Int64
+    package var commits: Int64
     /// Time `append` held the recorder's thread, in nanoseconds.
-    public var appendLatency: LatencyBuckets
+    package var appendLatency: LatencyBuckets
     /// Time from a buffer's submission to its write's completion, in nanoseconds.
-    public var completionLatency: LatencyBuckets
+    package var completionLatency: LatencyBuckets
 
     static let firstWord = 1
     static let words = 5 + 2 * LatencyBuckets.words
@@ -61,22 +61,22 @@ public struct CaptureCounters: Codable, Sendable, Equatable {
 
 /// A latency histogram as Prometheus exports one: how many samples took at most each bound
 /// (cumulative), the number of samples, their sum and the longest, in nanoseconds.
-public struct LatencyBuckets: Codable, Sendable, Equatable {
+package struct LatencyBuckets: Codable, Sendable, Equatable {
     /// The bounds, in nanoseconds: 100 µs to 2.5 s, the span between an append that copies a
     /// frame and a disk stall that outlasts the buffers.
-    public static let boundsNanoseconds: [Int64] = [
+    package static let boundsNanoseconds: [Int64] = [
         100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000, 25_000_000, 50_000_000,
         100_000_000, 250_000_000, 500_000_000, 1_000_000_000, 2_500_000_000,
     ]
     static let words = boundsNanoseconds.count + 3
     /// No samples.
-    public static let empty = LatencyBuckets(values: Array(repeating: 0, count: words))
+    package static let empty = LatencyBuckets(values: Array(repeating: 0, count: words))
 
     /// Samples at most each bound of `boundsNanoseconds`, cumulative.
-    public var cumulativeCounts: [Int64]
-    public var count: Int64
-    public var sumNanoseconds: Int64
-    public var maximumNanoseconds: Int64
+    package var cumulativeCounts: [Int64]
+    package var count: Int64
+    package var sumNanoseconds: Int64
+    package var maximumNanoseconds: Int64
 
     init(values: [Int64]) {
         let bounds = Self.boundsNanoseconds.count

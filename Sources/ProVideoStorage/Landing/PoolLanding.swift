@@ -3,15 +3,15 @@ import Glibc
 import Synchronization
 
 /// What one landing attempt did.
-public struct LandingResult: Codable, Sendable, Equatable {
+package struct LandingResult: Codable, Sendable, Equatable {
     /// The recording in the pool.
-    public var path: String
-    public var destination: String
-    public var length: Int64
+    package var path: String
+    package var destination: String
+    package var length: Int64
     /// true when it was published at its destination and deleted from the pool.
-    public var landed: Bool
+    package var landed: Bool
     /// Why it did not land (it stays in the pool and is retried after a back-off).
-    public var error: String?
+    package var error: String?
 }
 
 /// Landing: recordings whose destination is on another filesystem, kept durable in the pool at
@@ -47,7 +47,7 @@ extension Pool {
     ///     at the next landing).
     /// - Returns: one result per recording tried; a recording another process is landing is
     ///   skipped.
-    public func landPending(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
+    package func landPending(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
                             shouldStop: @escaping @Sendable () -> Bool = { false }) throws -> [LandingResult] {
         let now = Date().timeIntervalSince1970
         let due = try landingRecordings().filter {
@@ -90,7 +90,7 @@ extension Pool {
         }
         finished.wait()
         let done = results.withLock { $0 }
-        if done.contains(where: \.landed) { _ = try? replenishCapacity() }
+        if done.contains(where: \.landed) { _ = try? replenish() }
         return done
     }
 

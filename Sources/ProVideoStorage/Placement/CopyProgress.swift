@@ -3,8 +3,8 @@ import Synchronization
 /// Progress of the copies this process makes to another filesystem (a recording whose
 /// destination a rename cannot reach), for a command-line progress line. One observer per
 /// process; the library calls it from the copying thread.
-public enum CopyProgress {
-    public enum Step: Sendable {
+package enum CopyProgress {
+    package enum Step: Sendable {
         /// Bytes copied to the destination's filesystem.
         case copying
         /// Bytes read back for the SHA-256 comparison: the recording, then the copy.
@@ -12,12 +12,12 @@ public enum CopyProgress {
     }
 
     /// Called with the step, bytes done and bytes in the step.
-    public typealias Observer = @Sendable (_ step: Step, _ done: Int64, _ total: Int64) -> Void
+    package typealias Observer = @Sendable (_ step: Step, _ done: Int64, _ total: Int64) -> Void
 
     private static let observer = Mutex<Observer?>(nil)
 
     /// Sets (or with nil, removes) the observer.
-    public static func observe(_ newObserver: Observer?) {
+    package static func observe(_ newObserver: Observer?) {
         observer.withLock { $0 = newObserver }
     }
 

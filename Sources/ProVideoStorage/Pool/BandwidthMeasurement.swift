@@ -16,7 +16,7 @@ extension Pool {
     /// - Returns: bits per second.
     /// - Throws: `.busy` (captures run, or a resize or replenish); `.notEnoughSpace` when the
     ///   reserve is smaller than one write; `.ioError`.
-    public func measureBandwidth(nanoseconds: UInt64 = 1_000_000_000) throws -> Int64 {
+    package func measureBandwidth(nanoseconds: UInt64 = 1_000_000_000) throws -> Int64 {
         try whileBusy(.adjustingCapacity, action: "measure the pool's bandwidth") {
             let writeSize = 4 << 20, inFlight = 4
             let span = try reserve(layout.reserve).size() / Int64(writeSize) * Int64(writeSize)
@@ -78,7 +78,7 @@ extension Pool {
     /// Sets the bandwidth captures are admitted against, in bits per second; nil removes it
     /// (every capture is admitted). Captures already running are not affected.
     /// - Throws: `.invalidArgument` for a bandwidth ≤ 0; `.busy` while a resize runs.
-    public func setBandwidth(_ bitsPerSecond: Int64?) throws {
+    package func setBandwidth(_ bitsPerSecond: Int64?) throws {
         if let bitsPerSecond, bitsPerSecond < 1 {
             throw ProVideoError(.invalidArgument, "the bandwidth must be more than 0 bit/s, not \(bitsPerSecond)")
         }

@@ -19,3 +19,17 @@ public struct BusyReasons: OptionSet, Sendable, Hashable, CustomStringConvertibl
 
     public var description: String { names.isEmpty ? "idle" : names.joined(separator: ", ") }
 }
+
+/// Coded as the reasons' names (`["capturing"]`), the shape `provideo status --json` has
+/// always printed; names this version does not know are ignored when decoding.
+extension BusyReasons: Codable {
+    public init(from decoder: any Decoder) throws {
+        let names = try decoder.singleValueContainer().decode([String].self)
+        self = BusyReasons(Self.all.filter { names.contains($0.1) }.map(\.0))
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(names)
+    }
+}

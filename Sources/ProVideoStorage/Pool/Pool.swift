@@ -62,7 +62,7 @@ public final class Pool: @unchecked Sendable {
     public static let defaultPath = "/var/lib/provideo"
 
     /// The pool path to use: `explicit`, else `PROVIDEO_POOL`, else `defaultPath`.
-    public static func resolvePath(_ explicit: String?,
+    package static func resolvePath(_ explicit: String?,
                                    environment: [String: String] = ProcessInfo.processInfo.environment) -> String {
         FileSystem.absolute(explicit ?? environment["PROVIDEO_POOL"].flatMap { $0.isEmpty ? nil : $0 } ?? defaultPath)
     }
@@ -299,7 +299,7 @@ public final class Pool: @unchecked Sendable {
     /// Anything else in the directory is left alone.
     /// - Returns: false when `path` holds no such remains (then it is not a pool at all).
     /// - Throws: `.ioError` when a remain cannot be removed.
-    public static func removeRemains(at path: String) throws -> Bool {
+    package static func removeRemains(at path: String) throws -> Bool {
         let layout = PoolLayout(directory: resolvePath(path))
         guard !FileSystem.exists(layout.configuration), FileSystem.exists(layout.lock) else { return false }
         for file in [layout.lock, layout.configuration + ".tmp", layout.reserve, layout.newReserve, layout.spare] {
@@ -320,7 +320,7 @@ public final class Pool: @unchecked Sendable {
     }
 
     /// The alignment of every direct write into the pool, in bytes.
-    public var directIOAlignment: DirectIOAlignment { configuration.storage.directIOAlignment }
+    package var directIOAlignment: DirectIOAlignment { configuration.storage.directIOAlignment }
 
     /// How many captures may run at once (`create(maxCaptures:)`); nil: no limit.
     public var maxCaptures: Int? { (try? PoolConfiguration.load(layout.configuration))?.captureLimit ?? configuration.captureLimit }
@@ -381,7 +381,7 @@ public final class Pool: @unchecked Sendable {
         let landing = try landings()
         return PoolStatus(
             path: path, initialCapacity: current.initialCapacity, remainingCapacity: remaining,
-            busyReasons: try busyReasons.names, filesystem: storage.filesystem,
+            busyReasons: try busyReasons, filesystem: storage.filesystem,
             directIOAlignment: storage.directIOAlignment, device: storage.device,
             reservedBytesOnDisk: allocated, zeroFilled: current.zeroFilled,
             engine: captures.first.flatMap { $0.engine.isEmpty ? nil : $0.engine } ?? WriteEngineFactory.availableEngineName(),
@@ -444,7 +444,7 @@ public final class Pool: @unchecked Sendable {
     /// - Throws: `.notEnoughSpace` when it could add nothing; `.busy` (a resize or another
     ///   replenish is running).
     @discardableResult
-    public func replenishCapacity() throws -> ReplenishResult {
+    public func replenish() throws -> ReplenishResult {
         try whileBusy(.replenishing, action: "replenish the pool", besideCaptures: true) {
             let (added, missing) = try lock.withReserve {
                 let reserve = reserve(layout.reserve)
@@ -560,7 +560,7 @@ public struct DiscardedCapture: Codable, Sendable, Equatable {
     public var bytesWritten: Int64
 }
 
-/// The outcome of `Pool.replenishCapacity()`, in bytes.
+/// The outcome of `Pool.replenish()`, in bytes.
 public struct ReplenishResult: Codable, Sendable, Equatable {
     /// Bytes added to the reserve.
     public var added: Int64

@@ -30,7 +30,7 @@ public struct PoolListing: Codable, Sendable {
 extension Pool {
     /// Moves a recording the pool holds (see `listing()`) to `destination`, or to the
     /// destination it was meant for: a rename on the pool's filesystem, else a verified copy
-    /// (see `RecordingCopy`) after which the pool's file is deleted. Run `replenishCapacity()`
+    /// (see `RecordingCopy`) after which the pool's file is deleted. Run `replenish()`
     /// afterwards to turn the freed space back into reserve. A take waiting to land
     /// (`landing`) is moved only while no `provideo land` transfers it, and a partial copy an
     /// earlier transfer or move left is removed.
@@ -244,7 +244,7 @@ extension Pool {
     /// - each running capture's file is fully allocated up to what it was granted;
     /// - no capture is left without a live owner (it would be salvaged by `open`);
     /// - the reserve's size is a whole number of allocation units.
-    public func check() throws -> [String] {
+    package func check() throws -> [String] {
         var problems: [String] = []
         let reserveFile = reserve(layout.reserve)
         let size = try reserveFile.size()

@@ -19,17 +19,17 @@ public struct PoolStatus: Codable, Sendable, Equatable {
         public var admittedOverBandwidth: Bool
         /// Its overruns, retried short writes, buffers in flight, commits and latencies, as it
         /// last published them (`CaptureCounters`); nil before its first publication.
-        public var counters: CaptureCounters?
+        package var counters: CaptureCounters?
     }
 
     public var path: String
     public var initialCapacity: Int64
     public var remainingCapacity: Int64
-    /// Names of the busy reasons: "capturing", "replenishing", "adjustingCapacity".
-    public var busyReasons: [String]
+    /// What the pool was doing, as `Pool.busyReasons` (in JSON, the reasons' names).
+    public var busyReasons: BusyReasons
     public var filesystem: String
-    public var directIOAlignment: DirectIOAlignment
-    public var device: DeviceTopology
+    package var directIOAlignment: DirectIOAlignment
+    package var device: DeviceTopology
     /// What the filesystem really allocated for the pool's reserve and the running capture
     /// (`st_blocks` × 512).
     public var reservedBytesOnDisk: Int64

@@ -1,10 +1,10 @@
 /// Remaining capacity as recording time: how long a stream of a given bitrate can still be
 /// recorded into the pool (beyond Apple's API, which reports bytes only).
-public enum RecordingTime {
+package enum RecordingTime {
     /// Seconds that `bytes` hold at `bitrate` bits per second; nil (unknown) for a bitrate
     /// ≤ 0, never negative. Computed in floating point, so 2 TiB at 12 Gbit/s (and any
     /// `Int64`) cannot overflow.
-    public static func seconds(bytes: Int64, atBitrate bitrate: Int64) -> Double? {
+    package static func seconds(bytes: Int64, atBitrate bitrate: Int64) -> Double? {
         guard bitrate > 0 else { return nil }
         return Double(max(bytes, 0)) * 8 / Double(bitrate)
     }

@@ -3,29 +3,29 @@ import Foundation
 import Glibc
 
 /// Alignment that `O_DIRECT` requires, in bytes.
-public struct DirectIOAlignment: Codable, Sendable, Equatable {
+package struct DirectIOAlignment: Codable, Sendable, Equatable {
     /// Alignment of the memory buffer address and length.
-    public var memory: Int
+    package var memory: Int
     /// Alignment of the file offset and length.
-    public var offset: Int
+    package var offset: Int
 
-    public init(memory: Int, offset: Int) {
+    package init(memory: Int, offset: Int) {
         self.memory = memory
         self.offset = offset
     }
 
     /// The alignment every write of the pool uses: the larger of the two.
-    public var io: Int { max(memory, offset) }
+    package var io: Int { max(memory, offset) }
 }
 
 /// The block device under a filesystem, as libblkid reports it (`blkid_probe_get_topology`).
 /// All sizes in bytes; 0 where the filesystem has no single block device (tmpfs, overlayfs).
-public struct DeviceTopology: Codable, Sendable, Equatable {
-    public var path: String?
-    public var logicalSectorSize: Int
-    public var physicalSectorSize: Int
-    public var minimumIOSize: Int
-    public var optimalIOSize: Int
+package struct DeviceTopology: Codable, Sendable, Equatable {
+    package var path: String?
+    package var logicalSectorSize: Int
+    package var physicalSectorSize: Int
+    package var minimumIOSize: Int
+    package var optimalIOSize: Int
 
     /// The queue limits in /sys/dev/block/MAJ:MIN/queue (a partition's are its disk's), from the
     /// device number of `devicePath`.
@@ -41,25 +41,25 @@ public struct DeviceTopology: Codable, Sendable, Equatable {
                               optimalIOSize: value("optimal_io_size") ?? 0)
     }
 
-    public static let unknown = DeviceTopology(path: nil, logicalSectorSize: 0, physicalSectorSize: 0,
+    package static let unknown = DeviceTopology(path: nil, logicalSectorSize: 0, physicalSectorSize: 0,
                                                minimumIOSize: 0, optimalIOSize: 0)
 }
 
 /// What the kernel reports about the filesystem holding a directory.
-public struct StorageFacts: Codable, Sendable, Equatable {
+package struct StorageFacts: Codable, Sendable, Equatable {
     /// The filesystem type as /proc/self/mountinfo names it ("ext4", "xfs", "btrfs", …).
-    public var filesystem: String
+    package var filesystem: String
     /// statfs(2) `f_type`.
-    public var filesystemMagic: Int64
+    package var filesystemMagic: Int64
     /// The filesystem's preferred block size (`stx_blksize`).
-    public var blockSize: Int
+    package var blockSize: Int
     /// What `statx(STATX_DIOALIGN)` reported; `nil` where the filesystem leaves it clear
     /// (btrfs and tmpfs on Linux 6.18).
-    public var reportedAlignment: DirectIOAlignment?
+    package var reportedAlignment: DirectIOAlignment?
     /// The alignment the pool uses: the reported one, else the device's logical sector size
     /// and the filesystem block size, whichever is larger (never a constant).
-    public var directIOAlignment: DirectIOAlignment
-    public var device: DeviceTopology
+    package var directIOAlignment: DirectIOAlignment
+    package var device: DeviceTopology
 
     /// tmpfs and ramfs (statfs(2) magic numbers from linux/magic.h) hold files in the page cache.
     static let memoryFilesystems: [Int64: String] = [0x0102_1994: "tmpfs", 0x8584_58f6: "ramfs"]
@@ -70,7 +70,7 @@ public struct StorageFacts: Codable, Sendable, Equatable {
     /// Reads the facts for `path`, a directory (where a pool lives) or a regular file.
     /// ext4 and XFS report `STATX_DIOALIGN` for regular files only, so for a directory the
     /// alignment is read from a scratch file created (and removed) in it when it is writable.
-    public static func read(_ path: String) throws -> StorageFacts {
+    package static func read(_ path: String) throws -> StorageFacts {
         let facts = try FileSystem.facts(path)
         let magic = try FileSystem.space(path).type
         let mount = MountInfo.find(mountID: facts.mount_id) ?? MountInfo.find(major: facts.dev_major, minor: facts.dev_minor)
@@ -110,7 +110,7 @@ public struct StorageFacts: Codable, Sendable, Equatable {
     }
 
     /// Free bytes on the filesystem holding `path` for unprivileged users (statfs `f_bavail`).
-    public static func availableBytes(_ path: String) throws -> Int64 {
+    package static func availableBytes(_ path: String) throws -> Int64 {
         try FileSystem.space(path).available
     }
 }
