@@ -65,42 +65,4 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     func save(_ path: String, _ calls: SystemCalls, access: PoolAccess) throws {
         try DurableFile.replace(path, with: Array(try JSONEncoder().encode(self)), calls, access: access)
     }
-
-    /// Reads an 8-byte little-endian counter (`progress`), 0 if the file is missing, short, or
-    /// holds a count no pool could reach (above `Pool.maximumCapacity`): it is read from disk, so
-    /// it is range-checked before any arithmetic uses it.
-    static func readCounter(_ path: String) -> Int64 {
-        guard let bytes = try? FileSystem.readSmallFile(path), bytes.count >= 8 else { return 0 }
-        let count = word(bytes, at: 0)
-        return count <= UInt64(Pool.maximumCapacity) ? Int64(count) : 0
-    }
-
-    private static func word(_ bytes: [UInt8], at start: Int) -> UInt64 {
-        (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[start + $1]) << (8 * $1) }
-    }
-
-    /// Offsets of the two commit records: separate sectors, so one torn write spoils one only.
-    static let commitSlots: [Int64] = [0, 512]
-
-    /// Reads the committed length from `commit`: the larger of the two records whose check word
-    /// matches (the committed length only grows), 0 when there is none. A length past
-    /// `Int64.max` reads as `Int64.max`: a salvage keeps no more than `data` holds, and says so.
-    package static func readCommitted(_ path: String) -> Int64 {
-        guard let bytes = try? FileSystem.readSmallFile(path) else { return 0 }
-        return commitSlots.map { Int($0) }.filter { $0 + 16 <= bytes.count }.map { start -> Int64 in
-            let length = word(bytes, at: start)
-            return word(bytes, at: start + 8) == length ^ commitCheck ? Int64(clamping: length) : 0
-        }.max() ?? 0
-    }
-
-    /// Bytes of one commit record: the length, then the length XOR `commitCheck`.
-    static let commitRecordLength = 16
-
-    static let commitCheck: UInt64 = 0x5052_4F56_4944_454F
-
-    /// The 16-byte commit record for `length`.
-    static func commitRecord(_ length: Int64, into bytes: UnsafeMutableRawBufferPointer) {
-        bytes.storeBytes(of: UInt64(bitPattern: length).littleEndian, toByteOffset: 0, as: UInt64.self)
-        bytes.storeBytes(of: (UInt64(bitPattern: length) ^ commitCheck).littleEndian, toByteOffset: 8, as: UInt64.self)
-    }
 }

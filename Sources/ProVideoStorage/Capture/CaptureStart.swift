@@ -1,0 +1,175 @@
+import Foundation
+import Glibc
+
+/// Starting a capture in its own `captures/<id>/` (`CaptureFiles`); completing, discarding and
+/// salvaging are in Recovery/. Each step is ordered so that a process killed at any point leaves
+/// a state the next `Pool.open` finishes the same way, for that capture alone:
+///
+/// 1. start (under the mutation lock): admission, then the capture's files and its journal
+///    written durably, then its first grant from the reserve (`ReserveGrants`). A granter
+///    thread keeps granting ahead of the write head while it records.
+/// 2. finish: data flushed and its length committed, then the unused grant given back to the
+///    reserve (all but `completionRoom`, freed for the journal's rewrite), then the recording
+///    placed (renamed to the destination, or copied there and verified, or kept in
+///    `recordings/`), then the journal records `placedAt` and what is `owed`, then a copied
+///    file is given back and removed, then the capture's files are removed (the journal
+///    last), then what is owed is paid to the reserve.
+/// A killed capture is salvaged the same way from its last committed length.
+extension Pool {
+    /// Starts a capture that will move its recording to `destination`. Several captures, from
+    /// one process or many, may run in one pool at once (up to the pool's `maxCaptures`), each
+    /// admitted against the pool's bandwidth.
+    /// - Throws: `.busy` (a resize is running, or the pool's `maxCaptures` captures are);
+    ///   `.bandwidthExceeded` when the running captures' bitrates and this one's exceed the
+    ///   admissible bandwidth (unless `options.admitOverBandwidth`); `.notEnoughSpace` when the
+    ///   remaining capacity is 0 or the filesystem has no room or inode for the capture's own
+    ///   files; `.invalidDestination` when the destination's directory does not exist, is not a
+    ///   directory or is not writable, or the destination is inside the pool;
+    ///   `.destinationExists`.
+    public func startCapture(to destination: String, options: CaptureOptions = CaptureOptions()) throws -> Capture {
+        let destination = try resolveDestination(destination)
+        let claim = try CaptureClaim(poolLockPath: layout.lock, access: access)
+        let files = layout.capture(Self.newCaptureID())
+        var journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
+                                     bitrate: options.bitrate, engine: "", phase: .starting,
+                                     startedAt: Date().timeIntervalSince1970, pid: ProcessIdentity.pid)
+        journal.landInBackground = try options.landing.landsInBackground(destination, poolDirectory: path)
+        let reserveFile = reserve(layout.reserve)
+        let step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
+        var granted: Int64 = 0
+        try lock.withMutation {
+            let busy = try lock.heldByOthers()
+            guard !busy.contains(.adjustingCapacity), try claim.holdCapturing() else {
+                throw busyError(busy.subtracting(.replenishing), action: "start a capture")
+            }
+            do {
+                try salvageDeadCaptures()
+                configuration = try PoolConfiguration.load(layout.configuration)
+                let running = try runningCaptures()
+                try refuseTakenDestination(destination, running: running)
+                try admit(options, running: running, journal: &journal)
+                guard try reserveFile.size() > 0 else {
+                    throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
+                                        + (running.isEmpty ? "" : " (\(running.count) running capture(s) hold it)")
+                                        + "; run `provideo replenish` or `provideo resize`" + landingHint(), path: path)
+                }
+                try createCaptureFiles(files, journal, claim: claim)
+                CrashPoint.hit("capture.journaled")
+                let data = try FileDescriptor.open(files.data, O_RDWR)
+                granted = try ReserveGrants(reserve: reserveFile, lock: lock).grant(step, to: data, granted: 0, sharing: true)
+                guard granted > 0 else {
+                    throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity: the running captures "
+                                        + "hold it; run `provideo replenish` or `provideo resize`", path: path)
+                }
+                try FileSystem.syncDirectory(files.directory, calls)
+                try FileSystem.syncDirectory(layout.captures, calls)
+            } catch {
+                if FileSystem.exists(files.directory) { try? discardCapture(files) }
+                claim.release()
+                throw error
+            }
+        }
+        var granter: CaptureGranter?
+        do {
+            let data = try FileDescriptor.open(files.data, O_RDWR, direct: true)
+            let started = CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
+                                         data: try FileDescriptor.open(files.data, O_RDWR), granted: granted, step: step)
+            granter = started
+            let capture = try Capture(pool: self, files: files, journal: journal, claim: claim, data: data,
+                                      granter: started, options: options)
+            journal.engine = capture.statistics.engine
+            journal.phase = .recording
+            try journal.save(files.journal, calls, access: access)
+            return capture
+        } catch {
+            // A capture that never came to be has no deinit to stop its granter's thread.
+            _ = granter?.stop()
+            try? discardCapture(files)
+            claim.release()
+            throw error
+        }
+    }
+
+    /// Creates every file a capture needs, so that a filesystem out of inodes or space refuses
+    /// the capture here, with the reserve whole and nothing left behind: `captures/<id>/`,
+    /// `progress` and `commit` with their blocks allocated (their first writes then need none),
+    /// the empty `data` (NOCOW on btrfs before its first block), and the journal: 5 inodes,
+    /// with one more left for the later steps (a journal rewrite). The rewrites' blocks come
+    /// from the pool's spare when the filesystem is full. Locks the capture for `claim`.
+    private func createCaptureFiles(_ files: CaptureFiles, _ journal: CaptureJournal, claim: CaptureClaim) throws {
+        let stepsAfterStart: Int64 = 1
+        do {
+            try access.makeDirectory(layout.captures)
+            try access.makeDirectory(files.directory, keepingOwner: true)
+            let commitBytes = Int64(CaptureJournal.commitSlots.last! + 512)
+            for (file, bytes) in [(files.progress, Int64(directIOAlignment.io)), (files.commit, commitBytes)] {
+                let fd = try access.openCreating(file, O_RDWR)
+                let rc = calls.fallocate(fd.rawValue, false, 0, bytes)
+                if rc < 0 { throw ProVideoError.system("fallocate", errno: -rc, path: file) }
+            }
+            try claim.holdCapture(files)
+            _ = try reserve(files.data).open(create: true, nocow: configuration.storage.isBtrfs, recorders: true)
+            try journal.save(files.journal, calls, access: access)
+            guard try FileSystem.freeInodes(path) >= stepsAfterStart else { throw ProVideoError(.notEnoughSpace, "", errno: ENOSPC) }
+        } catch {
+            removeFiles(of: files)
+            guard let failure = error as? ProVideoError, failure.code == .notEnoughSpace else { throw error }
+            let outOfInodes = (try? FileSystem.freeInodes(path)).map { $0 < stepsAfterStart + 5 } ?? false
+            var refusal = failure
+            refusal.message = outOfInodes
+                ? "the filesystem of \(path) has too few free inodes for a capture's own files (it needs 6; "
+                    + "`df -i` shows them); delete some files there and try again: nothing was recorded"
+                : "the filesystem of \(path) has no room for a capture's own files (\(failure.message)); free some "
+                    + "space there and try again: nothing was recorded"
+            throw refusal
+        }
+    }
+
+    private static func newCaptureID() -> String {
+        String(UInt64(Date().timeIntervalSince1970 * 1000), radix: 36) + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
+    }
+
+    /// The destination with its directory resolved (symbolic links, `..`), so the checks made
+    /// now hold at finish even if a link in the path changes.
+    /// - Throws: `.invalidDestination`, `.destinationExists`.
+    func resolveDestination(_ destination: String) throws -> String {
+        // "" would resolve to the current directory, refused as existing: say what is wrong.
+        guard !destination.isEmpty else {
+            throw ProVideoError(.invalidDestination, "the destination path is empty; give a file name", path: destination)
+        }
+        let absolute = FileSystem.absolute(destination)
+        let name = FileSystem.lastComponent(of: absolute)
+        guard !destination.hasSuffix("/"), !name.isEmpty else {
+            throw ProVideoError(.invalidDestination, "\(destination) names a directory; give a file name", path: destination)
+        }
+        let directory = FileSystem.parent(of: absolute)
+        guard let real = FileSystem.realPath(directory) else {
+            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
+                                + "first", path: destination)
+        }
+        let resolved = real + "/" + name
+        try checkDestination(resolved.hasPrefix("//") ? String(resolved.dropFirst()) : resolved)
+        return resolved.hasPrefix("//") ? String(resolved.dropFirst()) : resolved
+    }
+
+    private func checkDestination(_ destination: String) throws {
+        let directory = FileSystem.parent(of: destination)
+        guard FileSystem.isDirectory(directory) else {
+            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
+                                + "before starting the capture", path: destination)
+        }
+        guard FileSystem.isWritable(directory) else {
+            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) is not writable",
+                                path: destination)
+        }
+        if FileSystem.existsWithoutFollowing(destination) {
+            throw ProVideoError(.destinationExists, "\(destination) already exists; it is never overwritten: choose "
+                                + "another name", path: destination)
+        }
+        let poolDirectory = FileSystem.realPath(path) ?? path
+        if destination.hasPrefix(poolDirectory + "/") || destination.hasPrefix(path + "/") {
+            throw ProVideoError(.invalidDestination, "\(destination) is inside the pool directory; choose a destination "
+                                + "outside \(path)", path: destination)
+        }
+    }
+}

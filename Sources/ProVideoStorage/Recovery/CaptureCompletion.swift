@@ -1,0 +1,126 @@
+import Foundation
+import Glibc
+
+/// Completing and discarding a capture: its recording placed (or discarded), its unused space
+/// back to the reserve, its files removed, each step recorded in its journal first (see
+/// Capture/CaptureStart.swift for the whole order).
+extension Pool {
+    /// Places the recording (its `length` bytes flushed in `files.data`), gives the capture's
+    /// unused space back to the reserve and removes the capture's files. Throws the placement's
+    /// problem after cleaning up. Call with the capture's granter stopped (or its owner dead).
+    func completeCapture(_ files: CaptureFiles, journal: CaptureJournal, length: Int64,
+                         whenTaken: TakenDestination = .keepInPool) throws -> Placement {
+        var journal = journal
+        var placement: Placement
+        if journal.discarded == true || journal.placedAt != nil {
+            placement = Placement(path: journal.placedAt ?? journal.destination, problem: nil)
+        } else if FileSystem.exists(files.data) {
+            journal.owed = try trimUnusedGrant(files, length: length)
+            placement = try placeRecording(files, journal, length: length, whenTaken: whenTaken)
+            journal.placedAt = placement.path
+            journal.phase = .completing
+            try journal.save(files.journal, calls, access: access)
+            CrashPoint.hit("finish.placed")
+        } else {
+            // Killed after the rename into place, before the journal recorded it: the recording
+            // is at its recovered sibling (named with this capture's id, so it is this one) when
+            // a salvage found the destination taken, else at the destination.
+            let sibling = Self.recoveredName(journal.destination, id: journal.id)
+            placement = Placement(path: FileSystem.exists(sibling) ? sibling : journal.destination, problem: nil)
+        }
+        // A copied (or discarded) recording's file goes back to the reserve whole.
+        if FileSystem.exists(files.data) {
+            try giveBack(from: files.data, keeping: 0)
+            try FileSystem.remove(files.data)
+        }
+        CrashPoint.hit("finish.reserveRebuilt")
+        removeFiles(of: files)
+        if FileSystem.exists(files.directory) {
+            throw ProVideoError.system("rmdir", errno: ENOTEMPTY, path: files.directory)
+        }
+        try FileSystem.syncDirectory(layout.captures, calls)
+        // Paid once the journal is gone, so a replay never pays twice (a kill just before loses
+        // it: `replenish` restores it).
+        if let owed = journal.owed { try lock.withReserve { growReserve(by: owed) } }
+        if let problem = placement.problem { throw problem }
+        return placement
+    }
+
+    /// Discards a capture's recording and gives all of its space back to the reserve.
+    func discardCapture(_ files: CaptureFiles) throws {
+        guard var journal = try? CaptureJournal.load(files.journal) else {
+            // Killed (or failed) before the journal was durable.
+            if FileSystem.exists(files.data) { try giveBack(from: files.data, keeping: 0) }
+            removeFiles(of: files)
+            return
+        }
+        journal.discarded = true
+        journal.placedAt = nil
+        journal.phase = .completing
+        try journal.save(files.journal, calls, access: access)
+        CrashPoint.hit("cancel.journaled")
+        _ = try completeCapture(files, journal: journal, length: 0)
+    }
+
+    /// Bytes given back to the reserve per step (`giveBack`): what a crash between a step's two
+    /// calls can lose from the reserve until `replenish`.
+    static let returnStep: Int64 = 1 << 30
+
+    /// Gives the bytes of a capture's file past `keep` back to the reserve, a step at a time:
+    /// each step cuts the file, then grows the reserve by what that freed (best effort), so the
+    /// file's size is always what is left to give: a crash between the two loses at most one
+    /// step (restored by `replenish`) and never gives a byte twice.
+    func giveBack(from data: String, keeping keep: Int64) throws {
+        while try lock.withReserve({ () -> Bool in
+            let size = Int64(try FileSystem.facts(data).size)
+            guard size > keep else { return false }
+            let amount = min(size - keep, Self.returnStep)
+            try FileDescriptor.open(data, O_RDWR).truncate(size - amount, calls)
+            growReserve(by: amount)
+            return true
+        }) {}
+    }
+
+    /// Bytes of a finishing capture's unused grant that are freed on the filesystem rather than
+    /// given to the reserve until the capture's journal is gone: the journal's rewrite then
+    /// finds a block and an inode even on a full filesystem (XFS allocates inodes in chunks).
+    static let completionRoom: Int64 = 1 << 20
+
+    /// Gives a finishing capture's unused grant (its file past the recording, rounded up to the
+    /// allocation unit) back to the reserve, all but `completionRoom` bytes, which it frees.
+    /// - Returns: the bytes freed and owed to the reserve.
+    private func trimUnusedGrant(_ files: CaptureFiles, length: Int64) throws -> Int64 {
+        let keep = reserve(layout.reserve).rounded(length)
+        let room = min(max(Int64(try FileSystem.facts(files.data).size) - keep, 0), Self.completionRoom)
+        try giveBack(from: files.data, keeping: keep + room)
+        try FileDescriptor.open(files.data, O_RDWR).truncate(keep, calls)
+        return room
+    }
+
+    /// Grows the reserve by up to `bytes`, best effort, never past `initialCapacity` less what
+    /// the captures hold. Call with the reserve lock held.
+    private func growReserve(by bytes: Int64) {
+        let reserveFile = reserve(layout.reserve)
+        let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
+        guard let size = try? reserveFile.size() else { return }
+        // Grants that cannot be counted are not given away.
+        guard let held = try? capturesHold() else { return }
+        let grow = min(bytes, capacity - held - size) / reserveFile.unit * reserveFile.unit
+        // Best effort: a reserve that could not grow is smaller; `replenish` restores it later.
+        if grow > 0 { _ = try? refill(reserveFile, by: grow) }
+    }
+
+    /// The bytes every capture's file holds (their grants), in bytes.
+    func capturesHold() throws -> Int64 {
+        try captureFiles().map { files in (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0 }
+            .saturatingSum()
+    }
+
+    /// Removes a capture's files and its directory (the journal last), ignoring what is gone.
+    func removeFiles(of files: CaptureFiles) {
+        for file in [files.progress, files.commit, files.data, files.journal + ".tmp", files.journal] {
+            try? FileSystem.remove(file)
+        }
+        try? FileSystem.removeDirectory(files.directory)
+    }
+}
