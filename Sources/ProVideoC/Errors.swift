@@ -33,6 +33,9 @@ extension ProVideoError.Code {
         case .bandwidthExceeded: PROVIDEO_E_BANDWIDTH_EXCEEDED
         // Only async Swift calls are cancelled; every C call runs to its end.
         case .cancelled: PROVIDEO_E_IO
+        // A code added after this table: the C API's numbers are fixed, so it reads as internal
+        // until provideo.h gives it one.
+        default: PROVIDEO_E_INTERNAL
         }
     }
 }

@@ -4,44 +4,51 @@ import Glibc
 /// happened and what to do, and the cause (an errno value and the path involved) when a system
 /// call failed. Modelled on swift-nio's `FileSystemError`.
 public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable {
-    public enum Code: String, Sendable, Equatable {
+    /// What went wrong, to switch on. Extensible, as swift-nio's `FileSystemError.Code`: a later
+    /// release may add codes, so a `switch` over them needs a `default`. The C API's numbers
+    /// for them never change (provideo.h).
+    public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+
         /// The filesystem or kernel cannot host a pool (see `Pool.isSupported(at:)`).
-        case unsupported
+        public static let unsupported = Code(rawValue: "unsupported")
         /// No pool at the path; create one with `provideo create`.
-        case poolNotFound
+        public static let poolNotFound = Code(rawValue: "poolNotFound")
         /// A pool already exists at the path.
-        case poolExists
+        public static let poolExists = Code(rawValue: "poolExists")
         /// The pool is busy (a capture, a replenish or a resize is running).
-        case busy
+        public static let busy = Code(rawValue: "busy")
         /// The filesystem does not have the free space an operation needed.
-        case notEnoughSpace
+        public static let notEnoughSpace = Code(rawValue: "notEnoughSpace")
         /// A capture reached the end of the reserve: the frame was not accepted.
-        case storageFull
+        public static let storageFull = Code(rawValue: "storageFull")
         /// Every capture buffer was in flight and the overrun policy gave up.
-        case overrun
+        public static let overrun = Code(rawValue: "overrun")
         /// Starting the capture would take the pool's running captures past its admissible
         /// bandwidth (see `Pool.bandwidth`); the message names the numbers.
-        case bandwidthExceeded
+        public static let bandwidthExceeded = Code(rawValue: "bandwidthExceeded")
         /// The destination of a capture exists; it is never overwritten.
-        case destinationExists
+        public static let destinationExists = Code(rawValue: "destinationExists")
         /// The destination's directory does not exist, is not a directory or is not writable.
-        case invalidDestination
+        public static let invalidDestination = Code(rawValue: "invalidDestination")
         /// The process may not use the pool or a path (EACCES, EPERM): the message names the
         /// owner and the group to join.
-        case permissionDenied
+        public static let permissionDenied = Code(rawValue: "permissionDenied")
         /// The pool's state file is missing, unreadable or from a newer version.
-        case corruptState
+        public static let corruptState = Code(rawValue: "corruptState")
         /// A bad argument (a size, an offset, a path).
-        case invalidArgument
+        public static let invalidArgument = Code(rawValue: "invalidArgument")
         /// A read, write or flush failed (EIO, EROFS, a zero-byte completion, …).
-        case ioError
+        public static let ioError = Code(rawValue: "ioError")
         /// The capture has already finished, been cancelled or failed.
-        case captureClosed
+        public static let captureClosed = Code(rawValue: "captureClosed")
         /// The write path found one of its own rules broken (a defect): the capture stopped.
-        case invariantViolated
+        public static let invariantViolated = Code(rawValue: "invariantViolated")
         /// The task running an async operation was cancelled at a point where stopping is
         /// safe; the message says what was left as it was (see Docs/SWIFT-API.md).
-        case cancelled
+        public static let cancelled = Code(rawValue: "cancelled")
     }
 
     public var code: Code
@@ -50,17 +57,28 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     public var errno: Int32?
     /// The path the failing operation worked on, if any.
     public var path: String?
+    /// The system call that failed and its errno, when one did: the underlying cause, as
+    /// swift-nio's `FileSystemError.cause` (`SystemCallError`).
+    public var cause: SystemCallError?
     /// The system call that failed ("fdatasync", "renameat2", …), if one did.
-    public var systemCall: String?
-    /// Where the library raised it, as `Module/File.swift:line` (`#fileID`, `#line`): for a
-    /// bug report, not for the user.
+    public var systemCall: String? { cause?.systemCall }
+    /// Where the library raised it, as `Module/File.swift:line` (`#fileID`, `#line`), on every
+    /// error: for a bug report, not for the user.
     public var location: String?
 
-    public init(_ code: Code, _ message: String, errno: Int32? = nil, path: String? = nil) {
+    public init(_ code: Code, _ message: String, errno: Int32? = nil, path: String? = nil,
+                file: StaticString = #fileID, line: UInt = #line) {
         self.code = code
         self.message = message
         self.errno = errno
         self.path = path
+        self.location = "\(file):\(line)"
+    }
+
+    /// The same error: where it was raised is not part of what it is.
+    public static func == (lhs: ProVideoError, rhs: ProVideoError) -> Bool {
+        lhs.code == rhs.code && lhs.message == rhs.message && lhs.errno == rhs.errno && lhs.path == rhs.path
+            && lhs.cause == rhs.cause
     }
 
     /// An error for a failed system call: `call` names it (e.g. "fallocate"), `errno` is positive.
@@ -73,11 +91,26 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
         }
         let target = path.map { " on \($0)" } ?? ""
         var error = ProVideoError(resolved, "\(call)\(target) failed: \(Errno.description(errno))",
-                                  errno: errno, path: path)
-        error.systemCall = call
-        error.location = "\(file):\(line)"
+                                  errno: errno, path: path, file: file, line: line)
+        error.cause = SystemCallError(systemCall: call, errno: errno)
         return error
     }
 
     public var description: String { message }
+}
+
+/// A system call that failed: its name and its errno (positive), with the C library's text.
+public struct SystemCallError: Error, Hashable, Sendable, CustomStringConvertible {
+    /// "fallocate", "renameat2", …
+    public var systemCall: String
+    /// The errno value it failed with (`ENOSPC`, `EIO`, …), positive.
+    public var errno: Int32
+
+    public init(systemCall: String, errno: Int32) {
+        self.systemCall = systemCall
+        self.errno = errno
+    }
+
+    /// "fallocate: No space left on device (errno 28)".
+    public var description: String { "\(systemCall): \(Errno.description(errno)) (errno \(errno))" }
 }

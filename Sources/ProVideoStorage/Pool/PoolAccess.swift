@@ -93,7 +93,7 @@ struct PoolAccess: Sendable, Equatable {
             "user \(user) cannot use the pool at \(path): it belongs to \(ProcessIdentity.userName(owner)) and group "
             + "\(groupName); ask its administrator to add you to the group (`usermod -aG \(groupName) \(user)`, "
             + "then log in again)", errno: errno, path: path)
-        error.systemCall = "access"
+        error.cause = SystemCallError(systemCall: "access", errno: errno)
         return error
     }
 }
