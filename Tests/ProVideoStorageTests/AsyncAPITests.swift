@@ -132,6 +132,31 @@ import Testing
 
     /// Cancelling a zero-filling create midway (its progress handler cancels the task after
     /// the first 8 MiB) leaves no pool behind.
+    /// `recover(at:)` (async) and `salvage(at:)` (sync) return what they salvaged as a value (issue 26): a capture
+    /// dropped with committed bytes is salvaged to its destination, and the result names it.
+    @Test func recoverReturnsWhatItSalvaged() async throws {
+        let scratch = TestSupport.scratchDirectory("async-recover")
+        defer { TestSupport.removeTree(scratch) }
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 16 << 20)
+        var options = Self.options
+        options.durabilityInterval = 0
+        for (index, recoverAsync) in [false, true].enumerated() {
+            var capture: Capture? = try pool.startCapture(to: scratch + "/dropped-\(index).mov", options: options)
+            try capture!.append(TestSupport.pattern(300_000, seed: UInt64(index)))
+            for _ in 0..<500 where capture!.committedLength < 300_000 {
+                try capture!.poll()
+                usleep(2_000)
+            }
+            capture = nil  // the recorder is gone: its capture waits to be salvaged
+            let recovery = recoverAsync ? try await Pool.recover(at: pool.path) : try Pool.salvage(at: pool.path)
+            #expect(recovery.salvaged.map(\.path) == [scratch + "/dropped-\(index).mov"])
+            #expect(recovery.salvaged.first?.length == 300_000)
+            #expect(recovery.discarded.isEmpty && recovery.unsalvageable.isEmpty && recovery.repairFailure == nil)
+            #expect(try recovery.pool.busyReasons.isEmpty)
+        }
+        try pool.destroyAfterRemoving(scratch + "/dropped-0.mov")
+    }
+
     @Test func cancelledZeroFillLeavesNoPool() async throws {
         let scratch = TestSupport.scratchDirectory("cancel-create")
         defer { TestSupport.removeTree(scratch) }

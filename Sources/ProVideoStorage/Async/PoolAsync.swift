@@ -35,16 +35,15 @@ extension Pool {
         }
     }
 
-    /// Opens the pool at `path` (see `resolvePath(_:environment:)`) and salvages every capture
-    /// whose recorder died, as `provideo recover` does; `salvaged` and `discarded` of the
-    /// result list what it did.
+    /// Opens the pool at `path` and salvages every capture whose recorder died, as `provideo
+    /// recover` does; see the synchronous `salvage(at:)`.
     /// - Parameters:
     ///   - path: the pool's directory; nil: `PROVIDEO_POOL`, else `defaultPath`.
     ///   - progress: bytes of a salvaged recording copied to another filesystem.
     /// - Throws: as `open(at:)`. Cancellation is ignored: a salvage, once started, runs to its
     ///   end (an interrupted one would only be redone by the next open).
-    public static func recover(at path: String? = nil, progress: ProVideoProgress? = nil) async throws -> Pool {
-        try await OffThread.run("provideo-recover", cancellable: false, progress: progress) { try open(at: path) }
+    public static func recover(at path: String? = nil, progress: ProVideoProgress? = nil) async throws -> PoolRecovery {
+        try await OffThread.run("provideo-recover", cancellable: false, progress: progress) { try salvage(at: path) }
     }
 
     /// Restores the reserve toward `initialCapacity`, best effort (Apple:

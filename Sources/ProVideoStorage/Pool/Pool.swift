@@ -30,13 +30,13 @@ public final class Pool: @unchecked Sendable {
         set { state.withLock { $0.configuration = newValue } }
     }
     /// Recordings that opening the pool salvaged from captures whose recorder had died.
-    public internal(set) var salvaged: [SalvagedRecording] {
+    package internal(set) var salvaged: [SalvagedRecording] {
         get { state.withLock { $0.salvaged } }
         set { state.withLock { $0.salvaged = newValue } }
     }
     /// Captures of dead recorders that this process discarded because nothing of them was
     /// committed (no file was made at their destination).
-    public internal(set) var discarded: [DiscardedCapture] {
+    package internal(set) var discarded: [DiscardedCapture] {
         get { state.withLock { $0.discarded } }
         set { state.withLock { $0.discarded = newValue } }
     }
@@ -44,7 +44,7 @@ public final class Pool: @unchecked Sendable {
     /// filesystem had no space or inode for it: reading the pool (status, list, check) still
     /// works, and the next operation that changes the pool repairs it first (and fails the
     /// same way until space is freed). nil when the pool is repaired.
-    public private(set) var repairFailure: ProVideoError? {
+    package private(set) var repairFailure: ProVideoError? {
         get { state.withLock { $0.repairFailure } }
         set { state.withLock { $0.repairFailure = newValue } }
     }
@@ -53,7 +53,7 @@ public final class Pool: @unchecked Sendable {
     /// are not what the pool made (a link, another file type, a hard link): each error names
     /// the file. Nothing outside the pool was touched, the capture is left as it is, and the
     /// other captures were salvaged.
-    public internal(set) var unsalvageable: [ProVideoError] {
+    package internal(set) var unsalvageable: [ProVideoError] {
         get { state.withLock { $0.unsalvageable } }
         set { state.withLock { $0.unsalvageable = newValue } }
     }
