@@ -1,6 +1,6 @@
 /// The product's version, one for the library, the C API (`provideo_version()`, provideo.pc)
 /// and the CLIs' `--version`.
-public enum ProVideoStorageVersion {
+package enum ProVideoStorageVersion {
     /// A static string so the C API can hand out its bytes without copying.
-    public static let current: StaticString = "1.0.0"
+    package static let current: StaticString = "1.0.0"
 }

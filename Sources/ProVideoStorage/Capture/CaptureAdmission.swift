@@ -6,7 +6,7 @@ extension Pool {
     /// The share of the pool's measured bandwidth that captures may declare together: the
     /// rest is headroom for the device's stalls, the commits' fdatasync and the filesystem's
     /// own writes (the measurement is a short sequential write, the best case).
-    public static let admissibleShare = 0.8
+    package static let admissibleShare = 0.8
 
     /// The most entries `captures/` may hold: `maxCaptures` is at most 4096, and each dead
     /// capture waits for a salvage; more is a planted flood, refused before any work on it.

@@ -20,7 +20,7 @@ package struct LandingResult: Codable, Sendable, Equatable {
 /// record (`LandingRecord`); see Docs/LANDING.md.
 extension Pool {
     /// The recordings waiting to land, in name order, with their progress.
-    public func landings() throws -> [LandingProgress] {
+    package func landings() throws -> [LandingProgress] {
         try landingRecordings().map { held in
             let record = LandingRecord.load(forHeld: held.path)
             let source = try? FileDescriptor.open(held.path, O_RDONLY | O_NOFOLLOW)

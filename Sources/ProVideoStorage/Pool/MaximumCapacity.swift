@@ -3,7 +3,7 @@ extension Pool {
     /// 1 GiB a file offset (Int64) holds. A capacity is rounded up to the allocation unit (the
     /// direct-I/O alignment or the block size, a power of two far below 1 GiB), and near
     /// `Int64.max` that rounding would overflow; below this limit it always fits.
-    public static let maximumCapacity: Int64 = Int64.max / (1 << 30) * (1 << 30)
+    package static let maximumCapacity: Int64 = Int64.max / (1 << 30) * (1 << 30)
 
     /// Refuses a capacity outside 1 ... `maximumCapacity` bytes.
     /// - Throws: `.invalidArgument` saying the limit.

@@ -24,7 +24,7 @@ public struct PoolListing: Codable, Sendable {
     /// Recordings salvaged from dead recorders, oldest first, and where they went.
     public var recovered: [SalvagedRecording]
     /// The recordings waiting to land, with their progress (also in `recordings`).
-    public var landing: [LandingProgress]?
+    package var landing: [LandingProgress]?
 }
 
 extension Pool {

@@ -5,18 +5,18 @@ public struct PoolStatus: Codable, Sendable, Equatable {
         /// The capture's id: its directory in the pool's `captures/`.
         public var id: String
         public var destination: String
-        public var engine: String
+        package var engine: String
         /// Bytes that reached the disk so far.
         public var bytesWritten: Int64
         /// Bytes a crash cannot lose (flushed and committed).
         public var committedBytes: Int64
         /// Bytes the pool's reserve granted to the capture's file so far (written or not).
-        public var grantedBytes: Int64
+        package var grantedBytes: Int64
         /// Expected bitrate in bits per second.
         public var bitrate: Int64
         public var pid: Int32
         /// Whether it was started over the pool's admissible bandwidth (`record --force`).
-        public var admittedOverBandwidth: Bool
+        package var admittedOverBandwidth: Bool
         /// Its overruns, retried short writes, buffers in flight, commits and latencies, as it
         /// last published them (`CaptureCounters`); nil before its first publication.
         package var counters: CaptureCounters?
@@ -27,30 +27,30 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     public var remainingCapacity: Int64
     /// What the pool was doing, as `Pool.busyReasons` (in JSON, the reasons' names).
     public var busyReasons: BusyReasons
-    public var filesystem: String
+    package var filesystem: String
     package var directIOAlignment: DirectIOAlignment
     package var device: DeviceTopology
     /// What the filesystem really allocated for the pool's reserve and the running capture
     /// (`st_blocks` × 512).
-    public var reservedBytesOnDisk: Int64
-    public var zeroFilled: Bool
+    package var reservedBytesOnDisk: Int64
+    package var zeroFilled: Bool
     /// The running capture's engine, else the engine a capture would use now.
-    public var engine: String
+    package var engine: String
     /// Recording time left at the running captures' bitrates together, in seconds.
     public var recordingSecondsRemaining: Double?
     /// How many captures may run at once; nil: no limit.
-    public var maxCaptures: Int?
+    package var maxCaptures: Int?
     /// The durable write bandwidth captures are admitted against, in bits per second.
-    public var bandwidth: Int64?
+    package var bandwidth: Int64?
     /// The bitrate captures may declare together (`Pool.admissibleShare` of `bandwidth`).
-    public var admissibleBitrate: Int64?
+    package var admissibleBitrate: Int64?
     /// The bitrates the running captures declared, together, in bits per second.
-    public var admittedBitrate: Int64
+    package var admittedBitrate: Int64
     /// Every running capture, in every process.
     public var captures: [Capture]
     /// The recordings waiting to land on their destination, with their progress.
-    public var landing: [LandingProgress]?
+    package var landing: [LandingProgress]?
     /// Bytes the pool's filesystem holds for recordings that have not landed yet: space the
     /// reserve gets back only once they are published at their destination.
-    public var landingBytes: Int64?
+    package var landingBytes: Int64?
 }
