@@ -84,6 +84,46 @@ import Testing
         }
     }
 
+    /// Another process's `remainingCapacity` counts a grant in progress once: with every grant
+    /// held for 0.5 s between its two steps (the capture's file grown, the reserve not yet
+    /// cut), a reader polling through its own `Pool` never sees more than the pool's capacity
+    /// (it saw a grant twice, and the capacity rise mid-capture).
+    @Test(.timeLimit(.minutes(1)))
+    func aGrantInProgressIsCountedOnce() throws {
+        let slowCut = Shared<Bool>(false)
+        var calls = SystemCalls.live
+        calls.ftruncate = { fd, length in
+            if slowCut.current, TestSupport.path(of: fd).hasSuffix("/pool/reserve") { usleep(500_000) }
+            return SystemCalls.live.ftruncate(fd, length)
+        }
+        try withPool(capacity: 48 << 20, calls: calls) { pool, scratch in
+            let reader = try Pool.open(at: pool.path)
+            let capacity = pool.initialCapacity
+            let samples = Shared<[Int64]>([])
+            let stop = Shared<Bool>(false)
+            let sampler = Thread {
+                while !stop.current {
+                    if let remaining = try? reader.remainingCapacity { samples.update { $0.append(remaining) } }
+                    usleep(10_000)
+                }
+            }
+            slowCut.update { $0 = true }
+            sampler.start()
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.wait(nanoseconds: 10_000_000_000)))
+            for index in 0..<24 {
+                try capture.append(TestSupport.pattern(512 << 10, seed: UInt64(index)))
+                usleep(50_000)
+            }
+            stop.update { $0 = true }
+            while !sampler.isFinished { usleep(10_000) }
+            slowCut.update { $0 = false }
+            try capture.finish()
+            let seen = samples.current
+            #expect(!seen.isEmpty)
+            #expect(seen.allSatisfy { $0 <= capacity }, "remaining capacity above the pool's \(capacity): \(seen.filter { $0 > capacity })")
+        }
+    }
+
     /// The step grows to twice what the stream wrote during the last grant, rounded up to the
     /// unit, between the configured step and four times it.
     @Test func grantStepAdaptsToTheStreamDuringAGrant() {

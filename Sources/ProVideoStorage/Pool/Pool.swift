@@ -334,21 +334,29 @@ public final class Pool: @unchecked Sendable {
     /// was granted and has not written yet. The same number in every process; a capture
     /// publishes its progress every 250 ms while it writes (Apple: `remainingCapacity`).
     ///
-    /// A snapshot read on each access: one statx(2) of the reserve, and per running capture a
-    /// statx of its file and a read of its 8-byte progress block. Any thread.
-    /// - Throws: `.ioError` when the reserve cannot be read.
+    /// A snapshot read on each access, under the pool's reserve lock (so a grant in progress
+    /// is counted once: the read waits for it, milliseconds as a rule): one statx(2) of the
+    /// reserve, and per running capture a statx of its file and a read of its 8-byte progress
+    /// block. Any thread but a recorder's real-time one: it uses `Capture.remainingCapacity`,
+    /// which never waits.
+    /// - Throws: `.ioError` when the reserve cannot be read; `.busy` when the reserve lock
+    ///   stayed taken for 30 s.
     public var remainingCapacity: Int64 {
         get throws {
             let reserveFile = reserve(layout.reserve)
-            // Sizes read from the pool's files: summed without overflow (a member could plant
-            // many sparse files of the largest size). The captures' files are read before the
-            // reserve: a grant grows a file before it cuts the reserve, so one in progress makes
-            // the sum short by that grant, never over (the other order counted it twice).
-            let unwritten = try captureFiles().map { files in
-                let granted = (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0
-                return max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
+            // Read under the reserve lock, which every grant and return holds from its first
+            // step to its last: a grant grows a capture's file, then cuts the reserve, and a
+            // reader between the two counted it twice (or, the other way round, not at all):
+            // another process saw the capacity rise mid-capture. Sizes read from the pool's
+            // files: summed without overflow (a member could plant many sparse files of the
+            // largest size).
+            return try lock.withReserve {
+                let unwritten = try captureFiles().map { files in
+                    let granted = (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0
+                    return max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
+                }
+                return (unwritten + [try reserveFile.size()]).saturatingSum()
             }
-            return (unwritten + [try reserveFile.size()]).saturatingSum()
         }
     }
 
