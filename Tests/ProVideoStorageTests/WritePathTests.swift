@@ -268,6 +268,35 @@ import Testing
         }
     }
 
+    /// The single-owner rule is checked at run time: a call from a second thread while the
+    /// first's append is in its fill is refused with `.invalidArgument`, touching nothing, and
+    /// the capture goes on (issue 26: `Capture` is `Sendable`).
+    @Test(.timeLimit(.minutes(1)))
+    func aSecondThreadsCallIsRefused() throws {
+        try withPool { pool, scratch in
+            let capture = try pool.startCapture(to: scratch + "/owned.mov", options: testOptions)
+            let inFill = Shared<Bool>(false), release = Shared<Bool>(false)
+            let first = Thread {
+                try? capture.append(count: 1000) { piece in
+                    inFill.update { $0 = true }
+                    for _ in 0..<10_000 where !release.current { usleep(1_000) }
+                    piece.initializeMemory(as: UInt8.self, repeating: 7)
+                }
+            }
+            first.start()
+            for _ in 0..<10_000 where !inFill.current { usleep(1_000) }
+            let error = #expect(throws: ProVideoError.self) { try capture.poll() }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("one thread at a time") == true)
+            release.update { $0 = true }
+            for _ in 0..<10_000 where !first.isFinished { usleep(1_000) }
+            try capture.append([1])
+            let result = try capture.finish()
+            #expect(result.length == 1001)
+            #expect(TestSupport.readFile(result.path) == [UInt8](repeating: 7, count: 1000) + [1])
+        }
+    }
+
     /// Buffer sizes are multiples of the alignment whatever optimal I/O size a device reports.
     @Test(arguments: [512, 4096])
     func writeSizesAreAligned(alignment: Int) {

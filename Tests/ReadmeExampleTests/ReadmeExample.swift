@@ -1,3 +1,4 @@
+import Foundation
 import ProVideoStorage
 
 /// Records `encodedFrames` (each any size) to `destination` through the pool, then patches
@@ -14,4 +15,16 @@ func record(_ encodedFrames: [[UInt8]], header: [UInt8], to destination: String)
     }
     try capture.patch(header, at: 0)                 // muxers patch earlier bytes
     return try capture.finish()                      // flushed, moved to destination, reserve returned
+}
+
+/// The same from a thread of the recorder's own (a real-time one, say): a `Capture` is
+/// `Sendable`, handed to the thread that records; one call at a time is checked at run time.
+func recordOnItsOwnThread(_ encodedFrames: [[UInt8]], to destination: String) throws -> Thread {
+    let capture = try Pool.open().startCapture(to: destination, options: CaptureOptions(bitrate: 100_000_000))
+    let recorder = Thread {
+        for frame in encodedFrames { try? capture.append(frame) }
+        _ = try? capture.finish()
+    }
+    recorder.start()
+    return recorder
 }

@@ -6,7 +6,7 @@ import Testing
 
 /// The README's library example is `ReadmeExample.swift`, byte for byte, and it runs: the
 /// recording holds the frames, the in-place zeros and the patched header.
-@Suite struct ReadmeExampleTests {
+@Suite(.serialized) struct ReadmeExampleTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 
@@ -40,6 +40,22 @@ import Testing
             #expect(recording.path == dir + "/take1.mov" && recording.length == Int64(expected.count))
             let holds = TestSupport.fileHolds(recording.path, expected)
             #expect(holds, "the recording is not the frames, the zeros and the patched header")
+        }
+    }
+
+    @Test func exampleRecordsFromItsOwnThread() throws {
+        try TestSupport.withScratch("readme-thread") { dir in
+            let poolPath = dir + "/pool"
+            let pool = try Pool.create(at: poolPath, capacity: 16 << 20)
+            defer { try? pool.destroy() }
+            setenv("PROVIDEO_POOL", poolPath, 1)
+            defer { unsetenv("PROVIDEO_POOL") }
+            let frames = (0..<8).map { TestSupport.pattern(100_000, seed: UInt64($0)) }
+            let recorder = try recordOnItsOwnThread(frames, to: dir + "/take2.mov")
+            for _ in 0..<300 where !recorder.isFinished { usleep(20_000) }
+            #expect(recorder.isFinished)
+            let exact = TestSupport.fileHolds(dir + "/take2.mov", frames.flatMap { $0 })
+            #expect(exact, "the thread's recording differs from its frames")
         }
     }
 }

@@ -16,10 +16,8 @@ extension Capture {
     ///   the last writes and the final flush land and after the copy's final rename.
     @discardableResult
     public func finish(progress: ProVideoProgress? = nil) async throws -> RecordingResult {
-        // The caller owns `self` and awaits the thread below until it has returned, so no two
-        // threads ever use the capture at once: the transfer is safe though `Capture` is not
-        // Sendable.
-        nonisolated(unsafe) let capture = self
+        // The caller awaits the thread below until it has returned: one call at a time.
+        let capture = self
         return try await OffThread.run("provideo-finish", cancellable: true, progress: progress) {
             let result: RecordingResult = try capture.finish()
             return result

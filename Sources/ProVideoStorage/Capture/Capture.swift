@@ -1,9 +1,15 @@
 import Foundation
 import Glibc
+import Synchronization
 
 /// One recording being written into a pool. Start it with `Pool.startCapture(to:options:)`,
 /// `append` frames, patch earlier bytes with `patch(_:at:)`, then `finish()` (the recording
-/// moves to its destination) or `cancel()`. Use it from one thread.
+/// moves to its destination) or `cancel()`.
+///
+/// `Sendable`, with a single-owner rule checked at run time: hand the capture to the thread or
+/// task that records (a real-time thread, a task), and make one call at a time. A call made
+/// while another is running on another thread throws `.invalidArgument` before it touches
+/// anything (one atomic compare-and-exchange per call).
 ///
 /// The capture writes into a file of its own whose blocks the pool's reserve granted ahead of
 /// the write head (`CaptureGranter`, on a thread of its own), so every write overwrites
@@ -68,6 +74,9 @@ public final class Capture {
     var noSpaceRetries: [Int]
 
     enum State { case open, failed(ProVideoError), closed }
+
+    /// Set while a call runs (`enterCall`): the single-owner rule, checked.
+    private let inCall = Atomic<Bool>(false)
 
     /// The longest any call waits for the disk (a write or flush to complete) before the
     /// capture fails with `.ioError`, in nanoseconds: a device silent this long is gone (the
@@ -181,6 +190,8 @@ public final class Capture {
     ///   - fill: writes each piece of the frame, on the caller's thread (see above).
     /// - Throws: `.invalidArgument` for a negative `count`; otherwise as `append(_:)`.
     public func append(count: Int, filling fill: (UnsafeMutableRawBufferPointer) -> Void) throws {
+        try enterCall()
+        defer { leaveCall() }
         let started = Self.now()
         // Refused frames count too: the latency says how long the recorder was held up.
         defer { statistics.appendLatency.record(Self.now() - started) }
@@ -217,6 +228,8 @@ public final class Capture {
     /// - Throws: `.invalidArgument` when the range is not inside `[0, length)`; the capture's
     ///   first error; `.captureClosed`.
     public func patch(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws {
+        try enterCall()
+        defer { leaveCall() }
         try checkOpen()
         let end = offset + Int64(bytes.count)
         guard offset >= 0, end <= length else {
@@ -276,6 +289,8 @@ public final class Capture {
     /// processes see a live `remainingCapacity` and the last frames become durable.
     /// - Throws: the capture's first error; `.captureClosed`.
     public func poll() throws {
+        try enterCall()
+        defer { leaveCall() }
         try checkOpen()
         try guarded {
             try reap(waitNanoseconds: 0)
@@ -297,6 +312,8 @@ public final class Capture {
     ///   write, `provideo recover` salvages the committed part.
     @discardableResult
     public func finish() throws -> RecordingResult {
+        try enterCall()
+        defer { leaveCall() }
         try checkOpen()
         let deadline = Self.now() + Self.stallLimit
         try guarded {
@@ -327,6 +344,8 @@ public final class Capture {
     ///   salvages the committed bytes); `.ioError` when requests did not complete within
     ///   `stallLimit` (the pool stays busy until this process exits); `.captureClosed`.
     public func cancel() throws {
+        try enterCall()
+        defer { leaveCall() }
         try checkOpen()
         guard stopRequests() else {
             let error = ProVideoError(.ioError, "\(outstanding) writes did not complete within "
@@ -385,6 +404,17 @@ public final class Capture {
                              + "(the filesystem's fallocate is slower than the stream)")
     }
 
+    /// Begins a call, or throws when another thread's call is running (see `Capture`).
+    func enterCall() throws {
+        guard inCall.compareExchange(expected: false, desired: true, ordering: .acquiring).exchanged else {
+            throw ProVideoError(.invalidArgument, "the capture is already in a call on another thread (or from inside "
+                                + "an append's fill): a capture is used by one thread at a time; hand it over, do "
+                                + "not share it", path: destination)
+        }
+    }
+
+    func leaveCall() { inCall.store(false, ordering: .releasing) }
+
     func checkOpen() throws {
         switch state {
         case .open: return
@@ -393,3 +423,7 @@ public final class Capture {
         }
     }
 }
+
+// The single-owner rule is checked at run time (`enterCall`); the state a call changes is
+// touched only inside a call.
+extension Capture: @unchecked Sendable {}

@@ -14,6 +14,8 @@ extension Capture {
     /// - Throws: `.invalidArgument` for `count` < 1; `.storageFull` when the reserve is used
     ///   up; `.overrun`; the capture's first error; `.captureClosed`.
     package func reserveInPlace(upTo count: Int) throws -> UnsafeMutableRawBufferPointer {
+        try enterCall()
+        defer { leaveCall() }
         let started = Self.now()
         try checkOpen()
         guard count > 0 else { throw ProVideoError(.invalidArgument, "an in-place append needs at least 1 byte, not \(count)") }
@@ -34,6 +36,8 @@ extension Capture {
     /// - Throws: `.invalidArgument` when `count` exceeds the room; the capture's first error;
     ///   `.captureClosed`.
     package func commitInPlace(_ count: Int, endsFrame: Bool) throws {
+        try enterCall()
+        defer { leaveCall() }
         try checkOpen()
         let room = ring.filling == nil ? 0 : try guarded { try ring.nextPiece(upTo: Int.max).count }
         guard count >= 0, count <= room else {
