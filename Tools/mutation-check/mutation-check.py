@@ -56,9 +56,9 @@ MUTATIONS = [
      "let placement = try completeCapture(files, journal: journal, length: Int64(try FileSystem.facts(files.data).size), "
      "whenTaken: .recoveredSibling)",
      "killedRecorderIsSalvaged|ioErrorStopsTheCaptureAndTheRestIsSalvaged|killNineAtRandomPoints"),
-    ("remaining capacity ignores a running capture", S + "Pool/Pool.swift",
-     "                return max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)",
-     "                return granted * 0",
+    ("remaining capacity ignores a running capture", S + "Reserve/CapacityAccount.swift",
+     "    var remaining: Int64 { (captures.map { max($0.granted - $0.written, 0) } + [reserve]).saturatingSum() }",
+     "    var remaining: Int64 { reserve }",
      "otherProcessesSeeProgressEverySecond|slowStreamFramesBecomeDurable"),
     # Promises of several captures in one pool.
     ("a grant does not cut the reserve", S + "Reserve/ReserveGrants.swift",

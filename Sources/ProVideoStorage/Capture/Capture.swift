@@ -39,7 +39,7 @@ public final class Capture {
     public internal(set) var length: Int64 = 0
     public internal(set) var statistics: CaptureStatistics
 
-    let pool: Pool
+    let host: CaptureHost
     let files: CaptureFiles
     let journal: CaptureJournal
     let claim: CaptureClaim
@@ -85,9 +85,9 @@ public final class Capture {
     /// How often other processes see the capture's length change, at most, in nanoseconds.
     static let progressInterval: UInt64 = 250_000_000
 
-    init(pool: Pool, files: CaptureFiles, journal: CaptureJournal, claim: CaptureClaim, data: FileDescriptor,
+    init(host: CaptureHost, files: CaptureFiles, journal: CaptureJournal, claim: CaptureClaim, data: FileDescriptor,
          granter: CaptureGranter, options: CaptureOptions) throws {
-        self.pool = pool
+        self.host = host
         self.files = files
         self.journal = journal
         self.claim = claim
@@ -99,7 +99,7 @@ public final class Capture {
         commitFile = try FileDescriptor.open(files.commit, O_RDWR | O_DSYNC)
         alignment = journal.alignment
         (capacity, grantStep) = (granter.current.granted, granter.current.step)
-        let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: pool.configuration.storage.device.optimalIOSize)
+        let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: host.optimalIOSize)
         let count = options.bufferCount(writeSize: slotSize)
         guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),
               let patchBuffer = AlignedBuffer(length: slotSize, alignment: alignment),
@@ -122,11 +122,11 @@ public final class Capture {
         let slots = (0..<count).map { UnsafeMutableRawBufferPointer(start: ring.base(of: $0), count: slotSize) }
         // Each buffer has one write or one flush in flight at most, plus the data sync, the
         // commit record, the progress block and a cancellation.
-        engine = try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 4, calls: pool.calls)
+        engine = try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 4, calls: host.calls)
         statistics = CaptureStatistics(engine: engine.name)
         commits = CommitPipeline(interval: options.durabilityInterval, now: Self.now())
         // The progress block exists (allocated, 0) before `capturing` shows a running engine.
-        try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, alignment: alignment, pool.calls)
+        try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, alignment: alignment, host.calls)
         published = (0, 0, 0, Self.now())
     }
 
@@ -143,7 +143,8 @@ public final class Capture {
     /// before it cuts the reserve).
     public var remainingCapacity: Int64 {
         let granted = granter.grantedBytes
-        return granted - length + ((try? pool.reserve(pool.layout.reserve).size()) ?? 0)
+        return CapacityAccount.remaining(granted: granted, length: length,
+                                         reserve: (try? host.reserve.size()) ?? 0)
     }
 
     /// Bytes a crash cannot lose: flushed and recorded as committed.
@@ -260,13 +261,13 @@ public final class Capture {
             let window = UnsafeMutableRawBufferPointer(rebasing: patchBuffer.bytes[0..<span])
             var read = 0
             while read < span {
-                let n = try data.read(into: UnsafeMutableRawBufferPointer(rebasing: window[read...]), at: block + Int64(read), pool.calls)
+                let n = try data.read(into: UnsafeMutableRawBufferPointer(rebasing: window[read...]), at: block + Int64(read), host.calls)
                 guard n > 0 else { throw ProVideoError(.ioError, "reading back \(data.path) ended early", path: data.path) }
                 read += n
             }
             let from = max(offset, block), to = min(end, block + Int64(span))
             (window.baseAddress! + Int(from - block)).copyMemory(from: bytes.baseAddress! + Int(from - offset), byteCount: Int(to - from))
-            try data.writeAll(UnsafeRawBufferPointer(window), at: block, alignment: alignment, pool.calls)
+            try data.writeAll(UnsafeRawBufferPointer(window), at: block, alignment: alignment, host.calls)
             block += Int64(span)
         }
     }
@@ -333,7 +334,7 @@ public final class Capture {
         _ = engine.shutdown(waitNanoseconds: Int64(deadline - min(Self.now(), deadline)))
         capacity = granter.stop()
         defer { claim.release() }
-        let outcome = try pool.completeCapture(files, journal: journal, length: length)
+        let outcome = try host.complete(files, journal, length)
         return RecordingResult(path: outcome.path, length: length, statistics: statistics,
                                landingTo: outcome.landing ? journal.destination : nil)
     }
@@ -357,7 +358,7 @@ public final class Capture {
         state = .closed
         _ = granter.stop()
         defer { claim.release() }
-        try pool.discardCapture(files)
+        try host.discard(files)
     }
 
     /// Counts and describes a refusal because every buffer stayed in flight past the overrun

@@ -75,7 +75,15 @@ extension Pool {
             let started = CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
                                          data: try FileDescriptor.open(files.data, O_RDWR), granted: granted, step: step)
             granter = started
-            let capture = try Capture(pool: self, files: files, journal: journal, claim: claim, data: data,
+            let host = CaptureHost(
+                calls: calls, optimalIOSize: configuration.storage.device.optimalIOSize, reserve: reserveFile,
+                spare: access.spare,
+                complete: { files, journal, length in
+                    let placement = try self.completeCapture(files, journal: journal, length: length)
+                    return (placement.path, placement.landing)
+                },
+                discard: { files in try self.discardCapture(files) })
+            let capture = try Capture(host: host, files: files, journal: journal, claim: claim, data: data,
                                       granter: started, options: options)
             journal.engine = capture.statistics.engine
             journal.phase = .recording

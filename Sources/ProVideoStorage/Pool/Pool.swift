@@ -350,13 +350,7 @@ public final class Pool: @unchecked Sendable {
             // another process saw the capacity rise mid-capture. Sizes read from the pool's
             // files: summed without overflow (a member could plant many sparse files of the
             // largest size).
-            return try lock.withReserve {
-                let unwritten = try captureFiles().map { files in
-                    let granted = (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0
-                    return max(granted - reserveFile.rounded(CaptureJournal.readCounter(files.progress)), 0)
-                }
-                return (unwritten + [try reserveFile.size()]).saturatingSum()
-            }
+            return try lock.withReserve { try capacityAccount(reserveFile).remaining }
         }
     }
 
@@ -456,7 +450,7 @@ public final class Pool: @unchecked Sendable {
         try whileBusy(.replenishing, action: "replenish the pool", besideCaptures: true) {
             let (added, missing) = try lock.withReserve {
                 let reserve = reserve(layout.reserve)
-                let wanted = configuration.initialCapacity - (try capturesHold()) - (try reserve.size())
+                let wanted = try capacityAccount(reserve).missing
                 let added = try refill(reserve, by: wanted)
                 return (added, max(wanted - added, 0))
             }
@@ -493,6 +487,14 @@ public final class Pool: @unchecked Sendable {
     }
 
     // MARK: Internals
+
+    /// The pool's capacity as its files hold it now (`CapacityAccount`), against the
+    /// `initialCapacity` recorded in `pool.json` (another process may have resized the pool).
+    func capacityAccount(_ reserveFile: Reserve) throws -> CapacityAccount {
+        let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
+        return try CapacityAccount.read(reserve: reserveFile, captures: captureFiles().map { ($0.data, $0.progress) },
+                                        initialCapacity: capacity)
+    }
 
     func reserve(_ file: String) -> Reserve {
         let storage = configuration.storage
@@ -552,7 +554,7 @@ public final class Pool: @unchecked Sendable {
         // A grant whose reserve cut a power cut lost, or a grow recorded in pool.json whose
         // fallocate a power cut kept while a later shrink's record was lost.
         configuration = try PoolConfiguration.load(layout.configuration)
-        let limit = max(configuration.initialCapacity - (try capturesHold()), 0) / reserveFile.unit * reserveFile.unit
+        let limit = try capacityAccount(reserveFile).reserveLimit
         if try reserveFile.size() > limit {
             try reserveFile.open(nocow: false).truncate(limit, calls)
         }

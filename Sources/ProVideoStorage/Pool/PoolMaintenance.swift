@@ -285,7 +285,7 @@ extension Pool {
             problems.append("remainingCapacity \(remaining) exceeds the \(reserved) bytes really reserved")
         }
         let capacity = initialCapacity
-        let held = try capturesHold()
+        let held = try capacityAccount(reserve(layout.reserve)).held
         if size + held > capacity {
             problems.append("the reserve (\(size) bytes) and the captures' grants (\(held) bytes) exceed "
                             + "the pool's capacity of \(capacity) bytes")

@@ -101,19 +101,11 @@ extension Pool {
     /// the captures hold. Call with the reserve lock held.
     private func growReserve(by bytes: Int64) {
         let reserveFile = reserve(layout.reserve)
-        let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
-        guard let size = try? reserveFile.size() else { return }
         // Grants that cannot be counted are not given away.
-        guard let held = try? capturesHold() else { return }
-        let grow = min(bytes, capacity - held - size) / reserveFile.unit * reserveFile.unit
+        guard let account = try? capacityAccount(reserveFile) else { return }
+        let grow = min(bytes, account.missing) / reserveFile.unit * reserveFile.unit
         // Best effort: a reserve that could not grow is smaller; `replenish` restores it later.
         if grow > 0 { _ = try? refill(reserveFile, by: grow) }
-    }
-
-    /// The bytes every capture's file holds (their grants), in bytes.
-    func capturesHold() throws -> Int64 {
-        try captureFiles().map { files in (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0 }
-            .saturatingSum()
     }
 
     /// Removes a capture's files and its directory (the journal last), ignoring what is gone.

@@ -199,7 +199,7 @@ extension Capture {
             // reserve their worst case, so one may still fail while the others hold theirs: it
             // is made again as they complete, up to `WriteProgress.maximumRetries` times for
             // that request; then its ENOSPC is the capture's `.notEnoughSpace`.
-            if pool.access.spare?.release(pool.calls) == true { statistics.spareReleases += 1 }
+            if host.spare?.release(host.calls) == true { statistics.spareReleases += 1 }
             noSpaceRetries[retry] += 1
             return try reissue(tag)
         }

@@ -1,0 +1,60 @@
+/// The pool's capacity, counted in one place (issue 26): what the reserve holds, what each
+/// running capture's file was granted and what it has written, and what the reserve may grow
+/// back to. Every capacity figure the pool reports or acts on comes from here:
+/// `Pool.remainingCapacity` (Apple's `remainingCapacity`), `replenish`, the repair of a reserve
+/// a power cut left too large, a finished capture's give-back, and `Capture.remainingCapacity`.
+///
+/// Sizes are read from the pool's files, so they are summed without overflow (a member of the
+/// pool's group could plant many sparse files of the largest size). Read it under the reserve
+/// lock for an exact snapshot: a grant grows a capture's file, then cuts the reserve.
+struct CapacityAccount {
+    /// What one running capture's file holds.
+    struct CaptureShare {
+        /// Bytes its file was granted (its size).
+        var granted: Int64
+        /// Bytes it has written, from its progress block, rounded up to the reserve's unit.
+        var written: Int64
+    }
+
+    /// Bytes of the reserve.
+    var reserve: Int64
+    var captures: [CaptureShare]
+    /// The capacity the pool was created or resized to (`pool.json`).
+    var initialCapacity: Int64
+    /// The reserve's allocation unit.
+    var unit: Int64
+
+    /// Reads the reserve's size and every running capture's file (`data`) and progress block
+    /// (`progress`) now. A capture whose file is gone counts as holding nothing.
+    /// - Throws: the reserve's statx error.
+    static func read(reserve: Reserve, captures: [(data: String, progress: String)],
+                     initialCapacity: Int64) throws -> CapacityAccount {
+        let shares = captures.map { files in
+            CaptureShare(granted: (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0,
+                         written: reserve.rounded(CaptureJournal.readCounter(files.progress)))
+        }
+        return CapacityAccount(reserve: try reserve.size(), captures: shares, initialCapacity: initialCapacity,
+                               unit: reserve.unit)
+    }
+
+    /// Bytes the captures' files hold: their grants.
+    var held: Int64 { captures.map(\.granted).saturatingSum() }
+
+    /// Bytes captures can still write, together: the reserve plus what each capture was granted
+    /// and has not written yet.
+    var remaining: Int64 { (captures.map { max($0.granted - $0.written, 0) } + [reserve]).saturatingSum() }
+
+    /// The most the reserve may hold: `initialCapacity` less what the captures hold, in whole
+    /// units, never negative.
+    var reserveLimit: Int64 { max(initialCapacity - held, 0) / unit * unit }
+
+    /// Bytes the reserve lacks to reach its limit (what `replenish` adds), never negative.
+    var missing: Int64 { max(initialCapacity - held - reserve, 0) }
+
+    /// A running capture's own remaining capacity: what its file was granted beyond `length`,
+    /// plus the reserve. Read `granted` before the reserve: a grant in progress then makes it
+    /// short by that grant, never over.
+    static func remaining(granted: Int64, length: Int64, reserve: Int64) -> Int64 {
+        [max(granted - length, 0), max(reserve, 0)].saturatingSum()
+    }
+}

@@ -1,0 +1,91 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// Capacity is counted in one place, `CapacityAccount` (issue 26), and it matches the disk:
+/// the reserve's and the captures' file sizes as `stat` reports them, through grants, returns,
+/// a take held in the pool and a salvage. Nothing of the capacity is lost or counted twice.
+@Suite struct CapacityAccountTests {
+    /// The reserve's size and the bytes the captures' files hold, from the directory itself.
+    static func disk(_ pool: Pool) throws -> (reserve: Int64, held: Int64) {
+        let reserve = try TestSupport.statSizes(pool.path + "/reserve").size
+        let captures = (try? FileManager.default.contentsOfDirectory(atPath: pool.path + "/captures")) ?? []
+        let held = try captures.map { try TestSupport.statSizes(pool.path + "/captures/\($0)/data").size }.reduce(0, +)
+        return (reserve, held)
+    }
+
+    static func account(_ pool: Pool) throws -> CapacityAccount {
+        try pool.capacityAccount(pool.reserve(pool.layout.reserve))
+    }
+
+    static func waitForProgress(_ capture: Capture, _ bytes: Int64) throws {
+        for _ in 0..<500 where CaptureJournal.readCounter(capture.files.progress) < bytes {
+            try capture.poll()
+            usleep(2_000)
+        }
+    }
+
+    @Test func theAccountMatchesTheDisk() throws {
+        try withPool(capacity: 32 << 20) { pool, scratch in
+            let capacity = pool.initialCapacity
+            var account = try Self.account(pool)
+            var disk = try Self.disk(pool)
+            #expect(account.reserve == disk.reserve && account.held == 0 && account.remaining == capacity)
+
+            // Grants: a running capture with 3 MiB written holds its grants; grants and reserve
+            // are the whole capacity, and everyone reports the same remaining capacity.
+            var options = testOptions
+            options.grantSize = 2 << 20
+            let capture = try pool.startCapture(to: scratch + "/a.mov", options: options)
+            try capture.append(TestSupport.pattern(3 << 20, seed: 1))
+            try Self.waitForProgress(capture, 3 << 20)
+            account = try Self.account(pool)
+            disk = try Self.disk(pool)
+            #expect(account.reserve == disk.reserve && account.held == disk.held)
+            #expect(account.held > 3 << 20)
+            #expect(account.reserve + account.held == capacity, "\(account)")
+            #expect(account.remaining == capacity - (3 << 20))
+            #expect(try pool.remainingCapacity == account.remaining)
+            #expect(capture.remainingCapacity == account.remaining)
+
+            // Returns: the take leaves the pool by rename; its unused grant is back in the reserve.
+            try capture.finish()
+            account = try Self.account(pool)
+            disk = try Self.disk(pool)
+            #expect(account.held == 0 && disk.held == 0)
+            #expect(account.reserve == disk.reserve)
+            #expect(account.reserve == capacity - (3 << 20), "\(account)")
+            #expect(account.missing == 3 << 20)
+
+            // A held take (its destination appeared) keeps its blocks out of the capacity too.
+            let second = try pool.startCapture(to: scratch + "/b.mov", options: options)
+            try second.append(TestSupport.pattern(1 << 20, seed: 2))
+            try Data([9]).write(to: URL(fileURLWithPath: scratch + "/b.mov"))
+            #expect(throws: ProVideoError.self) { try second.finish() }
+            account = try Self.account(pool)
+            disk = try Self.disk(pool)
+            #expect(account.held == 0 && account.reserve == disk.reserve)
+            #expect(account.remaining == capacity - (4 << 20), "\(account)")
+
+            // A salvage: a capture dropped with 1 MiB committed is placed, its grant returned.
+            var options0 = options
+            options0.durabilityInterval = 0
+            var third: Capture? = try pool.startCapture(to: scratch + "/c.mov", options: options0)
+            try third!.append(TestSupport.pattern(1 << 20, seed: 3))
+            for _ in 0..<500 where third!.committedLength < 1 << 20 {
+                try third!.poll()
+                usleep(2_000)
+            }
+            third = nil
+            let recovery = try Pool.salvage(at: pool.path)
+            #expect(recovery.salvaged.map(\.length) == [1 << 20])
+            account = try Self.account(pool)
+            disk = try Self.disk(pool)
+            #expect(account.held == 0 && disk.held == 0 && account.reserve == disk.reserve)
+            #expect(account.remaining == capacity - (5 << 20), "\(account)")
+            #expect(try pool.remainingCapacity == account.remaining)
+        }
+    }
+}
