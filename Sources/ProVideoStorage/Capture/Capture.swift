@@ -9,7 +9,11 @@ import Synchronization
 /// `Sendable`, with a single-owner rule checked at run time: hand the capture to the thread or
 /// task that records (a real-time thread, a task), and make one call at a time. A call made
 /// while another is running on another thread throws `.invalidArgument` before it touches
-/// anything (one atomic compare-and-exchange per call).
+/// anything (one atomic compare-and-exchange per call). Its properties (`length`,
+/// `statistics`, `remainingCapacity`, `committedLength`) belong to the owner too: read them on
+/// the owning thread, between calls; other threads and processes read `Pool.status()`.
+/// Dropping it without `finish()` or `cancel()` stops its granter, which waits for a grant in
+/// progress (the reserve lock: at most 30 s).
 ///
 /// The capture writes into a file of its own whose blocks the pool's reserve granted ahead of
 /// the write head (`CaptureGranter`, on a thread of its own), so every write overwrites
@@ -395,7 +399,9 @@ public final class Capture {
         (capacity, grantStep) = (grants.granted, grants.step)
         guard end > capacity else { return }
         if let failure = grants.failure { throw failure }
-        if grants.reserveEmpty {
+        // An empty reserve is `.storageFull` only once the granter has answered this ask: an
+        // older answer may predate a replenish (the frame is then an overrun, counted).
+        if grants.reserveEmpty && grants.answered {
             throw ProVideoError(.storageFull, "storage full: the pool's reserve has no space left for this capture "
                                 + "(\(capacity - length) bytes granted beyond the recording, the frame needs "
                                 + "\(end - length)); \(length) bytes were accepted and finish() keeps them", path: destination)

@@ -81,7 +81,8 @@ extension Pool {
     /// with "appeared while recording". Destinations are compared as resolved by `startCapture`
     /// (the directory's real path and the name), under the mutation lock, so two starts in any
     /// processes cannot both pass.
-    /// - Throws: `.busy` naming the capture or the take that has the destination.
+    /// - Throws: `.busy` naming the capture or the take that has the destination;
+    ///   `.destinationExists` when a file is there by now.
     func refuseTakenDestination(_ destination: String, running: [(files: CaptureFiles, journal: CaptureJournal)]) throws {
         if let other = running.first(where: { $0.journal.destination == destination }) {
             throw ProVideoError(.busy, "cannot start a capture to \(destination): process \(other.journal.pid) is already "
@@ -92,6 +93,13 @@ extension Pool {
             throw ProVideoError(.busy, "cannot start a capture to \(destination): the take \(waiting.path) is waiting to "
                                 + "land there (`provideo land`); give this take another name, or start it once that one "
                                 + "has landed", path: destination)
+        }
+        // Checked again here, under the lock: the check at resolve time came before it, and a
+        // capture that finished (or a take that landed) since has put its file there. Its
+        // rename comes before its journal goes, so one of the three checks sees it.
+        if FileSystem.existsWithoutFollowing(destination) {
+            throw ProVideoError(.destinationExists, "\(destination) already exists; it is never overwritten: choose "
+                                + "another name", path: destination)
         }
     }
 

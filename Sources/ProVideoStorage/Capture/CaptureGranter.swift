@@ -25,6 +25,9 @@ final class CaptureGranter: @unchecked Sendable {
         var granted: Int64
         /// The last grant the thread tried found the reserve empty.
         var reserveEmpty: Bool
+        /// The thread has tried a grant since the recorder's last ask: `reserveEmpty` answers
+        /// that ask, not an older one (a replenish may have refilled the reserve since).
+        var answered = true
         /// The error that stopped the thread's grants (`.ioError`, `.invariantViolated`).
         var failure: ProVideoError?
         /// The bytes per grant the thread uses now (the configured step, grown after slow
@@ -87,10 +90,15 @@ final class CaptureGranter: @unchecked Sendable {
         condition.lock()
         defer { condition.unlock() }
         self.head = head
+        // An ask still pending for this need or a larger one is not asked again, so that it
+        // can be answered (a recorder refused at every frame would otherwise never learn that
+        // the reserve is empty).
+        if end > state.granted && !(answered < asked && end <= wanted) { asked += 1 }
         wanted = end
-        if end > state.granted { asked += 1 }
         if state.granted - head < 2 * state.step || end > state.granted { condition.signal() }
-        return state
+        var grants = state
+        grants.answered = answered >= asked
+        return grants
     }
 
     /// Waits until `end` bytes are granted, the thread found the reserve empty after this
@@ -104,7 +112,9 @@ final class CaptureGranter: @unchecked Sendable {
         condition.signal()
         while state.granted < end, state.failure == nil, !stopping, !(answered >= ask && state.reserveEmpty),
               condition.wait(until: deadline) {}
-        return state
+        var grants = state
+        grants.answered = answered >= ask
+        return grants
     }
 
     /// Stops granting; returns once no grant is in progress (a grant waits at most 30 s for
@@ -136,6 +146,14 @@ final class CaptureGranter: @unchecked Sendable {
             let from = state.granted, headBefore = head, ask = asked
             condition.unlock()
             grantLock.lock()
+            // `stop()` may have come between the two locks and found `grantLock` free: it has
+            // returned, so the capture's file must not change now.
+            condition.lock()
+            if stopping {
+                grantLock.unlock()
+                break
+            }
+            condition.unlock()
             var added: Int64 = 0
             var error: ProVideoError?
             var full = false, busy = false
@@ -149,7 +167,9 @@ final class CaptureGranter: @unchecked Sendable {
                 case .notEnoughSpace: full = true
                 default: error = failed
                 }
-            } catch {}
+            } catch let other {
+                error = ProVideoError(.ioError, "a grant failed: \(other)", path: data.path)
+            }
             // The state changes before `grantLock` is released: `stop()` returns the final size.
             condition.lock()
             state.granted += added

@@ -44,8 +44,14 @@ struct Reserve {
     /// Extends the reserve from its current size to `newSize` bytes.
     /// - Throws: `.notEnoughSpace` saying how many bytes were missing, after putting the file's
     ///   size and allocated blocks back exactly as they were; `.ioError` for other failures.
+    /// - Throws: `.corruptState` when the sizes are not whole units (a reserve someone else
+    ///   truncated): never a trap in the host.
     func grow(_ fd: FileDescriptor, from oldSize: Int64, to newSize: Int64) throws {
-        precondition(newSize > oldSize && newSize % unit == 0)
+        guard newSize > oldSize, newSize % unit == 0 else {
+            throw ProVideoError(.corruptState, "\(path) would grow from \(oldSize) to \(newSize) bytes, not a whole number of "
+                                + "\(unit)-byte units: its size was changed outside the pool; `provideo check` says more",
+                                path: path)
+        }
         let needed = newSize - oldSize
         try requireSpace(needed, reaching: newSize)
         let rc = calls.fallocate(fd.rawValue, false, oldSize, needed)

@@ -39,7 +39,10 @@ struct ReserveGrants {
             let reserveFD = try reserve.open(nocow: false)
             var rc = calls.fallocate(data.rawValue, false, granted, amount)
             if rc == -ENOSPC || rc == -EDQUOT {
-                try rollBack(data, to: granted)
+                let full = ProVideoError.system("fallocate", errno: -rc, path: data.path)
+                do { try rollBack(data, to: granted) } catch {
+                    throw Rollback.keepingFirst(full, restoring: "the capture's file's size (\(granted) bytes)") { throw error }
+                }
                 try reserveFD.truncate(available - amount, calls)
                 rc = calls.fallocate(data.rawValue, false, granted, amount)
                 if rc < 0 {
