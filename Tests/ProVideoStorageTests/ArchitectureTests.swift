@@ -26,6 +26,23 @@ import Testing
         #expect(rootFiles.count <= 3, "the library's root holds \(rootFiles.sorted())")
     }
 
+    /// Each folder starts with a README saying what it owns and may use, as the page's table does.
+    @Test func everyFolderSaysWhatItOwns() throws {
+        let page = Self.page
+        let row = try NSRegularExpression(pattern: #"^\| `(\w+)/` \| (.*?) \| (.*?) \|$"#, options: .anchorsMatchLines)
+        var folders = 0
+        for match in row.matches(in: page, range: NSRange(page.startIndex..., in: page)) {
+            let folder = String(page[Range(match.range(at: 1), in: page)!])
+            let owns = String(page[Range(match.range(at: 2), in: page)!])
+            let uses = String(page[Range(match.range(at: 3), in: page)!])
+            let readme = try? String(contentsOfFile: Self.library + "/\(folder)/README.md", encoding: .utf8)
+            #expect(readme?.contains("Owns: \(owns).") == true, "\(folder)/README.md does not say what the page says it owns")
+            #expect(readme?.contains("May use: \(uses).") == true, "\(folder)/README.md does not say what it may use")
+            folders += 1
+        }
+        #expect(folders >= 10)
+    }
+
     @Test func everyStepNamesAFunctionOfItsFile() throws {
         let page = Self.page
         let step = try NSRegularExpression(pattern: #"`([A-Za-z]+/[A-Za-z]+\.swift)`\s+`(\w+)`((?:(?:,\s*|\s+and\s+)`\w+`)*)"#)
