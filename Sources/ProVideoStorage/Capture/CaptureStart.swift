@@ -80,6 +80,8 @@ extension Pool {
                 spare: access.spare,
                 complete: { files, journal, length in
                     let placement = try self.completeCapture(files, journal: journal, length: length)
+                    // A take kept in the pool is finished, and `finish` says why it is there.
+                    if let problem = placement.problem { throw problem }
                     return (placement.path, placement.landing)
                 },
                 discard: { files in try self.discardCapture(files) })

@@ -6,8 +6,10 @@ import Glibc
 /// Capture/CaptureStart.swift for the whole order).
 extension Pool {
     /// Places the recording (its `length` bytes flushed in `files.data`), gives the capture's
-    /// unused space back to the reserve and removes the capture's files. Throws the placement's
-    /// problem after cleaning up. Call with the capture's granter stopped (or its owner dead).
+    /// unused space back to the reserve and removes the capture's files. Call with the capture's
+    /// granter stopped (or its owner dead).
+    /// - Returns: where the recording is; `problem` says why when it is kept in the pool (a
+    ///   typed result: a kept take is not an error whose path happens to be in `recordings/`).
     func completeCapture(_ files: CaptureFiles, journal: CaptureJournal, length: Int64,
                          whenTaken: TakenDestination = .keepInPool) throws -> Placement {
         var journal = journal
@@ -42,7 +44,6 @@ extension Pool {
         // Paid once the journal is gone, so a replay never pays twice (a kill just before loses
         // it: `replenish` restores it).
         if let owed = journal.owed { try lock.withReserve { growReserve(by: owed) } }
-        if let problem = placement.problem { throw problem }
         return placement
     }
 

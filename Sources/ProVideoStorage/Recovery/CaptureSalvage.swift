@@ -72,14 +72,11 @@ extension Pool {
             discarded.append(DiscardedCapture(destination: journal.destination, bytesWritten: written))
             return nil
         }
-        do {
-            let placement = try completeCapture(files, journal: journal, length: committed, whenTaken: .recoveredSibling)
-            return try logged(SalvagedRecording(path: placement.path, length: committed,
-                                                salvagedAt: Date().timeIntervalSince1970, note: note))
-        } catch let error as ProVideoError where error.path?.hasPrefix(layout.recordings) == true {
-            return try logged(SalvagedRecording(path: error.path!, length: committed,
-                                                salvagedAt: Date().timeIntervalSince1970, note: note))
-        }
+        // Placed at its destination, at a recovered sibling, or kept in `recordings/`: the
+        // placement says where, and a take kept in the pool is salvaged all the same.
+        let placement = try completeCapture(files, journal: journal, length: committed, whenTaken: .recoveredSibling)
+        return try logged(SalvagedRecording(path: placement.path, length: committed,
+                                            salvagedAt: Date().timeIntervalSince1970, note: note))
     }
 
     /// Salvages the dead captures whose journal is unreadable but that committed bytes, each to
