@@ -24,14 +24,21 @@ import Testing
         #expect(same, "the README's library example differs from Tests/ReadmeExampleTests/ReadmeExample.swift: copy it over")
     }
 
-    @Test func exampleRecordsThroughThePool() throws {
-        try TestSupport.withScratch("readme-example") { dir in
-            let poolPath = dir + "/pool"
-            let pool = try Pool.create(at: poolPath, capacity: 16 << 20)
+    /// Runs `body` with a scratch directory holding a 16 MiB pool that `Pool.open()` finds:
+    /// the example reads $PROVIDEO_POOL (the suite is serialized; no other test reads it
+    /// in-process).
+    static func withExamplePool(_ name: String, _ body: (String) throws -> Void) throws {
+        try TestSupport.withScratch(name) { dir in
+            let pool = try Pool.create(at: dir + "/pool", capacity: 16 << 20)
             defer { try? pool.destroy() }
-            // `Pool.open()` in the example reads $PROVIDEO_POOL; no other test reads it in-process.
-            setenv("PROVIDEO_POOL", poolPath, 1)
+            setenv("PROVIDEO_POOL", dir + "/pool", 1)
             defer { unsetenv("PROVIDEO_POOL") }
+            try body(dir)
+        }
+    }
+
+    @Test func exampleRecordsThroughThePool() throws {
+        try Self.withExamplePool("readme-example") { dir in
             let frames = [TestSupport.pattern(1_000_000, seed: 1), TestSupport.pattern(333, seed: 2)]
             let header = Array("moov".utf8)
             let recording = try record(frames, header: header, to: dir + "/take1.mov")
@@ -44,12 +51,7 @@ import Testing
     }
 
     @Test func exampleRecordsFromItsOwnThread() throws {
-        try TestSupport.withScratch("readme-thread") { dir in
-            let poolPath = dir + "/pool"
-            let pool = try Pool.create(at: poolPath, capacity: 16 << 20)
-            defer { try? pool.destroy() }
-            setenv("PROVIDEO_POOL", poolPath, 1)
-            defer { unsetenv("PROVIDEO_POOL") }
+        try Self.withExamplePool("readme-thread") { dir in
             let frames = (0..<8).map { TestSupport.pattern(100_000, seed: UInt64($0)) }
             let recorder = try recordOnItsOwnThread(frames, to: dir + "/take2.mov")
             for _ in 0..<300 where !recorder.isFinished { usleep(20_000) }

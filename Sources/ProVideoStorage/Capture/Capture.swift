@@ -102,7 +102,8 @@ public final class Capture {
         progress = try FileDescriptor.open(files.progress, O_RDWR, direct: true)
         commitFile = try FileDescriptor.open(files.commit, O_RDWR | O_DSYNC)
         alignment = journal.alignment
-        (capacity, grantStep) = (granter.current.granted, granter.current.step)
+        let grants = granter.current
+        (capacity, grantStep) = (grants.granted, grants.step)
         let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: host.optimalIOSize)
         let count = options.bufferCount(writeSize: slotSize)
         guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),

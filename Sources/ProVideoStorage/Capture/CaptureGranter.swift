@@ -25,9 +25,9 @@ final class CaptureGranter: @unchecked Sendable {
         var granted: Int64
         /// The last grant the thread tried found the reserve empty.
         var reserveEmpty: Bool
-        /// The thread has tried a grant since the recorder's last ask: `reserveEmpty` answers
-        /// that ask, not an older one (a replenish may have refilled the reserve since).
-        var answered = true
+        /// The thread has tried a grant since the ask in question: `reserveEmpty` answers that
+        /// ask, not an older one (a replenish may have refilled the reserve since).
+        var answered: Bool
         /// The error that stopped the thread's grants (`.ioError`, `.invariantViolated`).
         var failure: ProVideoError?
         /// The bytes per grant the thread uses now (the configured step, grown after slow
@@ -67,7 +67,7 @@ final class CaptureGranter: @unchecked Sendable {
         self.data = data
         self.configuredStep = step
         unit = grants.reserve.unit
-        state = Grants(granted: granted, reserveEmpty: false, failure: nil, step: step)
+        state = Grants(granted: granted, reserveEmpty: false, answered: true, failure: nil, step: step)
         let thread = Thread { [self] in run() }
         thread.name = "provideo-granter"
         thread.start()
@@ -80,7 +80,14 @@ final class CaptureGranter: @unchecked Sendable {
     var current: Grants {
         condition.lock()
         defer { condition.unlock() }
-        return state
+        return grants(answering: asked)
+    }
+
+    /// The state as of now, `answered` for the ask numbered `ask`; call with `condition` locked.
+    private func grants(answering ask: UInt64) -> Grants {
+        var grants = state
+        grants.answered = answered >= ask
+        return grants
     }
 
     /// Tells the thread the capture has appended up to `head` bytes and needs `end` granted;
@@ -96,9 +103,7 @@ final class CaptureGranter: @unchecked Sendable {
         if end > state.granted && !(answered < asked && end <= wanted) { asked += 1 }
         wanted = end
         if state.granted - head < 2 * state.step || end > state.granted { condition.signal() }
-        var grants = state
-        grants.answered = answered >= asked
-        return grants
+        return grants(answering: asked)
     }
 
     /// Waits until `end` bytes are granted, the thread found the reserve empty after this
@@ -112,9 +117,7 @@ final class CaptureGranter: @unchecked Sendable {
         condition.signal()
         while state.granted < end, state.failure == nil, !stopping, !(answered >= ask && state.reserveEmpty),
               condition.wait(until: deadline) {}
-        var grants = state
-        grants.answered = answered >= ask
-        return grants
+        return grants(answering: ask)
     }
 
     /// Stops granting; returns once no grant is in progress (a grant waits at most 30 s for

@@ -187,11 +187,11 @@ extension Capture {
         if tag == .cancel { return }
         outstanding -= 1
         let result = completion.result
+        let retry = Self.noSpaceRetryIndex(tag, slots: ring.slots.count)
         // Only writes are made again. A failed fdatasync(2) may have dropped the dirty pages
         // it failed to write ("fsyncgate", PostgreSQL 2018), so a later success proves nothing:
         // its error fails the commit and the capture, whatever the errno.
-        if result == -ENOSPC, let retry = Self.noSpaceRetryIndex(tag, slots: ring.slots.count),
-           noSpaceRetries[retry] < WriteProgress.maximumRetries {
+        if result == -ENOSPC, let retry, noSpaceRetries[retry] < WriteProgress.maximumRetries {
             // btrfs reserves metadata even to write into preallocated NOCOW blocks, so once a
             // neighbour fills the filesystem a write can fail with ENOSPC (ext4 and XFS write
             // there without allocating). Nothing was written: the spare gives its blocks back
@@ -203,9 +203,7 @@ extension Capture {
             noSpaceRetries[retry] += 1
             return try reissue(tag)
         }
-        if result >= 0, let retry = Self.noSpaceRetryIndex(tag, slots: ring.slots.count) {
-            noSpaceRetries[retry] = 0
-        }
+        if result >= 0, let retry { noSpaceRetries[retry] = 0 }
         switch tag {
         case .slotWrite(let slot):
             statistics.writeCompletions += 1
