@@ -143,14 +143,9 @@ public final class Capture {
 
     /// Bytes the recording can still grow by: what its file was granted beyond `length`, plus
     /// the pool's reserve not yet granted to any capture (reads the reserve's size). Never
-    /// waits for a grant: while one of this capture is in progress the figure can be short by
-    /// that grant, never over (the granted bytes are read first, and a grant grows the file
-    /// before it cuts the reserve).
-    public var remainingCapacity: Int64 {
-        let granted = granter.grantedBytes
-        return CapacityAccount.remaining(granted: granted, length: length,
-                                         reserve: (try? host.reserve.size()) ?? 0)
-    }
+    /// waits for a grant, and a grant of this capture in progress is counted once: the figure
+    /// moves only as bytes are appended or as other captures take or give back reserve.
+    public var remainingCapacity: Int64 { granter.remainingCapacity(beyond: length) }
 
     /// Bytes a crash cannot lose: flushed and recorded as committed.
     public var committedLength: Int64 { commits.committed }

@@ -51,6 +51,12 @@ final class CaptureGranter: @unchecked Sendable {
     private var answered: UInt64 = 0
     private var stopping = false
     private var emptyAt: UInt64?
+    /// The reserve's size before the cut of the grant in progress, and the bytes it cuts; set
+    /// from the cut until the grant's bytes are in `state.granted`.
+    private var cut: (reserveBefore: Int64, amount: Int64)?
+    /// Counts the cuts begun: a reserve size read between two equal counts, with no cut set,
+    /// is not torn by a grant of this capture.
+    private var cuts: UInt64 = 0
 
     /// How long an empty reserve is left alone before the next look, unless asked, in
     /// nanoseconds.
@@ -75,6 +81,32 @@ final class CaptureGranter: @unchecked Sendable {
 
     /// The bytes granted so far: the capture may write below this offset.
     var grantedBytes: Int64 { current.granted }
+
+    /// Bytes the capture can still write beyond `length`: what its file was granted beyond it,
+    /// plus the reserve not yet granted (reads the reserve's size). Exact with respect to this
+    /// capture's own grants and never waits for one: while a grant is cutting the reserve
+    /// (under the reserve lock, so nobody else changes it) the figure is the one before the
+    /// grant; a size read that a cut began beside is read again. After three torn reads
+    /// (grants back to back) it is the lower figure, short by one grant, never over.
+    func remainingCapacity(beyond length: Int64) -> Int64 {
+        var floor: Int64 = 0
+        for _ in 0..<3 {
+            let (granted, cut, cuts) = snapshot()
+            if let cut { return CapacityAccount.remaining(granted: granted + cut.amount, length: length,
+                                                          reserve: cut.reserveBefore - cut.amount) }
+            let reserve = (try? grants.reserve.size()) ?? 0
+            floor = CapacityAccount.remaining(granted: granted, length: length, reserve: reserve)
+            let (_, cutAfter, cutsAfter) = snapshot()
+            if cutAfter == nil && cutsAfter == cuts { return floor }
+        }
+        return floor
+    }
+
+    private func snapshot() -> (granted: Int64, cut: (reserveBefore: Int64, amount: Int64)?, cuts: UInt64) {
+        condition.lock()
+        defer { condition.unlock() }
+        return (state.granted, cut, cuts)
+    }
 
     /// The grants as they stand, without waiting.
     var current: Grants {
@@ -160,7 +192,14 @@ final class CaptureGranter: @unchecked Sendable {
             var added: Int64 = 0
             var error: ProVideoError?
             var full = false, busy = false
-            do { added = try grants.grant(bytes, to: data, granted: from, sharing: !needing) } catch let failed as ProVideoError {
+            do {
+                added = try grants.grant(bytes, to: data, granted: from, sharing: !needing) { reserveBefore, amount in
+                    condition.lock()
+                    cut = (reserveBefore, amount)
+                    cuts += 1
+                    condition.unlock()
+                }
+            } catch let failed as ProVideoError {
                 // The reserve lock stayed busy: try again later. A filesystem too full for the
                 // grant even after the reserve gave its bytes up is an empty reserve to the
                 // capture (it ends `storageFull`, keeping what it has); anything else fails
@@ -176,6 +215,7 @@ final class CaptureGranter: @unchecked Sendable {
             // The state changes before `grantLock` is released: `stop()` returns the final size.
             condition.lock()
             state.granted += added
+            cut = nil
             state.reserveEmpty = (added == 0 && error == nil && !busy) || full
             emptyAt = state.reserveEmpty ? MonotonicTime.now() : nil
             if let error { state.failure = error }

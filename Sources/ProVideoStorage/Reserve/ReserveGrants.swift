@@ -20,10 +20,15 @@ struct ReserveGrants {
     /// which holds `granted` bytes so far. A grant made ahead of need (`sharing`) takes at most
     /// half of what the reserve has left (at least 1 MiB), so that a nearly empty reserve is
     /// shared among the captures that run rather than taken by the first to ask.
+    /// `cutting(reserveBefore, amount)` is called, with the reserve lock held, before each cut of
+    /// the reserve: until the grant returns, the reserve is `reserveBefore` or
+    /// `reserveBefore - amount` and nobody else changes it (the granter's exact
+    /// `remainingCapacity`).
     /// - Returns: the bytes granted: 0 when the reserve is empty.
     /// - Throws: `.ioError` (the capture's file and the reserve are as they were); `.busy` when
     ///   the reserve lock stayed taken for 30 s.
-    func grant(_ bytes: Int64, to data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
+    func grant(_ bytes: Int64, to data: FileDescriptor, granted: Int64, sharing: Bool,
+               cutting: (_ reserveBefore: Int64, _ amount: Int64) -> Void = { _, _ in }) throws -> Int64 {
         try lock.withReserve {
             // A grant from anywhere but the file's end would count bytes the file already has.
             let size = Int64(try data.facts().size)
@@ -43,6 +48,7 @@ struct ReserveGrants {
                 do { try rollBack(data, to: granted) } catch {
                     throw Rollback.keepingFirst(full, restoring: "the capture's file's size (\(granted) bytes)") { throw error }
                 }
+                cutting(available, amount)
                 try reserveFD.truncate(available - amount, calls)
                 rc = calls.fallocate(data.rawValue, false, granted, amount)
                 if rc < 0 {
@@ -64,6 +70,7 @@ struct ReserveGrants {
                 }
             }
             CrashPoint.hit("grant.allocated")
+            cutting(available, amount)
             try reserveFD.truncate(available - amount, calls)
             return amount
         }
