@@ -25,6 +25,8 @@ enum { MAX_THREADS = 64 };
 static const size_t ring_bytes = (size_t)128 << 20;
 static int seconds = 10, threads = 4, frame_mib = 5, fps = 25, fifo_priority = 0;
 static const unsigned char *source;
+/* Each thread's line, printed by main in thread order once all have ended. */
+static char report[MAX_THREADS][160];
 
 static uint64_t now_ns(void) {
     struct timespec t;
@@ -71,7 +73,7 @@ static void *copy_frames(void *argument) {
         if (took[i] > 4000000u) slow++;
     }
     qsort(took, (size_t)count, sizeof *took, ascending);
-    printf("thread %ld: %d copies, p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms, %d over 4 ms\n", id, count,
+    snprintf(report[id], sizeof report[id], "thread %ld: %d copies, p50 %.2f p99 %.2f p99.9 %.2f max %.2f ms, %d over 4 ms\n", id, count,
            took[count / 2] / 1e6, took[(count * 99 + 99) / 100 - 1] / 1e6, took[(count * 999 + 999) / 1000 - 1] / 1e6,
            took[count - 1] / 1e6, slow);
     free(took);
@@ -106,12 +108,19 @@ int main(int argc, char **argv) {
     }
     source = (const unsigned char *)words;
     pthread_t running[MAX_THREADS];
-    int failed = 0;
-    for (long i = 0; i < threads; i++) failed |= pthread_create(&running[i], NULL, copy_frames, (void *)i) != 0;
-    for (int i = 0; i < threads; i++) {
+    int failed = 0, started = 0;
+    for (long i = 0; i < threads; i++, started++) {
+        if (pthread_create(&running[i], NULL, copy_frames, (void *)i) != 0) {
+            fprintf(stderr, "copy-stall: cannot start thread %ld\n", i);
+            failed = 1;
+            break;
+        }
+    }
+    for (int i = 0; i < started; i++) {
         void *result = NULL;
         pthread_join(running[i], &result);
         failed |= result != NULL;
+        fputs(report[i], stdout);
     }
     return failed ? 1 : 0;
 }

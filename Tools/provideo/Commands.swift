@@ -152,10 +152,10 @@ enum Commands {
         let capture = try openPool(path).startCapture(to: destination, options: options)
         StopSignals.install(restart: false)
         let outcome: Recorder.Outcome
-        let copyProgress = CopyProgressDisplay.start()
+        let copyProgress = CopyProgressDisplay()
         defer { copyProgress.stop() }
         do {
-            outcome = try Recorder.capture(from: 0, into: capture)
+            outcome = try Recorder.capture(from: 0, into: capture, finishing: copyProgress.control)
             copyProgress.stop()  // its last line before the summary
         } catch var error as ProVideoError where error.code == .ioError || error.code == .notEnoughSpace {
             // The capture failed and let go of the pool: salvage its committed part right now, so
@@ -283,8 +283,8 @@ enum Commands {
         if destination?.isEmpty == true {
             throw UsageError("move needs a destination path (DEST), or none to move it where it was meant to go; got ''")
         }
-        let copyProgress = CopyProgressDisplay.start()
-        let target = try openPool(path).moveHeldRecording(held, to: destination)
+        let copyProgress = CopyProgressDisplay()
+        let target = try openPool(path).moveHeldRecording(held, to: destination, control: copyProgress.control)
         copyProgress.stop()
         if json { return try CommandLineProgram.printJSON(CommandReports.Move(held: held, path: target)) }
         print("moved \(held) to \(target); run `provideo replenish` to return the space to the reserve")

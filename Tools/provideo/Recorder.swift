@@ -32,8 +32,9 @@ enum Recorder {
     /// take like end of input, since every byte received is the recorder's to keep.
     /// - Throws: `.invalidArgument` when no byte arrived, `.ioError` when the first read
     ///   failed (the capture is cancelled, no file is left); the capture's error when a write
-    ///   failed.
-    static func capture(from fd: Int32, into capture: Capture, chunk: Int = 1 << 20) throws -> Outcome {
+    ///   failed. `finishing` gets the progress of the finish's copy to another filesystem.
+    static func capture(from fd: Int32, into capture: Capture, chunk: Int = 1 << 20,
+                        finishing: OperationControl = .none) throws -> Outcome {
         var buffer = [UInt8](repeating: 0, count: chunk)
         var input = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
         var dropped: (bytes: Int64, reads: Int) = (0, 0)
@@ -89,7 +90,7 @@ enum Recorder {
             throw ProVideoError(.invalidArgument, "no input arrived: nothing was recorded and no file was created")
         }
         let inputSeconds = firstInput.map { Date().timeIntervalSince($0) } ?? 0
-        return Outcome(result: try capture.finish(), droppedBytes: dropped.bytes, droppedReads: dropped.reads,
+        return Outcome(result: try capture.finish(control: finishing), droppedBytes: dropped.bytes, droppedReads: dropped.reads,
                        storageFull: storageFull, stoppedBySignal: stopDeadline != nil, inputError: inputError,
                        inputSeconds: inputSeconds)
     }

@@ -18,8 +18,8 @@ extension Capture {
     public func finish(progress: ProVideoProgress? = nil) async throws -> RecordingResult {
         // The caller awaits the thread below until it has returned: one call at a time.
         let capture = self
-        return try await OffThread.run("provideo-finish", cancellable: true, progress: progress) {
-            let result: RecordingResult = try capture.finish()
+        return try await OffThread.run("provideo-finish", cancellable: true, progress: progress) { control in
+            let result: RecordingResult = try capture.finish(control: control)
             return result
         }
     }

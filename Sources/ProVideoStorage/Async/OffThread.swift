@@ -4,27 +4,25 @@ import Foundation
 /// ends, so that no long fallocate, copy or fsync blocks Swift's cooperative thread pool (a
 /// handful of threads that every task shares) or an actor.
 enum OffThread {
-    /// Runs `body` on a new thread named `name`.
+    /// Runs `body` on a new thread named `name`, handing it the operation's control.
     /// - Parameters:
     ///   - cancellable: whether cancelling the task stops `body` at its next
-    ///     `OperationContext.checkpoint`; false: `body` runs to its end whatever happens.
-    ///   - progress: the handler `OperationContext.report` calls on that thread.
+    ///     `OperationControl.checkpoint`; false: `body` runs to its end whatever happens.
+    ///   - progress: the handler the control reports to, on that thread.
     /// - Returns: what `body` returns.
     /// - Throws: what `body` throws (`.cancelled` from a checkpoint).
     static func run<T: Sendable>(_ name: String, cancellable: Bool, progress: ProVideoProgress?,
-                                 _ body: @escaping @Sendable () throws -> T) async throws -> T {
-        let context = OperationContext(progress: progress)
+                                 _ body: @escaping @Sendable (OperationControl) throws -> T) async throws -> T {
+        let cancellation = cancellable ? OperationControl.Cancellation() : nil
+        let control = OperationControl(progress: progress, cancellation: cancellation)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let thread = Thread {
-                    context.install()
-                    continuation.resume(with: Result { try body() })
-                }
+                let thread = Thread { continuation.resume(with: Result { try body(control) }) }
                 thread.name = name
                 thread.start()
             }
         } onCancel: {
-            if cancellable { context.cancel() }
+            cancellation?.cancel()
         }
     }
 }

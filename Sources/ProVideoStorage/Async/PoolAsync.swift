@@ -29,9 +29,9 @@ extension Pool {
     package static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
                                maxCaptures: Int? = nil, bandwidth: Int64? = nil, progress: ProVideoProgress?,
                                systemCalls: SystemCalls) async throws -> Pool {
-        try await OffThread.run("provideo-create", cancellable: true, progress: progress) {
+        try await OffThread.run("provideo-create", cancellable: true, progress: progress) { control in
             try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
-                       bandwidth: bandwidth, progress: progress, systemCalls: systemCalls)
+                       bandwidth: bandwidth, progress: progress, control: control, systemCalls: systemCalls)
         }
     }
 
@@ -43,7 +43,9 @@ extension Pool {
     /// - Throws: as `open(at:)`. Cancellation is ignored: a salvage, once started, runs to its
     ///   end (an interrupted one would only be redone by the next open).
     public static func recover(at path: String? = nil, progress: ProVideoProgress? = nil) async throws -> PoolRecovery {
-        try await OffThread.run("provideo-recover", cancellable: false, progress: progress) { try salvage(at: path) }
+        try await OffThread.run("provideo-recover", cancellable: false, progress: progress) { control in
+            try salvage(at: path, control: control)
+        }
     }
 
     /// Restores the reserve toward `initialCapacity`, best effort (Apple:
@@ -56,7 +58,7 @@ extension Pool {
     ///   it runs to its end (a grant from the filesystem is one fallocate(2)).
     public func replenishCapacity() async throws -> Int {
         try checkNotCancelled("the replenish")
-        return try await OffThread.run("provideo-replenish", cancellable: false, progress: nil) {
+        return try await OffThread.run("provideo-replenish", cancellable: false, progress: nil) { _ in
             Int(try self.replenish().remainingCapacity)
         }
     }
@@ -73,11 +75,11 @@ extension Pool {
     @discardableResult
     public func resize(to capacity: Int64, progress: ProVideoProgress? = nil) async throws -> Int64 {
         try checkNotCancelled("the resize")
-        return try await OffThread.run("provideo-resize", cancellable: false, progress: progress) {
+        return try await OffThread.run("provideo-resize", cancellable: false, progress: progress) { _ in
             let change = abs(capacity - self.initialCapacity)
-            OperationContext.report(0, change)
+            progress?(0, change)
             let resized: Int64 = try self.resize(to: capacity)
-            OperationContext.report(change, change)
+            progress?(change, change)
             return resized
         }
     }
@@ -98,8 +100,8 @@ extension Pool {
     @discardableResult
     public func moveHeldRecording(_ held: String, to destination: String? = nil,
                                   progress: ProVideoProgress? = nil) async throws -> String {
-        try await OffThread.run("provideo-move", cancellable: true, progress: progress) {
-            let moved: String = try self.moveHeldRecording(held, to: destination)
+        try await OffThread.run("provideo-move", cancellable: true, progress: progress) { control in
+            let moved: String = try self.moveHeldRecording(held, to: destination, control: control)
             return moved
         }
     }

@@ -312,7 +312,12 @@ public final class Capture {
     ///   error; a move error; `.captureClosed`. After a failed
     ///   write, `provideo recover` salvages the committed part.
     @discardableResult
-    public func finish() throws -> RecordingResult {
+    public func finish() throws -> RecordingResult { try finish(control: .none) }
+
+    /// `finish()`, with a control that gets the progress of a copy to another filesystem and
+    /// may stop it (the take is then kept in the pool, `.cancelled`).
+    @discardableResult
+    package func finish(control: OperationControl) throws -> RecordingResult {
         try enterCall()
         defer { leaveCall() }
         try checkOpen()
@@ -334,7 +339,7 @@ public final class Capture {
         _ = engine.shutdown(waitNanoseconds: Int64(deadline - min(Self.now(), deadline)))
         capacity = granter.stop()
         defer { claim.release() }
-        let outcome = try host.complete(files, journal, length)
+        let outcome = try host.complete(files, journal, length, control)
         return RecordingResult(path: outcome.path, length: length, statistics: statistics,
                                landingTo: outcome.landing ? journal.destination : nil)
     }

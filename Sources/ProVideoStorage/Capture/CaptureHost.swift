@@ -10,9 +10,10 @@ struct CaptureHost {
     /// The pool's metadata spare (`MetadataSpare`), released once when btrfs refuses a write.
     let spare: MetadataSpare?
     /// Places the finished recording of `length` bytes, gives back the capture's unused space
-    /// and removes its files (`Pool.completeCapture`). Returns where the recording is and
-    /// whether it waits there to land in the background.
-    let complete: (CaptureFiles, CaptureJournal, _ length: Int64) throws -> (path: String, landing: Bool)
+    /// and removes its files (`Pool.completeCapture`); the control gets a copy's progress and
+    /// may stop it. Returns where the recording is and whether it waits there to land in the
+    /// background.
+    let complete: (CaptureFiles, CaptureJournal, _ length: Int64, OperationControl) throws -> (path: String, landing: Bool)
     /// Discards the capture's recording and returns its space (`Pool.discardCapture`).
     let discard: (CaptureFiles) throws -> Void
 }

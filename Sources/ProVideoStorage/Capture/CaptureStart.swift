@@ -43,7 +43,7 @@ extension Pool {
                 throw busyError(busy.subtracting(.replenishing), action: "start a capture")
             }
             do {
-                try salvageDeadCaptures()
+                try salvageDeadCaptures(control: .none)
                 configuration = try PoolConfiguration.load(layout.configuration)
                 let running = try runningCaptures()
                 try refuseTakenDestination(destination, running: running)
@@ -78,8 +78,8 @@ extension Pool {
             let host = CaptureHost(
                 calls: calls, optimalIOSize: configuration.storage.device.optimalIOSize, reserve: reserveFile,
                 spare: access.spare,
-                complete: { files, journal, length in
-                    let placement = try self.completeCapture(files, journal: journal, length: length)
+                complete: { files, journal, length, control in
+                    let placement = try self.completeCapture(files, journal: journal, length: length, control: control)
                     // A take kept in the pool is finished, and `finish` says why it is there.
                     if let problem = placement.problem { throw problem }
                     return (placement.path, placement.landing)

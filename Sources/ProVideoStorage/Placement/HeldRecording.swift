@@ -11,7 +11,7 @@ public struct HeldRecording: Codable, Sendable {
     public var length: Int64
     /// Why it could not go there.
     public var reason: String
-    /// Set while `provideo move` moves it there, so a killed move is finished by `repair()`.
+    /// Set while `provideo move` moves it there, so a killed move is finished by `repair(control:)`.
     public var movingTo: String?
     /// true while it waits to land at its destination in the background (`provideo land`).
     public var landing: Bool?

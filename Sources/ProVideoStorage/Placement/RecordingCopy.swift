@@ -13,14 +13,15 @@ enum RecordingCopy {
     static let chunk = 1 << 20
 
     /// Copies to `name` in `directory`; run it as the recording's owner (`RecordingOwner`), who
-    /// then owns the copy. The temporary is created exclusively (`O_EXCL | O_NOFOLLOW`): a file
+    /// then owns the copy. `control` gets the copy's and the verification's progress and may
+    /// stop either (the temporary is removed). The temporary is created exclusively (`O_EXCL | O_NOFOLLOW`): a file
     /// or link planted at its predictable name is removed, never written through.
     /// - Throws: `.destinationExists` (nothing is overwritten), `.ioError` when a copy step
-    ///   or the verification fails. The temporary file is removed on every failure.
+    ///   or the verification fails, `.cancelled`. The temporary file is removed on every failure.
     static func copy(_ source: FileDescriptor, length: Int64, to name: String, in directory: DirectoryHandle, tag: String,
-                     calls: SystemCalls) throws {
+                     calls: SystemCalls, control: OperationControl) throws {
         let temporary = temporaryName(for: name, tag: tag)
-        if try isCopy(of: source, length: length, at: name, in: directory, calls: calls) {
+        if try isCopy(of: source, length: length, at: name, in: directory, calls: calls, control: control) {
             // A copy killed after its final rename, salvaged again: the destination is this copy.
             return
         }
@@ -30,7 +31,7 @@ enum RecordingCopy {
             // 0666 less the umask, as the rename path gives and as `touch` would.
             let target = try directory.open(temporary, O_RDWR | O_CREAT | O_EXCL, mode: 0o666)
             created = try target.facts()
-            try transfer(source, to: target, length: length, calls: calls)
+            try transfer(source, to: target, length: length, calls: calls, control: control)
             let synced = calls.fsync(target.rawValue)
             if synced < 0 { throw ProVideoError.system("fsync", errno: -synced, path: directory.display(temporary)) }
             // Verify what the device returns, not the page cache the copy just filled: its clean
@@ -41,13 +42,14 @@ enum RecordingCopy {
                 throw ProVideoError(.ioError, "the copy at \(directory.display(temporary)) has \(copied) bytes, expected "
                                     + "\(length)", path: directory.display(temporary))
             }
-            guard try digest(source, length: length, calls: calls) == digest(target, length: length, calls: calls) else {
+            guard try digest(source, length: length, calls: calls, control: control)
+                    == digest(target, length: length, calls: calls, control: control) else {
                 throw ProVideoError(.ioError, "the copy at \(directory.display(temporary)) differs from the recording "
                                     + "(SHA-256)", path: directory.display(temporary))
             }
             // The last point where an async caller's cancellation is honoured: after the publish
             // the copy is the recording.
-            try OperationContext.checkpoint("the copy to \(directory.display(name))")
+            try control.checkpoint("the copy to \(directory.display(name))")
             try NoClobberPublish(calls: calls).publish(target, from: temporary, as: name, in: directory)
         } catch {
             if let created, directory.holds(temporary, created) { try? directory.remove(temporary) }
@@ -70,25 +72,27 @@ enum RecordingCopy {
     /// Whether `name` in `directory` is a regular file (not followed) with exactly `source`'s
     /// first `length` bytes.
     static func isCopy(of source: FileDescriptor, length: Int64, at name: String, in directory: DirectoryHandle,
-                       calls: SystemCalls) throws -> Bool {
+                       calls: SystemCalls, control: OperationControl) throws -> Bool {
         guard let facts = directory.facts(of: name), facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG),
               Int64(facts.size) == length else { return false }
         let existing = try directory.open(name, O_RDONLY | O_NONBLOCK)
-        return try digest(source, length: length, calls: calls) == digest(existing, length: length, calls: calls)
+        return try digest(source, length: length, calls: calls, control: control)
+            == digest(existing, length: length, calls: calls, control: control)
     }
 
     /// Copies bytes [0, length) from `source` to the same offsets of `target`.
-    static func transfer(_ source: FileDescriptor, to target: FileDescriptor, length: Int64, calls: SystemCalls) throws {
+    static func transfer(_ source: FileDescriptor, to target: FileDescriptor, length: Int64, calls: SystemCalls,
+                         control: OperationControl) throws {
         var offset: Int64 = 0
         var kernelCopy = true
         var buffer = [UInt8](repeating: 0, count: chunk)
         while offset < length {
-            try OperationContext.checkpoint("the copy to \(target.path)")
+            try control.checkpoint("the copy to \(target.path)")
             if kernelCopy {
                 let n = calls.copyFileRange(source.rawValue, offset, target.rawValue, offset, Int(length - offset))
                 if n > 0 {
                     offset += Int64(n)
-                    CopyProgress.report(.copying, offset, length)
+                    control.report(.copying, offset, length)
                     continue
                 }
                 if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }
@@ -103,24 +107,25 @@ enum RecordingCopy {
             guard n > 0 else { throw ProVideoError(.ioError, "\(source.path) ended at \(offset) of \(length) bytes", path: source.path) }
             try buffer.withUnsafeBytes { try target.writeAll(UnsafeRawBufferPointer(rebasing: $0[0..<n]), at: offset, calls) }
             offset += Int64(n)
-            CopyProgress.report(.copying, offset, length)
+            control.report(.copying, offset, length)
         }
     }
 
     /// SHA-256 of bytes [0, length) of `file`.
-    static func digest(_ file: FileDescriptor, length: Int64, calls: SystemCalls) throws -> [UInt8] {
+    static func digest(_ file: FileDescriptor, length: Int64, calls: SystemCalls, control: OperationControl) throws -> [UInt8] {
         let hash = try SHA256()
-        try read(file, from: 0, to: length, calls: calls) { hash.update($0) }
+        try read(file, from: 0, to: length, calls: calls, control: control) { hash.update($0) }
         return hash.finish()
     }
 
-    /// Reads bytes [start, end) of `file` (fewer when it ends first) in chunks, handing each to `body`.
+    /// Reads bytes [start, end) of `file` (fewer when it ends first) in chunks, handing each to
+    /// `body`; `control` gets the bytes read as `verifying` progress and may stop the read.
     static func read(_ file: FileDescriptor, from start: Int64, to end: Int64, calls: SystemCalls,
-                     _ body: (UnsafeRawBufferPointer) -> Void) throws {
+                     control: OperationControl, _ body: (UnsafeRawBufferPointer) -> Void) throws {
         var buffer = [UInt8](repeating: 0, count: chunk)
         var offset = start
         while offset < end {
-            try OperationContext.checkpoint("the verification of \(file.path)")
+            try control.checkpoint("the verification of \(file.path)")
             let want = Int(min(Int64(chunk), end - offset))
             let n = try buffer.withUnsafeMutableBytes {
                 try file.read(into: UnsafeMutableRawBufferPointer(rebasing: $0[0..<want]), at: offset, calls)
@@ -128,7 +133,7 @@ enum RecordingCopy {
             if n == 0 { break }
             buffer.withUnsafeBytes { body(UnsafeRawBufferPointer(rebasing: $0[0..<n])) }
             offset += Int64(n)
-            CopyProgress.report(.verifying, offset - start, end - start)
+            control.report(.verifying, offset - start, end - start)
         }
     }
 }

@@ -9,6 +9,8 @@ import Glibc
 /// step runs as the recording's owner: root moves a recording only where its owner could.
 struct RecordingMove {
     let calls: SystemCalls
+    /// The progress and cancellation of a copy (a rename reports nothing and is not stopped).
+    let control: OperationControl
 
     enum Outcome: Equatable {
         /// The source file now is the destination.
@@ -56,7 +58,7 @@ struct RecordingMove {
             }
             if rc == -EEXIST { throw Self.destinationExists(directory.display(name)) }
             guard rc == -EXDEV else { throw ProVideoError.system("renameat2", errno: -rc, path: directory.display(name)) }
-            try RecordingCopy.copy(source, length: length, to: name, in: directory, tag: tag, calls: calls)
+            try RecordingCopy.copy(source, length: length, to: name, in: directory, tag: tag, calls: calls, control: control)
             return .copied
         }
     }

@@ -20,9 +20,9 @@ extension Pool {
     /// at the destination acts as the capture's owner (`RecordingOwner`), through its directory
     /// resolved once as that owner (`DirectoryHandle`): a salvage run by root places a take only
     /// where its recorder could, and a directory the recorder can no longer write keeps the take
-    /// in the pool (Docs/SECURITY.md).
+    /// in the pool (Docs/SECURITY.md). `control` gets a copy's progress and may stop it.
     func placeRecording(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
-                        whenTaken: TakenDestination) throws -> Placement {
+                        whenTaken: TakenDestination, control: OperationControl) throws -> Placement {
         let destination = journal.destination
         let owner = try RecordingOwner.of(capture: files)
         let directoryPath = FileSystem.parent(of: destination), name = FileSystem.lastComponent(of: destination)
@@ -42,7 +42,7 @@ extension Pool {
         if !sameFilesystem && journal.landInBackground == true {
             return try queueForLanding(files, journal, length: length, owner: owner)
         }
-        let mover = RecordingMove(calls: calls)
+        let mover = RecordingMove(calls: calls, control: control)
         let source = try DirectoryHandle.open(files.directory)
         let data = try FileDescriptor.open(files.data, O_RDONLY)
         // On btrfs even a rename needs free space (its metadata reservation, see

@@ -8,7 +8,7 @@ import Synchronization
 ///
 /// Every process that opens the same directory sees the same `initialCapacity`,
 /// `remainingCapacity` and `busyReasons`: the state lives in the pool's files and locks,
-/// not in memory. Opening a pool repairs what a killed process left behind (see `repair()`).
+/// not in memory. Opening a pool repairs what a killed process left behind (see `repair(control:)`).
 ///
 /// A `Pool` may be shared between tasks and threads. `@unchecked Sendable` because: its `let`
 /// properties are immutable or Sendable (`lock` only runs fcntl(2) on a descriptor it never
@@ -120,10 +120,11 @@ public final class Pool: @unchecked Sendable {
                    bandwidth: bandwidth, progress: progress, systemCalls: .live)
     }
 
-    /// `create(at:capacity:zeroFill:group:progress:)` with system calls a test swapped.
+    /// `create(at:capacity:zeroFill:group:progress:)` with system calls a test swapped, and a
+    /// control that may stop the zero-fill.
     package static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
                                maxCaptures: Int? = nil, bandwidth: Int64? = nil,
-                               progress: ((Int64, Int64) -> Void)? = nil,
+                               progress: ((Int64, Int64) -> Void)? = nil, control: OperationControl = .none,
                                systemCalls: SystemCalls) throws -> Pool {
         guard !path.isEmpty else { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = FileSystem.absolute(path)
@@ -185,7 +186,7 @@ public final class Pool: @unchecked Sendable {
                                               bandwidth: bandwidth)
         let pool = try Pool(path: path, configuration: configuration, calls: systemCalls)
         do {
-            try pool.allocateFirstReserve(capacity: capacity, zeroFill: zeroFill, progress: progress)
+            try pool.allocateFirstReserve(capacity: capacity, zeroFill: zeroFill, control: control, progress: progress)
         } catch {
             // Nothing of a pool that was never created stays behind (unless another process
             // created it meanwhile: its files are not ours).
@@ -199,7 +200,8 @@ public final class Pool: @unchecked Sendable {
         return pool
     }
 
-    private func allocateFirstReserve(capacity: Int64, zeroFill: Bool, progress: ((Int64, Int64) -> Void)?) throws {
+    private func allocateFirstReserve(capacity: Int64, zeroFill: Bool, control: OperationControl,
+                                      progress: ((Int64, Int64) -> Void)?) throws {
         let storage = configuration.storage
         try lock.withMutation {
             // Another process may have won the race, or a killed create left files behind: only
@@ -213,7 +215,10 @@ public final class Pool: @unchecked Sendable {
             let fd = try reserve.open(create: true, nocow: storage.isBtrfs)
             try reserve.grow(fd, from: 0, to: size)
             CrashPoint.hit("create.allocated")
-            if zeroFill { try reserve.zeroFill(from: 0, to: size, alignment: storage.directIOAlignment.io, progress: progress) }
+            if zeroFill {
+                try reserve.zeroFill(from: 0, to: size, alignment: storage.directIOAlignment.io, control: control,
+                                     progress: progress)
+            }
             try FileSystem.rename(layout.newReserve, layout.reserve)
             access.spare?.refill(to: reserve.headroom(reaching: size), calls, access: access)
             configuration.initialCapacity = size
@@ -235,8 +240,10 @@ public final class Pool: @unchecked Sendable {
         try open(at: path, systemCalls: .live, salvaging: salvaging)
     }
 
-    /// `open(at:)` with system calls a test swapped.
-    package static func open(at path: String?, systemCalls: SystemCalls, salvaging: Bool = true) throws -> Pool {
+    /// `open(at:)` with system calls a test swapped; `control` gets the progress of a salvaged
+    /// take's copy to another filesystem.
+    package static func open(at path: String?, systemCalls: SystemCalls, salvaging: Bool = true,
+                             control: OperationControl = .none) throws -> Pool {
         if path?.isEmpty == true { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = resolvePath(path)
         if FileSystem.exists(path) && !FileSystem.isDirectory(path) {
@@ -252,7 +259,7 @@ public final class Pool: @unchecked Sendable {
                             calls: systemCalls)
         guard salvaging else { return pool }
         do {
-            try pool.repair()
+            try pool.repair(control: control)
         } catch let error as ProVideoError where error.code == .notEnoughSpace {
             pool.repairFailure = error
         }
@@ -277,7 +284,7 @@ public final class Pool: @unchecked Sendable {
                                     + "\(layout.recordings); move them out with `provideo move`, then destroy the pool",
                                     path: path)
             }
-            try salvageDeadCaptures()
+            try salvageDeadCaptures(control: .none)
             // The reserve goes first: killed here, the pool is still valid, with no capacity,
             // and destroy can simply run again.
             for file in [layout.reserve, layout.newReserve, layout.recoveredLog, layout.spare] { try FileSystem.remove(file) }
@@ -421,7 +428,7 @@ public final class Pool: @unchecked Sendable {
                 try reserve.requireSpace(target - current, reaching: target)
             }
             // A grow records the capacity first: killed afterwards, the reserve is either still
-            // the old size or already the new one, and `repair()` cuts a reserve larger than
+            // the old size or already the new one, and `repair(control:)` cuts a reserve larger than
             // the capacity.
             configuration.initialCapacity = target
             do {
@@ -518,7 +525,7 @@ public final class Pool: @unchecked Sendable {
             guard busy.isEmpty, try holder.tryHold(reason) else { throw busyError(busy.isEmpty ? reason : busy, action: action) }
             do {
                 // Dead captures (ones `open` could not repair) are salvaged before the reserve changes.
-                try salvageDeadCaptures()
+                try salvageDeadCaptures(control: .none)
                 configuration = try PoolConfiguration.load(layout.configuration)
             } catch {
                 holder.release(reason)
@@ -533,11 +540,11 @@ public final class Pool: @unchecked Sendable {
     /// captures are left alone), discards a half-built reserve, frees blocks a killed grow left
     /// past the reserve's end, cuts a reserve that a power cut left larger than
     /// `initialCapacity` less the captures' grants.
-    func repair() throws {
+    func repair(control: OperationControl) throws {
         // Opening does not wait for a process that is changing the pool (a long move, a
         // zero-filling create): the next open repairs instead.
         _ = try lock.withMutationIfFree {
-            salvaged += try salvageDeadCaptures()
+            salvaged += try salvageDeadCaptures(control: control)
             guard try lock.heldByOthers().subtracting(.capturing).isEmpty else { return }
             try lock.withReserve { try repairReserve() }
         }

@@ -25,7 +25,7 @@ struct PoolLayout: Sendable {
     var captures: String { directory + "/captures" }
     /// The files of capture `id`.
     func capture(_ id: String) -> CaptureFiles { CaptureFiles(directory: captures + "/" + id) }
-    /// Where a pool of format 1 kept its one capture; `repair()` moves one found there into
+    /// Where a pool of format 1 kept its one capture; `repair(control:)` moves one found there into
     /// `captures/`.
     var legacyCapture: String { directory + "/capture" }
     var recordings: String { directory + "/recordings" }

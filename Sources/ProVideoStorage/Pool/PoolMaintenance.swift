@@ -42,6 +42,13 @@ extension Pool {
     ///   the rename succeeded (the recording is at DEST and no longer held).
     @discardableResult
     public func moveHeldRecording(_ held: String, to destination: String? = nil) throws -> String {
+        try moveHeldRecording(held, to: destination, control: .none)
+    }
+
+    /// `moveHeldRecording(_:to:)`, with a control that gets a copy's progress and may stop it
+    /// (`.cancelled`: nothing is left at the destination and the recording stays held).
+    @discardableResult
+    package func moveHeldRecording(_ held: String, to destination: String?, control: OperationControl) throws -> String {
         let held = FileSystem.absolute(held)
         let notePath = held + ".json"
         guard FileSystem.parent(of: held) == layout.recordings, FileSystem.exists(held),
@@ -72,7 +79,7 @@ extension Pool {
             let directory = try owner.acting { try DirectoryHandle.open(FileSystem.parent(of: target)) }
             var unflushed: ProVideoError?
             do {
-                let outcome = try RecordingMove(calls: calls).move(
+                let outcome = try RecordingMove(calls: calls, control: control).move(
                     file, named: FileSystem.lastComponent(of: held), in: try DirectoryHandle.open(layout.recordings),
                     length: length, to: FileSystem.lastComponent(of: target), in: directory, owner: owner,
                     tag: FileSystem.lastComponent(of: held))
@@ -196,7 +203,8 @@ extension Pool {
                 let copied = try owner.acting { () -> Bool in
                     guard let directory = try? DirectoryHandle.open(FileSystem.parent(of: target)) else { return false }
                     return try RecordingCopy.isCopy(of: source, length: Int64(try source.facts().size),
-                                                    at: FileSystem.lastComponent(of: target), in: directory, calls: calls)
+                                                    at: FileSystem.lastComponent(of: target), in: directory, calls: calls,
+                                                    control: .none)
                 }
                 guard copied else { continue }
                 try FileSystem.remove(held)

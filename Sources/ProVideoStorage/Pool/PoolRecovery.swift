@@ -24,8 +24,12 @@ extension Pool {
     /// - Parameter path: the pool's directory; nil: `PROVIDEO_POOL`, else `defaultPath`.
     /// - Returns: what it recovered, and the open pool.
     /// - Throws: as `open(at:)`.
-    public static func salvage(at path: String? = nil) throws -> PoolRecovery {
-        let pool = try open(at: path, salvaging: true)
+    public static func salvage(at path: String? = nil) throws -> PoolRecovery { try salvage(at: path, control: .none) }
+
+    /// `salvage(at:)`, with a control that gets the progress of a salvaged take's copy to
+    /// another filesystem.
+    package static func salvage(at path: String?, control: OperationControl) throws -> PoolRecovery {
+        let pool = try open(at: path, systemCalls: .live, salvaging: true, control: control)
         return PoolRecovery(pool: pool, salvaged: pool.salvaged, discarded: pool.discarded,
                             unsalvageable: pool.unsalvageable, repairFailure: pool.repairFailure)
     }

@@ -7,18 +7,19 @@ import Glibc
 extension Pool {
     /// Places the recording (its `length` bytes flushed in `files.data`), gives the capture's
     /// unused space back to the reserve and removes the capture's files. Call with the capture's
-    /// granter stopped (or its owner dead).
+    /// granter stopped (or its owner dead). `control` gets the progress of a copy to another
+    /// filesystem and may stop it (the take is then kept in the pool).
     /// - Returns: where the recording is; `problem` says why when it is kept in the pool (a
     ///   typed result: a kept take is not an error whose path happens to be in `recordings/`).
     func completeCapture(_ files: CaptureFiles, journal: CaptureJournal, length: Int64,
-                         whenTaken: TakenDestination = .keepInPool) throws -> Placement {
+                         whenTaken: TakenDestination = .keepInPool, control: OperationControl) throws -> Placement {
         var journal = journal
         var placement: Placement
         if journal.discarded == true || journal.placedAt != nil {
             placement = Placement(path: journal.placedAt ?? journal.destination, problem: nil)
         } else if FileSystem.exists(files.data) {
             journal.owed = try trimUnusedGrant(files, length: length)
-            placement = try placeRecording(files, journal, length: length, whenTaken: whenTaken)
+            placement = try placeRecording(files, journal, length: length, whenTaken: whenTaken, control: control)
             journal.placedAt = placement.path
             journal.phase = .completing
             try journal.save(files.journal, calls, access: access)
@@ -60,7 +61,7 @@ extension Pool {
         journal.phase = .completing
         try journal.save(files.journal, calls, access: access)
         CrashPoint.hit("cancel.journaled")
-        _ = try completeCapture(files, journal: journal, length: 0)
+        _ = try completeCapture(files, journal: journal, length: 0, control: .none)
     }
 
     /// Bytes given back to the reserve per step (`giveBack`): what a crash between a step's two

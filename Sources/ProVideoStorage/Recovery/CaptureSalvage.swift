@@ -5,15 +5,16 @@ import Glibc
 /// recorder's user, alone (Docs/CAPTURE-LIFECYCLE.md).
 extension Pool {
     /// Salvages every capture whose owner died, each alone, leaving running captures untouched.
-    /// Call with the mutation lock held.
+    /// Call with the mutation lock held. `control` gets the progress of a take's copy to another
+    /// filesystem.
     /// - Returns: the recordings salvaged.
     @discardableResult
-    func salvageDeadCaptures() throws -> [SalvagedRecording] {
+    func salvageDeadCaptures(control: OperationControl) throws -> [SalvagedRecording] {
         try adoptLegacyCapture()
         var recordings: [SalvagedRecording] = []
         for files in try captureFiles() where !CaptureClaim.isAlive(files) {
             do {
-                if let recording = try salvage(files) { recordings.append(recording) }
+                if let recording = try salvage(files, control: control) { recordings.append(recording) }
             } catch let error as ProVideoError where error.code == .corruptState || error.code == .permissionDenied {
                 // A planted link or file, or another user's capture this process may not
                 // change: refused, reported, and no reason to leave the others.
@@ -36,7 +37,7 @@ extension Pool {
     /// Salvages one capture whose owner died: cuts it to its last committed length, flushes it,
     /// moves it to its destination (to a sibling name when the destination now exists) and
     /// returns the unused space to the reserve.
-    private func salvage(_ files: CaptureFiles) throws -> SalvagedRecording? {
+    private func salvage(_ files: CaptureFiles, control: OperationControl) throws -> SalvagedRecording? {
         let journal: CaptureJournal
         do {
             journal = try CaptureJournal.load(files.journal)
@@ -74,7 +75,8 @@ extension Pool {
         }
         // Placed at its destination, at a recovered sibling, or kept in `recordings/`: the
         // placement says where, and a take kept in the pool is salvaged all the same.
-        let placement = try completeCapture(files, journal: journal, length: committed, whenTaken: .recoveredSibling)
+        let placement = try completeCapture(files, journal: journal, length: committed, whenTaken: .recoveredSibling,
+                                            control: control)
         return try logged(SalvagedRecording(path: placement.path, length: committed,
                                             salvagedAt: Date().timeIntervalSince1970, note: note))
     }
@@ -94,7 +96,7 @@ extension Pool {
                                              startedAt: Date().timeIntervalSince1970, pid: 0)
                 try FileSystem.remove(files.journal)
                 try journal.save(files.journal, calls, access: access)
-                if let recording = try salvage(files) { recordings.append(recording) }
+                if let recording = try salvage(files, control: .none) { recordings.append(recording) }
             }
             salvaged += recordings
             return recordings

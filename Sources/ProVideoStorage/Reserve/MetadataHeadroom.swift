@@ -49,7 +49,7 @@ enum MetadataHeadroom {
 /// The headroom held in a preallocated file, `spare` in the pool directory, so that no other
 /// writer on the filesystem can take it: when a pool file cannot be written for lack of space
 /// (a journal, a note, `pool.json`), the spare gives its blocks back and the write is retried
-/// once. `Pool.repair()` fills it again when the filesystem has room.
+/// once. `Pool.repair(control:)` fills it again when the filesystem has room.
 struct MetadataSpare: Sendable, Equatable {
     let path: String
 

@@ -126,8 +126,10 @@ struct Reserve {
     }
 
     /// Writes zeros over [from, to) with direct I/O so later captures overwrite written extents
-    /// (`create --zero`). `progress` gets (bytes done, bytes total).
-    func zeroFill(from: Int64, to: Int64, alignment: Int, progress: ((Int64, Int64) -> Void)?) throws {
+    /// (`create --zero`). `progress` gets (bytes done, bytes total); `control` may stop it every
+    /// 8 MiB (`.cancelled`).
+    func zeroFill(from: Int64, to: Int64, alignment: Int, control: OperationControl,
+                  progress: ((Int64, Int64) -> Void)?) throws {
         let chunk = 8 << 20
         guard let buffer = AlignedBuffer(length: chunk, alignment: alignment) else {
             throw ProVideoError(.ioError, "cannot allocate \(chunk) bytes for zero-filling")
@@ -136,7 +138,7 @@ struct Reserve {
         let fd = try FileDescriptor.open(path, O_WRONLY, direct: true)
         var offset = from
         while offset < to {
-            try OperationContext.checkpoint("zero-filling the reserve")
+            try control.checkpoint("zero-filling the reserve")
             let length = Int(min(Int64(chunk), to - offset))
             try fd.writeAll(UnsafeRawBufferPointer(rebasing: buffer.bytes[0..<length]), at: offset, alignment: alignment, calls)
             offset += Int64(length)

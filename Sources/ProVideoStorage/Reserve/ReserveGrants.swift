@@ -10,7 +10,7 @@ import Glibc
 /// Order 1 → 2 never leaves freed bytes for another writer to take. It needs `n` bytes free
 /// beside the reserve; on a filesystem too full for that, the reserve gives them up first.
 /// A power cut can lose a grant's bookkeeping either way: a capture's file larger than what
-/// the reserve gave (`Pool.repair()` cuts the reserve to `initialCapacity` less what the
+/// the reserve gave (`Pool.repair(control:)` cuts the reserve to `initialCapacity` less what the
 /// captures hold), or a reserve smaller than it should be (`replenish` restores it).
 struct ReserveGrants {
     let reserve: Reserve
