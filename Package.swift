@@ -31,9 +31,15 @@ let package = Package(
             name: "ProVideoC", dependencies: ["ProVideoStorage", "CProVideoAPI"], path: "Sources/ProVideoC",
             // The soname C programs record, whatever SwiftPM names the file.
             linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libprovideo.so"])]),
+        // `provideo mount`: the pool as a directory unmodified recorders write into, through
+        // libfuse 3 (Debian's libfuse3-dev), in a module of its own so that the library does
+        // not link libfuse.
+        .target(name: "CProVideoMount", path: "Sources/CProVideoMount", linkerSettings: [.linkedLibrary("fuse3")]),
+        .target(name: "ProVideoMount", dependencies: ["ProVideoStorage", "CProVideoMount"], path: "Sources/ProVideoMount"),
         .target(name: "CommandLineSupport", dependencies: ["ProVideoStorage"], path: "Tools/CommandLineSupport"),
         .executableTarget(
-            name: "provideo", dependencies: ["ProVideoStorage", "CommandLineSupport"], path: "Tools/provideo"),
+            name: "provideo", dependencies: ["ProVideoStorage", "ProVideoMount", "CommandLineSupport"],
+            path: "Tools/provideo"),
         .target(name: "BenchKit", dependencies: ["ProVideoStorage"], path: "Tools/BenchKit"),
         .executableTarget(
             name: "provideo-bench", dependencies: ["ProVideoStorage", "CommandLineSupport", "BenchKit"],

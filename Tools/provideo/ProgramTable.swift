@@ -66,6 +66,15 @@ let program = ProgramDescription(
         CommandDescription("check", summary: "verify the pool's accounting against the disk", options: [
             .flag("--json", "print the problems found as JSON (exit status 1 when there are any)"),
         ]),
+        CommandDescription("mount", arguments: "MOUNTPOINT",
+                           summary: "show DIR at MOUNTPOINT; files created there are captures that land in DIR", options: [
+            OptionDescription("--destination", "DIR", "the directory the mount shows and its recordings land in"),
+            OptionDescription("--bitrate", "RATE", "each file's expected bitrate (880M = 880,000,000 bit/s)"),
+            OptionDescription("--land", "WHEN", "a DIR on another filesystem: copy each file at its close, or land it in "
+                              + "the background (`provideo land`)", choices: ["auto", "finish", "background"]),
+            .flag("--allow-other", "let every user write there, each as themself (needs user_allow_other unless root)"),
+            .flag("--foreground", "stay in the foreground (for a service or a terminal)"),
+        ]),
         CommandDescription("land", summary: "land the recordings waiting in the pool at their destinations "
                            + "(idle I/O priority, resumable, verified)", options: [
             .flag("--watch", "keep going: land new takes as they finish, retry failures (for a service)"),

@@ -19,6 +19,7 @@ CommandLineProgram.run(program) { arguments in
     case "move": try Commands.move(poolPath, &arguments)
     case "check": try Commands.check(poolPath, &arguments)
     case "land": try LandCommand.run(poolPath, &arguments)
+    case "mount": try MountCommand.run(poolPath, &arguments)
     case "set-bandwidth": try Captures.setBandwidth(poolPath, &arguments)
     case "measure-bandwidth": try Captures.measureBandwidth(poolPath, &arguments)
     case "codecs": try Commands.codecs(&arguments)

@@ -299,6 +299,79 @@ public final class Capture {
         }
     }
 
+    /// Makes every byte appended and patched so far durable (a mounted file's `fsync(2)`):
+    /// commits now, without waiting for `durabilityInterval`, until `committedLength` reaches
+    /// `length`, within `stallLimit`. Waits for the disk: not for a real-time thread.
+    /// - Throws: the capture's first error; `.ioError` when the commit did not come within
+    ///   `stallLimit`; `.captureClosed`.
+    package func commitAppended() throws {
+        try enterCall()
+        defer { leaveCall() }
+        try checkOpen()
+        let target = length
+        let deadline = Self.now() + Self.stallLimit
+        try guarded {
+            while commits.committed < target {
+                try waitUntil("the commit in flight", until: deadline) { commits.isIdle }
+                guard commits.committed < target else { break }
+                try maybeCommit(forced: true)
+                try engine.submit()
+                if commits.isIdle {
+                    // Nothing could start: the bytes are still being written.
+                    guard !ring.isIdle else {
+                        throw WritePathViolation("nothing to commit with \(commits.committed) of \(target) bytes committed")
+                    }
+                    try waitUntil("the writes before the commit", until: deadline) { ring.isIdle }
+                }
+            }
+        }
+    }
+
+    /// Reads bytes of the recording back (a mounted file's `read(2)`, e.g. a muxer moving its
+    /// index to the front): `buffer.count` bytes from `offset`, fewer at the end. Bytes still
+    /// in the buffer being filled come from memory; the rest from the file, once the writes in
+    /// flight have landed (a direct read of the aligned blocks around them). Waits for the disk.
+    /// - Returns: the bytes read, 0 at or past `length`.
+    /// - Throws: `.invalidArgument` for a negative offset; the capture's first error;
+    ///   `.ioError`; `.captureClosed`.
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64) throws -> Int {
+        try enterCall()
+        defer { leaveCall() }
+        try checkOpen()
+        guard offset >= 0 else { throw ProVideoError(.invalidArgument, "cannot read at offset \(offset)") }
+        let end = min(length, offset + Int64(buffer.count))
+        guard end > offset else { return 0 }
+        let deadline = Self.now() + Self.stallLimit
+        try guarded {
+            let buffered = ring.filling.map { ring.slots[$0].offset } ?? length
+            if end > buffered, let slot = ring.filling {
+                let from = max(offset, buffered)
+                (buffer.baseAddress! + Int(from - offset))
+                    .copyMemory(from: ring.base(of: slot) + Int(from - buffered), byteCount: Int(end - from))
+            }
+            guard offset < buffered else { return }
+            try waitUntil("the writes in flight", until: deadline) { ring.isIdle && commits.isIdle }
+            let align = Int64(alignment), stop = min(end, buffered)
+            var block = offset / align * align
+            while block < stop {
+                let span = Int(min(Int64(ring.slotSize), (stop - block + align - 1) / align * align))
+                let window = UnsafeMutableRawBufferPointer(rebasing: patchBuffer.bytes[0..<span])
+                var read = 0
+                while read < span {
+                    let n = try data.read(into: UnsafeMutableRawBufferPointer(rebasing: window[read...]),
+                                          at: block + Int64(read), host.calls)
+                    guard n > 0 else { throw ProVideoError(.ioError, "reading back \(data.path) ended early", path: data.path) }
+                    read += n
+                }
+                let from = max(offset, block), to = min(stop, block + Int64(span))
+                (buffer.baseAddress! + Int(from - offset)).copyMemory(from: window.baseAddress! + Int(from - block),
+                                                                      byteCount: Int(to - from))
+                block += Int64(span)
+            }
+        }
+        return Int(end - offset)
+    }
+
     // MARK: Finish and cancel
 
     /// Writes the last partial buffer (padded to the alignment), cuts the file to `length`,

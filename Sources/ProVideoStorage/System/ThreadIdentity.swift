@@ -6,12 +6,12 @@ import Glibc
 /// files only where that user could, and a path the user swapped for a symbolic link leads
 /// nowhere the user could not write anyway. Only the calling thread changes (see
 /// `pv_thread_fs_identity`); the process keeps root's identity.
-enum ThreadIdentity {
+package enum ThreadIdentity {
     /// Runs `body` as `uid`:`gid` with `uid`'s supplementary groups, then restores the thread's
     /// identity. Without root, or for root's own files, runs `body` as is.
     /// - Throws: `.permissionDenied` when the identity cannot be taken or given back (the
     ///   thread is then not used again: the caller fails); whatever `body` throws.
-    static func acting<T>(as uid: uid_t, _ gid: gid_t, _ body: () throws -> T) throws -> T {
+    package static func acting<T>(as uid: uid_t, _ gid: gid_t, _ body: () throws -> T) throws -> T {
         guard ProcessIdentity.isRoot, uid != 0 else { return try body() }
         let own = supplementaryGroups()
         let theirs = groups(of: uid, gid)

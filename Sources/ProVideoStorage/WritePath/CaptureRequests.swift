@@ -111,9 +111,10 @@ extension Capture {
     /// last one. When the stream is slow, the frames since the last commit still sit in the
     /// filling buffer: the commit first writes what that buffer holds (to the next block
     /// boundary), and the whole buffer is written again once it is full.
-    func maybeCommit() throws {
+    /// `forced`: start one now if the pipeline is idle, due or not (a mounted file's fsync).
+    func maybeCommit(forced: Bool = false) throws {
         let now = Self.now()
-        guard commits.isDue(now: now) else { return }
+        guard forced ? commits.isIdle : commits.isDue(now: now) else { return }
         if ring.isIdle, let slot = ring.filling, ring.slots[slot].lastFrameEnd > commits.committed {
             let flush = try ring.beginFlush()
             try commits.startFlush(slot: slot, length: flush.length, candidate: ring.slots[slot].lastFrameEnd, now: now)

@@ -1,0 +1,45 @@
+import CommandLineSupport
+import Foundation
+import ProVideoMount
+import ProVideoStorage
+
+/// `provideo mount MOUNTPOINT --destination DIR [--bitrate RATE] [--land WHEN] [--allow-other]
+/// [--foreground]`: the pool as a directory any recorder writes into (Docs/CAPTURE-MOUNT.md).
+enum MountCommand {
+    static func run(_ path: String, _ arguments: inout Arguments) throws {
+        let destination = try arguments.option("--destination")
+        let bitrate = try arguments.option("--bitrate").map { try SizeParser.bitrate($0) }
+        let land = try arguments.option("--land")
+        let allowOther = arguments.flag("--allow-other")
+        let foreground = arguments.flag("--foreground")
+        let mountpoint = try arguments.positional("MOUNTPOINT (an empty directory)")
+        try arguments.finish()
+        guard let destination, !destination.isEmpty else {
+            throw UsageError("mount needs --destination DIR: the directory the mount shows and its recordings land in")
+        }
+        if mountpoint.isEmpty { throw UsageError("mount needs a mount point (MOUNTPOINT); got ''") }
+        var capture = CaptureOptions()
+        if let bitrate { capture.bitrate = bitrate }
+        // A program writing a file waits for a slow disk as it would on any filesystem.
+        capture.overrunPolicy = .wait(nanoseconds: 30_000_000_000)
+        if let land {
+            guard let landing = LandingMode(rawValue: land == "auto" ? "automatic" : land) else {
+                throw UsageError("--land takes auto, finish or background, not '\(land)'")
+            }
+            capture.landing = landing
+        }
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: mountpoint, isDirectory: &isDirectory), isDirectory.boolValue else {
+            throw ProVideoError(.invalidArgument, "the mount point \(mountpoint) is not a directory; create it with "
+                                + "`mkdir -p \(mountpoint)`", path: mountpoint)
+        }
+        let pool = try Commands.openPool(path)
+        let mount = try CaptureMount(pool: pool, options: CaptureMount.Options(
+            destination: destination, capture: capture, allowOther: allowOther, foreground: foreground))
+        let status = mount.run(at: mountpoint)
+        if status != 0 {
+            throw ProVideoError(.ioError, "mounting at \(mountpoint) failed (libfuse status \(status)); see the message "
+                                + "above", path: mountpoint)
+        }
+    }
+}
