@@ -55,3 +55,24 @@ struct LandingVerificationTests {
         }
     }
 }
+
+/// A capped landing held up by a slow flush does not catch up at full speed: it keeps at most
+/// `burstSeconds` of credit (CI measured 168 MB/s chunks under a 8 MB/s cap after a stall).
+@Suite struct LandingPaceTests {
+    @Test func aStalledTransferKeepsAQuarterSecondOfCredit() {
+        let second: UInt64 = 1_000_000_000, rate: Int64 = 8_000_000
+        // On schedule: 8 MB sent 0.5 s in sleeps the other half second.
+        let early = LandingTransfer.pace(sent: 8_000_000, rate: rate, started: 10 * second, now: 10 * second + second / 2)
+        #expect(abs(early.sleep - 0.5) < 1e-9 && early.started == 10 * second)
+        // 5 s late for 8 MB: the start moves up so that only 0.25 s is owed, and the next
+        // 8 MB then waits 0.75 s instead of going out at once.
+        let late = LandingTransfer.pace(sent: 8_000_000, rate: rate, started: 10 * second, now: 16 * second)
+        #expect(late.sleep == 0)
+        #expect(late.started == 16 * second - UInt64(1.25 * Double(second)))
+        let next = LandingTransfer.pace(sent: 16_000_000, rate: rate, started: late.started, now: 16 * second)
+        #expect(abs(next.sleep - 0.75) < 1e-9)
+        // Within the credit nothing moves.
+        let slightly = LandingTransfer.pace(sent: 8_000_000, rate: rate, started: 10 * second, now: 11 * second + second / 10)
+        #expect(slightly.sleep == 0 && slightly.started == 10 * second)
+    }
+}

@@ -146,7 +146,7 @@ struct LandingTransfer: Sendable {
         record.landed = offset
         if existing > length { try target.truncate(length, calls) }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        let started = MonotonicTime.now()
+        var started = MonotonicTime.now()
         var sent: Int64 = 0
         while offset < length {
             let end = min(offset + chunk, length)
@@ -169,7 +169,7 @@ struct LandingTransfer: Sendable {
                 }
                 at += Int64(n)
                 sent += Int64(n)
-                throttle(sent: sent, since: started)
+                throttle(sent: sent, since: &started)
             }
             try target.sync(calls)
             source.dropCachedPages(offset: offset, length: end - offset)
@@ -196,12 +196,28 @@ struct LandingTransfer: Sendable {
     }
 
     /// Sleeps while the transfer is ahead of `rate`.
-    private func throttle(sent: Int64, since started: UInt64) {
+    /// Sleeps until `sent` bytes are due at `rate` since `started`. A transfer held up (a slow
+    /// flush of the destination) keeps at most `burstSeconds` of credit: `started` moves up,
+    /// so that it never catches up at full speed, past the cap, on the captures' disk.
+    private func throttle(sent: Int64, since started: inout UInt64) {
         guard let rate, rate > 0 else { return }
-        let due = Double(sent) / Double(rate)
-        let elapsed = Double(MonotonicTime.now() - started) / 1e9
-        if due > elapsed { MonotonicTime.sleep(microseconds: UInt32(min(due - elapsed, 1) * 1e6)) }
+        let pace = Self.pace(sent: sent, rate: rate, started: started, now: MonotonicTime.now())
+        started = pace.started
+        if pace.sleep > 0 { MonotonicTime.sleep(microseconds: UInt32(min(pace.sleep, 1) * 1e6)) }
     }
+
+    /// How long to sleep (seconds) so that `sent` bytes go at `rate` bytes per second since
+    /// `started` (`MonotonicTime`), and the start to use from now on (moved up when the
+    /// transfer is more than `burstSeconds` behind).
+    static func pace(sent: Int64, rate: Int64, started: UInt64, now: UInt64) -> (sleep: Double, started: UInt64) {
+        let due = Double(sent) / Double(rate)
+        let elapsed = Double(now - started) / 1e9
+        guard elapsed - due <= burstSeconds else { return (0, now - UInt64((due + burstSeconds) * 1e9)) }
+        return (max(due - elapsed, 0), started)
+    }
+
+    /// The most a capped transfer that fell behind may run ahead of its rate to catch up.
+    static let burstSeconds = 0.25
 
     static func hex(_ digest: [UInt8]) -> String { digest.map { String(format: "%02x", $0) }.joined() }
 }

@@ -1,0 +1,240 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+
+/// `provideo mount` (issue 27, Docs/CAPTURE-MOUNT.md): unmodified programs record into the
+/// pool through a FUSE mount of a destination directory. Each case runs the real daemon
+/// (`provideo mount --foreground`) and the real programs (ffmpeg, dd, cp, GStreamer) as
+/// separate processes, and compares what lands with what the same program writes to a plain
+/// directory.
+@Suite(.serialized, .enabled(if: TestSupport.isRoot && FileManager.default.fileExists(atPath: "/dev/fuse"),
+                             "needs root and /dev/fuse"))
+struct CaptureMountTests {
+    /// A pool, a destination directory and the daemon serving `mount`.
+    struct MountedPool {
+        let scratch: String, pool: String, mount: String, destination: String
+        let daemon: Process
+
+        /// Waits for `name` to land in the destination directory (the daemon finishes a
+        /// capture once the kernel releases its last descriptor, just after close(2)).
+        func landed(_ name: String, seconds: Double = 20) -> String? {
+            // A take appears whole: renamed into place, or published once copied and verified.
+            let path = destination + "/" + name
+            let deadline = Date().addingTimeInterval(seconds)
+            while Date() < deadline {
+                if FileManager.default.fileExists(atPath: path) { return path }
+                usleep(20_000)
+            }
+            return nil
+        }
+
+        func remainingCapacity() throws -> Int64? {
+            let status = try provideo("status", "--json")
+            let object = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any]
+            return (object?["remainingCapacity"] as? NSNumber)?.int64Value
+        }
+
+        func provideo(_ arguments: String...) throws -> TestSupport.ProcessResult {
+            try TestSupport.run("provideo", ["--pool", pool] + arguments)
+        }
+    }
+
+    static func isMounted(_ path: String) -> Bool {
+        ((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "")
+            .split(separator: "\n").contains { $0.split(separator: " ").dropFirst().first.map(String.init) == path }
+    }
+
+    /// Creates a pool of `capacity`, mounts it over `mount/` showing `destination/`, runs
+    /// `body`, then unmounts, stops the daemon and removes everything, whatever happened.
+    static func withMount(capacity: String = "64M", extra: [String] = [], _ name: String = #function,
+                          _ body: (MountedPool) throws -> Void) throws {
+        try TestSupport.withScratch("mount-" + name) { scratch in
+            let pool = scratch + "/pool", mount = scratch + "/mnt", destination = scratch + "/dest"
+            try TestSupport.shell("mkdir -p '\(mount)' '\(destination)'")
+            let created = try TestSupport.run("provideo", ["--pool", pool, "create", "--capacity", capacity])
+            try #require(created.status == 0, "create: \(created.stderr)")
+            let daemon = try TestSupport.start("provideo", ["--pool", pool, "mount", mount, "--destination", destination,
+                                                            "--foreground"] + extra)
+            defer {
+                if isMounted(mount) { _ = try? TestSupport.shell("umount '\(mount)' 2>/dev/null || umount -l '\(mount)'") }
+                let deadline = Date().addingTimeInterval(20)
+                while daemon.isRunning && Date() < deadline { usleep(20_000) }
+                if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+                daemon.waitUntilExit()
+                if isMounted(mount) { _ = try? TestSupport.shell("umount -l '\(mount)'") }
+            }
+            let deadline = Date().addingTimeInterval(15)
+            while !isMounted(mount) && daemon.isRunning && Date() < deadline { usleep(20_000) }
+            try #require(isMounted(mount), "the mount did not appear")
+            try body(MountedPool(scratch: scratch, pool: pool, mount: mount, destination: destination, daemon: daemon))
+        }
+    }
+
+    static func hasTool(_ name: String) -> Bool { (try? TestSupport.shell("command -v \(name)")) != nil }
+
+    /// ffmpeg's non-fragmented MOV (moov at the end, `mdat`'s size patched by seeking back)
+    /// and the same with `+faststart` (which reads the file back to move moov to the front):
+    /// the landed file is byte-identical to what the same command writes to a plain file.
+    @Test(.enabled(if: hasTool("ffmpeg")))
+    func ffmpegMovIsByteIdenticalToAPlainFile() throws {
+        try Self.withMount { mounted in
+            let source = mounted.scratch + "/source.mov"
+            try TestSupport.shell("ffmpeg -v error -f lavfi -i testsrc=duration=4:size=640x360:rate=25 -c:v mpeg4 -q:v 2 "
+                                  + "-fflags +bitexact -y '\(source)'")
+            for (index, flags) in ["", "-movflags +faststart"].enumerated() {
+                let plain = mounted.scratch + "/plain\(index).mov"
+                let command = "ffmpeg -v error -i '\(source)' -c copy -fflags +bitexact \(flags) -f mov"
+                try TestSupport.shell("\(command) '\(plain)'")
+                try TestSupport.shell("\(command) '\(mounted.mount)/take\(index).mov'")
+                let landed = try #require(mounted.landed("take\(index).mov"), "take\(index).mov did not land")
+                let expected = try Data(contentsOf: URL(fileURLWithPath: plain))
+                #expect(expected.count > 100_000)
+                let same = (try? Data(contentsOf: URL(fileURLWithPath: landed))) == expected
+                #expect(same, "take\(index).mov (\(flags)) differs from the plain file")
+            }
+            #expect(try mounted.provideo("check").status == 0)
+        }
+    }
+
+    /// `cp` and `dd bs=4M` are byte-identical, and `df` on the mount shows the pool's capacity
+    /// (not the disk's), falling while a file is written and open.
+    @Test func cpAndDdLandWholeAndDfShowsThePool() throws {
+        try Self.withMount { mounted in
+            let source = mounted.scratch + "/source.bin"
+            let bytes = TestSupport.pattern(24 << 20, seed: 27)
+            try Data(bytes).write(to: URL(fileURLWithPath: source))
+            var before = statvfs()
+            #expect(statvfs(mounted.mount, &before) == 0)
+            #expect(Int64(before.f_blocks) * Int64(before.f_frsize) == 64 << 20, "df shows \(before.f_blocks) blocks")
+            #expect(Int64(before.f_bavail) * Int64(before.f_frsize) == 64 << 20)
+
+            try TestSupport.shell("cp '\(source)' '\(mounted.mount)/copied.bin'")
+            let copied = try #require(mounted.landed("copied.bin"))
+            let copiedSame = TestSupport.fileHolds(copied, bytes)
+            #expect(copiedSame, "cp's file differs")
+
+            // While dd's file is open (held by a second descriptor), the pool shows it taken.
+            let holder = open(mounted.mount + "/held.bin", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            try #require(holder >= 0, "create in the mount: \(String(cString: strerror(errno)))")
+            let chunk = TestSupport.pattern(8 << 20, seed: 5)
+            #expect(chunk.withUnsafeBytes { Glibc.write(holder, $0.baseAddress, $0.count) } == chunk.count)
+            var during = statvfs()
+            #expect(statvfs(mounted.mount, &during) == 0)
+            #expect(Int64(during.f_bavail) * Int64(during.f_frsize) <= (64 << 20) - (8 << 20),
+                    "the capacity did not fall while writing: \(during.f_bavail) blocks free")
+            var size = stat()
+            #expect(stat(mounted.mount + "/held.bin", &size) == 0 && size.st_size == 8 << 20)
+            #expect(fsync(holder) == 0)
+            close(holder)
+            let held = try #require(mounted.landed("held.bin"))
+            let heldSame = TestSupport.fileHolds(held, chunk)
+            #expect(heldSame)
+
+            _ = try mounted.provideo("replenish")
+            try TestSupport.shell("dd if='\(source)' of='\(mounted.mount)/dd.bin' bs=4M status=none")
+            let dd = try #require(mounted.landed("dd.bin"))
+            let ddSame = TestSupport.fileHolds(dd, bytes)
+            #expect(ddSame, "dd's file differs")
+            // The view lists what landed, as the destination directory does.
+            let listed = try FileManager.default.contentsOfDirectory(atPath: mounted.mount).sorted()
+            #expect(listed == ["copied.bin", "dd.bin", "held.bin"])
+        }
+    }
+
+    /// A full pool: the writer gets "No space left on device" and what it wrote lands, whole.
+    @Test func aFullPoolIsENOSPCAndKeepsWhatWasWritten() throws {
+        try Self.withMount(capacity: "16M") { mounted in
+            let source = mounted.scratch + "/source.bin"
+            let bytes = TestSupport.pattern(40 << 20, seed: 9)
+            try Data(bytes).write(to: URL(fileURLWithPath: source))
+            let result = try TestSupport.run("/bin/dd", ["if=" + source, "of=" + mounted.mount + "/full.bin", "bs=1M"])
+            #expect(result.status != 0)
+            #expect(result.stderr.contains("No space left on device"), "\(result.stderr)")
+            let landed = try #require(mounted.landed("full.bin"))
+            let kept = try Data(contentsOf: URL(fileURLWithPath: landed))
+            #expect(kept.count >= 12 << 20 && kept.count <= 16 << 20, "kept \(kept.count) bytes")
+            let prefix = kept.elementsEqual(bytes.prefix(kept.count))
+            #expect(prefix, "the kept bytes are not the source's prefix")
+        }
+    }
+
+    /// Write semantics: a write past the end zero-fills the gap, a write below it patches, a
+    /// rename while the file is open moves where it lands, and an unlink cancels the capture.
+    @Test func writesRenamesAndUnlinks() throws {
+        try Self.withMount { mounted in
+            let fd = open(mounted.mount + "/take.part", O_RDWR | O_CREAT | O_EXCL, 0o644)
+            try #require(fd >= 0, "\(String(cString: strerror(errno)))")
+            let head = TestSupport.pattern(100_000, seed: 1)
+            #expect(head.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 0) } == head.count)
+            let tail = TestSupport.pattern(5_000, seed: 2)
+            #expect(tail.withUnsafeBytes { pwrite(fd, $0.baseAddress, $0.count, 200_000) } == tail.count)
+            #expect(Array("HEAD".utf8).withUnsafeBytes { pwrite(fd, $0.baseAddress, 4, 10) } == 4)
+            var back = [UInt8](repeating: 0, count: 8)
+            #expect(back.withUnsafeMutableBytes { pread(fd, $0.baseAddress, 8, 8) } == 8)
+            #expect(Array(back[2..<6]) == Array("HEAD".utf8))
+            #expect(rename(mounted.mount + "/take.part", mounted.mount + "/take.mov") == 0)
+            close(fd)
+            let landed = try #require(mounted.landed("take.mov"))
+            var expected = head + [UInt8](repeating: 0, count: 100_000) + tail
+            expected.replaceSubrange(10..<14, with: Array("HEAD".utf8))
+            let same = TestSupport.fileHolds(landed, expected)
+            #expect(same, "the take's bytes differ")
+            #expect(!FileManager.default.fileExists(atPath: mounted.destination + "/take.part"))
+
+            let before = try mounted.remainingCapacity()
+            let doomed = open(mounted.mount + "/doomed.mov", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            try #require(doomed >= 0)
+            #expect(head.withUnsafeBytes { Glibc.write(doomed, $0.baseAddress, $0.count) } == head.count)
+            #expect(unlink(mounted.mount + "/doomed.mov") == 0)
+            #expect(head.withUnsafeBytes { Glibc.write(doomed, $0.baseAddress, $0.count) } == -1)
+            close(doomed)
+            usleep(300_000)
+            #expect(!FileManager.default.fileExists(atPath: mounted.destination + "/doomed.mov"))
+            #expect(try mounted.remainingCapacity() == before, "the cancelled capture's space did not come back")
+        }
+    }
+
+    /// The daemon killed mid-take: the writer sees ENOTCONN, and `provideo recover` places the
+    /// committed prefix (everything before the writer's fsync at least), byte for byte.
+    @Test func aKilledDaemonsTakeIsRecovered() throws {
+        try Self.withMount { mounted in
+            let fd = open(mounted.mount + "/killed.mov", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            try #require(fd >= 0)
+            let bytes = TestSupport.pattern(12 << 20, seed: 31)
+            #expect(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, 8 << 20) } == 8 << 20)
+            #expect(fsync(fd) == 0)
+            #expect(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress! + (8 << 20), 4 << 20) } == 4 << 20)
+            kill(mounted.daemon.processIdentifier, SIGKILL)
+            mounted.daemon.waitUntilExit()
+            let afterKill = bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, 4096) }
+            let error = errno
+            #expect(afterKill == -1 && error == ENOTCONN, "a write after the kill: \(afterKill), \(String(cString: strerror(error)))")
+            close(fd)
+            _ = try TestSupport.shell("umount '\(mounted.mount)' 2>/dev/null || umount -l '\(mounted.mount)'")
+            let recovered = try mounted.provideo("recover")
+            #expect(recovered.status == 0, "\(recovered.stderr)")
+            let path = mounted.destination + "/killed.mov"
+            let kept = try Data(contentsOf: URL(fileURLWithPath: path))
+            #expect(kept.count >= 8 << 20 && kept.count <= 12 << 20, "recovered \(kept.count) bytes")
+            let prefix = kept.elementsEqual(bytes.prefix(kept.count))
+            #expect(prefix, "the recovered bytes are not the written prefix")
+        }
+    }
+
+    /// GStreamer's `filesink` behind qtmux (which seeks back to patch) and matroskamux: every
+    /// frame is there, as ffprobe reads them.
+    @Test(.enabled(if: hasTool("gst-launch-1.0") && hasTool("ffprobe")))
+    func gstreamerFilesinkTakesAreComplete() throws {
+        try Self.withMount { mounted in
+            for (name, muxer) in [("b.mov", "qtmux"), ("c.mkv", "matroskamux")] {
+                try TestSupport.shell("gst-launch-1.0 -q videotestsrc num-buffers=60 ! video/x-raw,width=320,height=240,framerate=25/1 "
+                                      + "! avenc_mpeg4 ! \(muxer) ! filesink location='\(mounted.mount)/\(name)'")
+                let landed = try #require(mounted.landed(name), "\(name) did not land")
+                let frames = try TestSupport.shell("ffprobe -v error -count_frames -select_streams v:0 "
+                                                   + "-show_entries stream=nb_read_frames -of csv=p=0 '\(landed)'")
+                #expect(frames.trimmingCharacters(in: .whitespacesAndNewlines) == "60", "\(name): \(frames)")
+            }
+        }
+    }
+}
