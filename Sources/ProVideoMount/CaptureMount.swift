@@ -134,7 +134,25 @@ public final class CaptureMount: @unchecked Sendable {
             guard captures[name] == nil else {
                 throw ProVideoError(.destinationExists, "\(name) is being recorded already")
             }
-            let capture = try asRequester { try pool.startCapture(to: destinationPath + "/" + name, options: options.capture) }
+            // Root serving another user records for that user: only a member of the pool's
+            // group may (as without the mount), and the capture, then the recording, is theirs.
+            let forUser = geteuid() == 0 && uid != 0
+            if forUser {
+                try asRequester {
+                    guard faccessat(AT_FDCWD, pool.path, R_OK | W_OK | X_OK, AT_EACCESS) == 0 else {
+                        throw ProVideoError(.permissionDenied, "user \(uid) may not use the pool at \(pool.path): "
+                                            + "not a member of its group", errno: Glibc.errno, path: pool.path)
+                    }
+                    // The destination directory must be the user's to write, as for their own recorder.
+                    let parent = (name as NSString).deletingLastPathComponent
+                    guard faccessat(directory, parent.isEmpty ? "." : parent, W_OK | X_OK, AT_EACCESS) == 0 else {
+                        throw ProVideoError(.permissionDenied, "user \(uid) may not write in \(parent.isEmpty ? "." : parent)",
+                                            errno: Glibc.errno, path: destinationPath)
+                    }
+                }
+            }
+            let capture = try pool.startCapture(to: destinationPath + "/" + name, options: options.capture,
+                                                owner: forUser ? uid : nil)
             let mounted = MountedCapture(capture: capture, destination: name, uid: uid, gid: gid)
             captures[name] = mounted
             return mounted

@@ -111,7 +111,14 @@ enum MountOperations {
 
     static func create(_ name: String, _ mode: mode_t, _ info: UnsafeMutablePointer<fuse_file_info>) throws -> Int32 {
         guard mode & S_IFMT == S_IFREG || mode & S_IFMT == 0 else { return -EPERM }
-        let mounted = try mount.startCapture(name)
+        let mounted: MountedCapture
+        do {
+            mounted = try mount.startCapture(name)
+        } catch {
+            // The writer sees only an errno: the daemon's log says why.
+            mount.log("cannot record \(name) for user \(pv_fuse_uid()): \(error)")
+            throw error
+        }
         info.pointee.fh = mount.add(.capture(mounted))
         pv_fuse_set_direct_io(info)
         return 0

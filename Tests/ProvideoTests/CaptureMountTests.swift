@@ -237,4 +237,48 @@ struct CaptureMountTests {
             }
         }
     }
+
+    /// Two members of the pool's group write through one root `--allow-other` mount: each
+    /// recording is its writer's; a user outside the group is refused (EACCES) and nothing of
+    /// theirs lands.
+    @Test func eachUserRecordsAsThemselfThroughAnAllowOtherMount() throws {
+        typealias Users = AccessTests
+        try Users.withUsers { scratch, binary in
+            let pool = scratch + "/pool", mount = scratch + "/mnt", destination = scratch + "/out"
+            try TestSupport.shell("mkdir -m 755 '\(mount)'")
+            let created = try TestSupport.run(binary, ["--pool", pool, "create", "--capacity", "32M", "--group", Users.group])
+            try #require(created.status == 0, "create: \(created.stderr)")
+            let daemon = try TestSupport.start(binary, ["--pool", pool, "mount", mount, "--destination", destination,
+                                                        "--allow-other", "--foreground"])
+            defer {
+                if Self.isMounted(mount) { _ = try? TestSupport.shell("umount '\(mount)' || umount -l '\(mount)'") }
+                let deadline = Date().addingTimeInterval(20)
+                while daemon.isRunning && Date() < deadline { usleep(20_000) }
+                if daemon.isRunning { kill(daemon.processIdentifier, SIGKILL) }
+                daemon.waitUntilExit()
+            }
+            let deadline = Date().addingTimeInterval(15)
+            while !Self.isMounted(mount) && daemon.isRunning && Date() < deadline { usleep(20_000) }
+            try #require(Self.isMounted(mount), "the mount did not appear")
+            for user in [Users.admin, Users.recorder, Users.outsider] {
+                let result = try TestSupport.run("/usr/bin/setpriv", [
+                    "--reuid=\(user)", "--regid=\(user)", "--init-groups", "/bin/sh", "-c",
+                    "umask 022; head -c 2000000 /dev/zero > '\(mount)/\(user).bin'"])
+                if user == Users.outsider {
+                    #expect(result.status != 0 && result.stderr.contains("Permission denied"), "\(result.stderr)")
+                } else {
+                    #expect(result.status == 0, "\(user): \(result.stderr)")
+                }
+            }
+            for user in [Users.admin, Users.recorder] {
+                let path = destination + "/\(user).bin"
+                let appeared = Date().addingTimeInterval(20)
+                while !FileManager.default.fileExists(atPath: path) && Date() < appeared { usleep(20_000) }
+                #expect(try Users.owner(path).user == user)
+                #expect((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == 2_000_000)
+            }
+            #expect(!FileManager.default.fileExists(atPath: destination + "/\(Users.outsider).bin"))
+            #expect(try TestSupport.run(binary, ["--pool", pool, "check"]).status == 0)
+        }
+    }
 }

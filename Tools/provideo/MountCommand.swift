@@ -18,8 +18,9 @@ enum MountCommand {
             throw UsageError("mount needs --destination DIR: the directory the mount shows and its recordings land in")
         }
         if mountpoint.isEmpty { throw UsageError("mount needs a mount point (MOUNTPOINT); got ''") }
-        var capture = CaptureOptions()
-        if let bitrate { capture.bitrate = bitrate }
+        // Without a bitrate, 100 Mbit/s (OBS, ffmpeg's H.264/H.265): it sizes each file's
+        // buffers (three seconds, at least 32 MiB), which a file's start allocates and faults in.
+        var capture = CaptureOptions(bitrate: bitrate ?? 100_000_000)
         // A program writing a file waits for a slow disk as it would on any filesystem.
         capture.overrunPolicy = .wait(nanoseconds: 30_000_000_000)
         if let land {

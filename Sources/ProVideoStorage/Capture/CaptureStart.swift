@@ -27,6 +27,17 @@ extension Pool {
     ///   directory or is not writable, or the destination is inside the pool;
     ///   `.destinationExists`.
     public func startCapture(to destination: String, options: CaptureOptions = CaptureOptions()) throws -> Capture {
+        try startCapture(to: destination, options: options, owner: nil)
+    }
+
+    /// `startCapture(to:options:)` run by root for another user (`provideo mount
+    /// --allow-other`): the capture is `owner`'s, as if that user had started it (its directory
+    /// and file are theirs, `RecordingOwner`), so its finish and salvage place the recording
+    /// only where that user could, and the recording is theirs. Without root, `owner` must be nil.
+    package func startCapture(to destination: String, options: CaptureOptions, owner: uid_t?) throws -> Capture {
+        if owner != nil && !ProcessIdentity.isRoot {
+            throw ProVideoError(.permissionDenied, "only root starts a capture for another user", path: destination)
+        }
         let destination = try resolveDestination(destination)
         let claim = try CaptureClaim(poolLockPath: layout.lock, access: access)
         let files = layout.capture(Self.newCaptureID())
@@ -53,7 +64,7 @@ extension Pool {
                                         + (running.isEmpty ? "" : " (\(running.count) running capture(s) hold it)")
                                         + "; run `provideo replenish` or `provideo resize`" + landingHint(), path: path)
                 }
-                try createCaptureFiles(files, journal, claim: claim)
+                try createCaptureFiles(files, journal, claim: claim, owner: owner)
                 CrashPoint.hit("capture.journaled")
                 let data = try FileDescriptor.open(files.data, O_RDWR)
                 granted = try ReserveGrants(reserve: reserveFile, lock: lock).grant(step, to: data, granted: 0, sharing: true)
@@ -106,7 +117,8 @@ extension Pool {
     /// the empty `data` (NOCOW on btrfs before its first block), and the journal: 5 inodes,
     /// with one more left for the later steps (a journal rewrite). The rewrites' blocks come
     /// from the pool's spare when the filesystem is full. Locks the capture for `claim`.
-    private func createCaptureFiles(_ files: CaptureFiles, _ journal: CaptureJournal, claim: CaptureClaim) throws {
+    private func createCaptureFiles(_ files: CaptureFiles, _ journal: CaptureJournal, claim: CaptureClaim,
+                                    owner: uid_t?) throws {
         let stepsAfterStart: Int64 = 1
         do {
             try access.makeDirectory(layout.captures)
@@ -118,7 +130,14 @@ extension Pool {
                 if rc < 0 { throw ProVideoError.system("fallocate", errno: -rc, path: file) }
             }
             try claim.holdCapture(files)
-            _ = try reserve(files.data).open(create: true, nocow: configuration.storage.isBtrfs, recorders: true)
+            let data = try reserve(files.data).open(create: true, nocow: configuration.storage.isBtrfs, recorders: true)
+            if let owner {
+                // Made by root, empty and in a directory only the pool's members enter: given
+                // to its user before a byte is written, as if that user had made them.
+                try FileDescriptor.open(files.directory, O_RDONLY | O_DIRECTORY).setOwner(owner, access.group)
+                try data.setOwner(owner, access.group)
+                try data.setMode(PoolAccess.ownFileMode)
+            }
             try journal.save(files.journal, calls, access: access)
             guard try FileSystem.freeInodes(path) >= stepsAfterStart else { throw ProVideoError(.notEnoughSpace, "", errno: ENOSPC) }
         } catch {
