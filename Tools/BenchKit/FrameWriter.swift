@@ -22,4 +22,6 @@ package enum BenchMode: String, CaseIterable, Codable, Sendable {
     case buffered
     /// `O_DIRECT` appends of aligned buffers to a new, not preallocated file.
     case direct
+    /// `write(2)` of each frame into a file of a capture mount of the pool (`provideo mount`).
+    case mount
 }

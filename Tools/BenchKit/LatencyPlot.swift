@@ -6,7 +6,7 @@ package enum LatencyPlot {
     static let width = 900.0, height = 420.0
     static let left = 70.0, right = 20.0, top = 40.0, bottom = 45.0
     static let slices = 300
-    static let colors: [BenchMode: String] = [.pool: "#1f6fb4", .buffered: "#d62728", .direct: "#2c9c2c"]
+    static let colors: [BenchMode: String] = [.pool: "#1f6fb4", .buffered: "#d62728", .direct: "#2c9c2c", .mount: "#9467bd"]
 
     /// - Parameters:
     ///   - runs: one run per mode (the first repeat of each).

@@ -42,10 +42,14 @@ package enum ModeRunner {
                            progress: Progress = Progress(), tick: () -> Void = {}) throws -> ModeRun {
         let source = try AlignedMemory(length: max(plan.sizes.largest, 1), alignment: 4096)
         fillPattern(source.bytes)
+        let mount = mode == .mount
+            ? try CaptureMountProcess(pool: pool, directory: plan.scratchDirectory + "/mount-\(getpid())", bitrate: plan.bitrate)
+            : nil
+        defer { mount?.stop() }
         var streams: [Stream] = []
         do {
             for index in 0..<plan.streams {
-                let writer = try makeWriter(mode, plan: plan, stream: index, pool: pool)
+                let writer = try makeWriter(mode, plan: plan, stream: index, pool: pool, mount: mount)
                 streams.append(Stream(recorder: SimulatedRecorder(sizes: plan.sizes, fps: plan.fps,
                                                                   inputQueueFrames: plan.inputQueueFrames),
                                       writer: writer))
@@ -110,7 +114,8 @@ package enum ModeRunner {
         return run
     }
 
-    private static func makeWriter(_ mode: BenchMode, plan: RunPlan, stream: Int, pool: Pool) throws -> FrameWriter {
+    private static func makeWriter(_ mode: BenchMode, plan: RunPlan, stream: Int, pool: Pool,
+                                   mount: CaptureMountProcess?) throws -> FrameWriter {
         let file = "\(plan.scratchDirectory)/\(mode.rawValue)-\(stream)-\(getpid()).mov"
         switch mode {
         case .pool:
@@ -122,6 +127,8 @@ package enum ModeRunner {
             let alignment = try StorageFacts.read(plan.scratchDirectory).directIOAlignment.io
             return try DirectWriter(path: file, writeSize: (plan.writeSize + alignment - 1) / alignment * alignment,
                                     alignment: alignment)
+        case .mount:
+            return try MountWriter(path: "\(mount!.mountpoint)/\(mode.rawValue)-\(stream).mov")
         }
     }
 

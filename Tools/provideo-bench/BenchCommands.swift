@@ -44,11 +44,16 @@ enum BenchCommands {
         guard landSize > 0 else { throw UsageError("--land-size must be more than 0") }
         let modes: [BenchMode]
         if modeName == "all" {
-            modes = BenchMode.allCases
+            // The mount mode needs FUSE and `provideo` beside this program; without them "all"
+            // is the other three, and says so.
+            modes = CaptureMountProcess.isAvailable ? BenchMode.allCases : BenchMode.allCases.filter { $0 != .mount }
+            if !CaptureMountProcess.isAvailable {
+                FileHandle.standardError.write(Data("provideo-bench: no mount mode (no /dev/fuse, or no provideo beside this program)\n".utf8))
+            }
         } else if let mode = BenchMode(rawValue: modeName) {
             modes = [mode]
         } else {
-            throw UsageError("--mode is pool, buffered, direct or all")
+            throw UsageError("--mode is pool, buffered, direct, mount or all")
         }
         let frames = max(Int((duration * fps).rounded()), 1)
         let sizes: FrameSizes

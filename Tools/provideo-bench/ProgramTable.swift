@@ -18,7 +18,7 @@ let program = ProgramDescription(
             OptionDescription("--fps", "FPS", "frames per second (25, 29.97 or 30000/1001)", required: true),
             OptionDescription("--duration", "SECONDS", "how long each run lasts", required: true),
             OptionDescription("--frame-trace", "FILE", "frame sizes in bytes, one a line"),
-            OptionDescription("--mode", "MODE", "which writers run (default all)", choices: ["pool", "buffered", "direct", "all"]),
+            OptionDescription("--mode", "MODE", "which writers run (default all)", choices: ["pool", "buffered", "direct", "mount", "all"]),
             OptionDescription("--noise", "NOISE", "a noisy neighbour beside the recorders: a page-cache writer, or a take "
                               + "landing with `provideo land`'s code", choices: ["none", "writer", "land"]),
             OptionDescription("--land-to", "DIR", "with --noise land: where the take lands (another filesystem, e.g. a "

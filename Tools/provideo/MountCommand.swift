@@ -8,7 +8,7 @@ import ProVideoStorage
 enum MountCommand {
     static func run(_ path: String, _ arguments: inout Arguments) throws {
         let destination = try arguments.option("--destination")
-        let bitrate = try arguments.option("--bitrate").map { try SizeParser.bitrate($0) }
+        let bitrate = try arguments.option("--bitrate").map { try SizeParser.videoBitrate($0) }
         let land = try arguments.option("--land")
         let allowOther = arguments.flag("--allow-other")
         let foreground = arguments.flag("--foreground")

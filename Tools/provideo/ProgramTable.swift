@@ -68,7 +68,8 @@ let program = ProgramDescription(
         ]),
         CommandDescription("mount", arguments: "MOUNTPOINT",
                            summary: "show DIR at MOUNTPOINT; files created there are captures that land in DIR", options: [
-            OptionDescription("--destination", "DIR", "the directory the mount shows and its recordings land in"),
+            OptionDescription("--destination", "DIR", "the directory the mount shows and its recordings land in",
+                              required: true),
             OptionDescription("--bitrate", "RATE", "each file's expected bitrate (default 100M = 100,000,000 bit/s)"),
             OptionDescription("--land", "WHEN", "a DIR on another filesystem: copy each file at its close, or land it in "
                               + "the background (`provideo land`)", choices: ["auto", "finish", "background"]),

@@ -1,0 +1,73 @@
+import Foundation
+import Glibc
+import ProVideoStorage
+
+/// `provideo mount --foreground` of the benchmark's pool, run as its own process for the
+/// mount mode, as a user would run it: `provideo` is the one beside this program (or
+/// `$PROVIDEO_BIN`). Its recordings would land in `destination`; the mode cancels each one
+/// (an unlink before the close), so the pool's capacity comes back as in pool mode.
+package final class CaptureMountProcess {
+    package let mountpoint: String
+    let destination: String
+    private let directory: String
+    private let process: Process
+
+    /// Whether this machine can run the mount mode: /dev/fuse and the `provideo` program.
+    package static var isAvailable: Bool {
+        FileManager.default.fileExists(atPath: "/dev/fuse") && FileManager.default.isExecutableFile(atPath: binary)
+    }
+
+    static var binary: String {
+        if let named = ProcessInfo.processInfo.environment["PROVIDEO_BIN"], !named.isEmpty { return named }
+        let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
+        return here.appendingPathComponent("provideo").path
+    }
+
+    /// Mounts `pool` at `directory/mnt`, showing `directory/landed`; returns once mounted.
+    /// - Throws: `BenchError` when the mount does not appear within 15 s (with its output).
+    package init(pool: Pool, directory: String, bitrate: Int64) throws {
+        self.directory = directory
+        mountpoint = directory + "/mnt"
+        destination = directory + "/landed"
+        for path in [mountpoint, destination] {
+            try FileManager.default.createDirectory(atPath: path, withIntermediateDirectories: true)
+        }
+        process = Process()
+        process.executableURL = URL(fileURLWithPath: Self.binary)
+        process.arguments = ["--pool", pool.path, "mount", mountpoint, "--destination", destination, "--foreground",
+                             "--bitrate", String(bitrate)]
+        let errors = Pipe()
+        process.standardError = errors
+        process.standardOutput = FileHandle.nullDevice
+        try process.run()
+        let deadline = Date().addingTimeInterval(15)
+        while !Self.isMounted(mountpoint) && process.isRunning && Date() < deadline { usleep(10_000) }
+        guard Self.isMounted(mountpoint) else {
+            if process.isRunning { process.terminate() }
+            process.waitUntilExit()
+            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            throw BenchError("`provideo mount` did not mount \(mountpoint): \(said)")
+        }
+    }
+
+    /// Unmounts and waits for the daemon to end (it finishes what is still open).
+    package func stop() {
+        if Self.isMounted(mountpoint) {
+            let umount = Process()
+            umount.executableURL = URL(fileURLWithPath: geteuid() == 0 ? "/bin/umount" : "/bin/fusermount3")
+            umount.arguments = geteuid() == 0 ? [mountpoint] : ["-u", mountpoint]
+            try? umount.run()
+            umount.waitUntilExit()
+        }
+        let deadline = Date().addingTimeInterval(30)
+        while process.isRunning && Date() < deadline { usleep(10_000) }
+        if process.isRunning { kill(process.processIdentifier, SIGKILL) }
+        process.waitUntilExit()
+        if !Self.isMounted(mountpoint) { try? FileManager.default.removeItem(atPath: directory) }
+    }
+
+    static func isMounted(_ path: String) -> Bool {
+        ((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "").split(separator: "\n")
+            .contains { $0.split(separator: " ").dropFirst().first.map(String.init) == path }
+    }
+}
