@@ -37,17 +37,25 @@ public final class CaptureMount: @unchecked Sendable {
     private let lock = NSLock()
     /// Files being captured, by their name in the mount (relative to the destination).
     private var captures: [String: MountedCapture] = [:]
+    /// Names whose capture is starting (outside `lock`: a start takes tens of milliseconds).
+    private var starting: Set<String> = []
     private var handles: [UInt64: Handle] = [:]
     private var nextHandle: UInt64 = 1
 
     enum Handle {
-        case capture(MountedCapture)
+        /// A descriptor of a file being captured; `writing` when opened for writing.
+        case capture(MountedCapture, writing: Bool)
         /// A file of the destination directory, open as its user.
         case file(Int32)
     }
 
-    /// - Throws: `.invalidDestination` when the destination is not a directory.
+    /// - Throws: `.invalidDestination` when the destination is not a directory;
+    ///   `.permissionDenied` for `allowOther` without root (each request must act as its user).
     public init(pool: Pool, options: Options) throws {
+        if options.allowOther && geteuid() != 0 {
+            throw ProVideoError(.permissionDenied, "--allow-other needs root: the mount then acts as each user; without "
+                                + "it, every member of the pool's group mounts their own")
+        }
         self.pool = pool
         self.options = options
         destinationPath = URL(fileURLWithPath: options.destination).standardizedFileURL.path
@@ -127,101 +135,146 @@ public final class CaptureMount: @unchecked Sendable {
 
     func removeHandle(_ number: UInt64) -> Handle? { lock.withLock { handles.removeValue(forKey: number) } }
 
-    /// Starts a capture for `name`, as the requesting user.
-    func startCapture(_ name: String) throws -> MountedCapture {
+    /// Starts a capture for `name`, as the requesting user, with the mode it asked for.
+    func startCapture(_ name: String, mode: mode_t) throws -> MountedCapture {
         let uid = pv_fuse_uid(), gid = pv_fuse_gid()
-        return try lock.withLock {
-            guard captures[name] == nil else {
+        try lock.withLock {
+            guard captures[name] == nil, !starting.contains(name) else {
                 throw ProVideoError(.destinationExists, "\(name) is being recorded already")
             }
-            // Root serving another user records for that user: only a member of the pool's
-            // group may (as without the mount), and the capture, then the recording, is theirs.
-            let forUser = geteuid() == 0 && uid != 0
-            if forUser {
-                try asRequester {
-                    guard faccessat(AT_FDCWD, pool.path, R_OK | W_OK | X_OK, AT_EACCESS) == 0 else {
-                        throw ProVideoError(.permissionDenied, "user \(uid) may not use the pool at \(pool.path): "
-                                            + "not a member of its group", errno: Glibc.errno, path: pool.path)
-                    }
-                    // The destination directory must be the user's to write, as for their own recorder.
-                    let parent = (name as NSString).deletingLastPathComponent
-                    guard faccessat(directory, parent.isEmpty ? "." : parent, W_OK | X_OK, AT_EACCESS) == 0 else {
-                        throw ProVideoError(.permissionDenied, "user \(uid) may not write in \(parent.isEmpty ? "." : parent)",
-                                            errno: Glibc.errno, path: destinationPath)
-                    }
+            starting.insert(name)
+        }
+        defer { lock.withLock { _ = starting.remove(name) } }
+        // Root serving another user records for that user: only a member of the pool's group
+        // may (as without the mount), and the capture, then the recording, is theirs.
+        let forUser = geteuid() == 0 && uid != 0
+        if forUser {
+            try asRequester {
+                guard faccessat(AT_FDCWD, pool.path, R_OK | W_OK | X_OK, AT_EACCESS) == 0 else {
+                    throw ProVideoError(.permissionDenied, "user \(uid) may not use the pool at \(pool.path): "
+                                        + "not a member of its group", errno: Glibc.errno, path: pool.path)
+                }
+                // The destination directory must be the user's to write, as for their own recorder.
+                let parent = (name as NSString).deletingLastPathComponent
+                guard faccessat(directory, parent.isEmpty ? "." : parent, W_OK | X_OK, AT_EACCESS) == 0 else {
+                    throw ProVideoError(.permissionDenied, "user \(uid) may not write in \(parent.isEmpty ? "." : parent)",
+                                        errno: Glibc.errno, path: destinationPath)
                 }
             }
-            let capture = try pool.startCapture(to: destinationPath + "/" + name, options: options.capture,
-                                                owner: forUser ? uid : nil)
-            let mounted = MountedCapture(capture: capture, destination: name, uid: uid, gid: gid)
-            captures[name] = mounted
-            return mounted
         }
+        let capture = try pool.startCapture(to: destinationPath + "/" + name, options: options.capture,
+                                            owner: forUser ? uid : nil)
+        let mounted = MountedCapture(capture: capture, destination: name, uid: uid, gid: gid, mode: mode)
+        lock.withLock { captures[name] = mounted }
+        return mounted
+    }
+
+    /// Whether a capture runs under directory `name` (its removal or rename would strand it).
+    func capturesBelow(_ name: String) -> Bool {
+        lock.withLock { captures.keys.contains { $0.hasPrefix(name + "/") } || starting.contains { $0.hasPrefix(name + "/") } }
     }
 
     /// Renames a file being captured: its recording lands under the new name.
-    /// - Returns: false when `from` is not being captured.
+    /// - Returns: false when `from` is not being captured (or has finished: the rename is then
+    ///   the landed file's).
     func renameCapture(_ from: String, to: String) throws -> Bool {
         guard let mounted = capture(named: from) else { return false }
-        try mounted.lock.withLock {
-            guard !mounted.ended else { throw ProVideoError(.captureClosed, "\(from) is finished") }
+        guard mounted.current == .open else {
+            mounted.waitUntilEnded()
+            return false
+        }
+        var taken = stat()
+        if fstatat(directory, to, &taken, AT_SYMLINK_NOFOLLOW) == 0 {
+            throw ProVideoError(.destinationExists, "\(to) exists", errno: EEXIST)
+        }
+        return try mounted.lock.withLock {
+            guard mounted.current == .open else { return false }
             try lock.withLock {
-                guard captures[to] == nil else { throw ProVideoError(.destinationExists, "\(to) is being recorded") }
-                var facts = stat()
-                guard fstatat(directory, to, &facts, AT_SYMLINK_NOFOLLOW) != 0 else {
-                    throw ProVideoError(.destinationExists, "\(to) exists", errno: EEXIST)
+                guard captures[to] == nil, !starting.contains(to) else {
+                    throw ProVideoError(.destinationExists, "\(to) is being recorded")
                 }
                 captures[from] = nil
                 captures[to] = mounted
                 mounted.name = to
             }
+            return true
         }
-        return true
     }
 
-    /// Finishes a capture whose last descriptor closed: the recording lands (as `--land`
-    /// says) and, when it was renamed meanwhile, takes its new name.
-    func finish(_ mounted: MountedCapture) {
+    /// Finishes a capture whose last writer closed, on a thread of its own so that no FUSE
+    /// thread waits for a landing: the recording lands (as `--land` says) and, when it was
+    /// renamed meanwhile, takes its new name and the mode its writer asked for.
+    func finishInBackground(_ mounted: MountedCapture) {
+        guard mounted.move(from: .open, to: .finishing) else { return }
+        let thread = Thread { [self] in finish(mounted) }
+        thread.name = "provideo-mount-finish"
+        thread.start()
+    }
+
+    private func finish(_ mounted: MountedCapture) {
         mounted.lock.withLock {
-            guard !mounted.ended else { return }
-            mounted.ended = true
             let started = Date()
             do {
                 let result = try mounted.capture.finish()
                 var landed = result.path
-                if mounted.name != mounted.destination && result.landingTo == nil {
-                    let rc = try? ThreadIdentity.acting(as: mounted.uid, mounted.gid) {
-                        renameat2Shim(from: mounted.destination, to: mounted.name)
+                if result.landingTo == nil {
+                    if mounted.name != mounted.destination {
+                        let rc = try? ThreadIdentity.acting(as: mounted.uid, mounted.gid) {
+                            pv_rename(directory, mounted.destination, mounted.name, 1)
+                        }
+                        if rc == 0 { landed = destinationPath + "/" + mounted.name } else {
+                            log("\(mounted.destination) landed, but could not be renamed to \(mounted.name): "
+                                + (rc.map { String(cString: strerror(-$0)) } ?? "no identity"))
+                        }
                     }
-                    if rc == 0 { landed = destinationPath + "/" + mounted.name }
-                    else { log("\(mounted.destination) landed, but could not be renamed to \(mounted.name): \(rc.map { String(cString: strerror(-$0)) } ?? "no identity")") }
+                    let named = landed == result.path ? mounted.destination : mounted.name
+                    _ = try? ThreadIdentity.acting(as: mounted.uid, mounted.gid) {
+                        fchmodat(directory, named, mounted.mode, AT_SYMLINK_NOFOLLOW)
+                    }
+                } else if mounted.name != mounted.destination {
+                    log("\(mounted.destination) lands in the background under its first name, not \(mounted.name)")
                 }
-                log("\(landed): \(result.length) bytes\(result.landingTo.map { ", landing to \($0) in the background" } ?? ""), finished in \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
+                log("\(landed): \(result.length) bytes\(result.landingTo.map { ", landing to \($0) in the background" } ?? ""), "
+                    + "finished in \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
             } catch {
                 log("\(mounted.name): \(error)")
+                // A failed capture let go of the pool: its committed part is placed now, as its
+                // owner, rather than at the next start or `provideo recover`.
+                if let recovery = try? Pool.salvage(at: pool.path) {
+                    for salvaged in recovery.salvaged { log("salvaged \(salvaged.path): \(salvaged.length) bytes") }
+                }
             }
             lock.withLock { if captures[mounted.name] === mounted { captures[mounted.name] = nil } }
+            _ = mounted.move(from: .finishing, to: .ended)
         }
     }
 
     /// Cancels a capture whose file was removed.
-    func cancel(_ mounted: MountedCapture) throws {
-        try mounted.lock.withLock {
-            guard !mounted.ended else { return }
-            mounted.ended = true
-            lock.withLock { captures[mounted.name] = nil }
-            try mounted.capture.cancel()
+    /// - Returns: false when it was finishing or had finished (after waiting for it): the file
+    ///   to remove is then the landed one.
+    func cancel(_ mounted: MountedCapture) throws -> Bool {
+        guard mounted.move(from: .open, to: .ended) else {
+            mounted.waitUntilEnded()
+            return false
         }
+        lock.withLock { if captures[mounted.name] === mounted { captures[mounted.name] = nil } }
+        try mounted.lock.withLock { try mounted.capture.cancel() }
+        return true
     }
 
-    private func renameat2Shim(from: String, to: String) -> Int32 { pv_rename(directory, from, to, 1) }
-
-    /// Finishes every capture still open (the mount is going away).
+    /// Finishes every capture still open and waits for every finish (the mount is going away).
     func finishAll() {
-        for mounted in lock.withLock({ Array(captures.values) }) { finish(mounted) }
+        let all = lock.withLock { Array(captures.values) }
+        for mounted in all { finishInBackground(mounted) }
+        for mounted in all { mounted.waitUntilEnded() }
     }
 
+    /// One line of the daemon's log: on stderr in the foreground, else to syslog (the journal).
     func log(_ line: String) {
-        FileHandle.standardError.write(Data("provideo mount: \(line)\n".utf8))
+        if options.foreground {
+            FileHandle.standardError.write(Data("provideo mount: \(line)\n".utf8))
+        } else {
+            pv_syslog(line)
+        }
     }
 }

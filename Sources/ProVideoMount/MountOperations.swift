@@ -49,19 +49,25 @@ enum MountOperations {
             MountOperations.answer { try CaptureMount.current.asRequester { CaptureMount.failed(Int(mkdirat(CaptureMount.current.directory, CaptureMount.relative(path), mode))) } }
         }
         operations.rmdir = { path in
-            MountOperations.answer { try CaptureMount.current.asRequester { CaptureMount.failed(Int(unlinkat(CaptureMount.current.directory, CaptureMount.relative(path), AT_REMOVEDIR))) } }
+            MountOperations.answer {
+                let name = CaptureMount.relative(path)
+                if CaptureMount.current.capturesBelow(name) { return -EBUSY }
+                return try CaptureMount.current.asRequester {
+                    CaptureMount.failed(Int(unlinkat(CaptureMount.current.directory, name, AT_REMOVEDIR)))
+                }
+            }
         }
         operations.chmod = { path, mode, _ in
             MountOperations.answer {
                 let name = CaptureMount.relative(path)
-                if CaptureMount.current.capture(named: name) != nil { return 0 }
+                if CaptureMount.current.capture(named: name)?.current == .open { return 0 }
                 return try CaptureMount.current.asRequester { CaptureMount.failed(Int(fchmodat(CaptureMount.current.directory, name, mode, 0))) }
             }
         }
         operations.utimens = { path, times, _ in
             MountOperations.answer {
                 let name = CaptureMount.relative(path)
-                if CaptureMount.current.capture(named: name) != nil { return 0 }
+                if CaptureMount.current.capture(named: name)?.current == .open { return 0 }
                 return try CaptureMount.current.asRequester { CaptureMount.failed(Int(utimensat(CaptureMount.current.directory, name, times, AT_SYMLINK_NOFOLLOW))) }
             }
         }
@@ -69,13 +75,13 @@ enum MountOperations {
     }
 
     static func getattr(_ name: String, _ facts: UnsafeMutablePointer<stat>) throws -> Int32 {
-        if let mounted = mount.capture(named: name) {
+        if let mounted = mount.capture(named: name), mounted.current != .ended {
             var file = stat()
-            file.st_mode = S_IFREG | 0o644
+            file.st_mode = S_IFREG | (mounted.mode & 0o7777)
             file.st_nlink = 1
             file.st_uid = mounted.uid
             file.st_gid = mounted.gid
-            file.st_size = Int(mounted.lock.withLock { mounted.ended ? 0 : mounted.capture.length })
+            file.st_size = Int(mounted.length)
             file.st_blksize = 1 << 20
             file.st_blocks = (file.st_size + 511) / 512
             let seconds = Int(mounted.created.timeIntervalSince1970)
@@ -113,30 +119,33 @@ enum MountOperations {
         guard mode & S_IFMT == S_IFREG || mode & S_IFMT == 0 else { return -EPERM }
         let mounted: MountedCapture
         do {
-            mounted = try mount.startCapture(name)
+            mounted = try mount.startCapture(name, mode: mode & 0o7777 & ~pv_fuse_umask())
         } catch {
             // The writer sees only an errno: the daemon's log says why.
             mount.log("cannot record \(name) for user \(pv_fuse_uid()): \(error)")
             throw error
         }
-        info.pointee.fh = mount.add(.capture(mounted))
+        info.pointee.fh = mount.add(.capture(mounted, writing: true))
         pv_fuse_set_direct_io(info)
         return 0
     }
 
     static func openFile(_ name: String, _ info: UnsafeMutablePointer<fuse_file_info>) throws -> Int32 {
-        pv_fuse_set_direct_io(info)
         if let mounted = mount.capture(named: name) {
+            let writing = pv_fuse_flags(info) & O_ACCMODE != O_RDONLY
+            // A reader (a preview, ffprobe) does not keep the take from landing: only writers count.
             let open = mounted.lock.withLock { () -> Bool in
-                guard !mounted.ended else { return false }
-                mounted.handles += 1
+                guard mounted.current == .open else { return false }
+                if writing { mounted.writers += 1 }
                 return true
             }
             if open {
-                info.pointee.fh = mount.add(.capture(mounted))
+                info.pointee.fh = mount.add(.capture(mounted, writing: writing))
+                pv_fuse_set_direct_io(info)
                 return 0
             }
-            // Finished while this open waited: the recording is a file of the destination now.
+            // Finishing: once landed, the recording is a file of the destination.
+            mounted.waitUntilEnded()
         }
         let flags = pv_fuse_flags(info) & ~(O_CREAT | O_EXCL | O_NOCTTY)
         let fd = try mount.asRequester { openat(mount.directory, name, flags | O_CLOEXEC | O_NOFOLLOW) }
@@ -147,9 +156,9 @@ enum MountOperations {
 
     static func read(_ number: UInt64, _ buffer: UnsafeMutableRawBufferPointer, _ offset: Int64) throws -> Int32 {
         switch mount.handle(number) {
-        case .capture(let mounted)?:
+        case .capture(let mounted, _)?:
             return try mounted.lock.withLock {
-                guard !mounted.ended else { return -EBADF }
+                guard mounted.current == .open else { return -EBADF }
                 return Int32(try mounted.capture.read(into: buffer, at: offset))
             }
         case .file(let fd)?:
@@ -161,9 +170,10 @@ enum MountOperations {
 
     static func write(_ number: UInt64, _ bytes: UnsafeRawBufferPointer, _ offset: Int64) throws -> Int32 {
         switch mount.handle(number) {
-        case .capture(let mounted)?:
+        case .capture(let mounted, let writing)?:
+            guard writing else { return -EBADF }
             return try mounted.lock.withLock {
-                guard !mounted.ended else { return -EBADF }
+                guard mounted.current == .open else { return -EBADF }
                 return Int32(try mounted.write(bytes, at: offset))
             }
         case .file(let fd)?:
@@ -177,17 +187,18 @@ enum MountOperations {
     /// capture goes on until `release`, when the last is gone.
     static func flush(_ number: UInt64) -> Int32 { 0 }
 
-    /// The last descriptor of an open closed: a capture with no other open finishes (the
-    /// kernel sends this after close(2) has returned: the recording reaches its destination
-    /// moments later, and is seen through the mount meanwhile).
+    /// The last descriptor of an open closed: a capture whose last writer this was finishes
+    /// (the kernel sends this after close(2) has returned: the recording reaches its
+    /// destination moments later, and is seen through the mount meanwhile).
     static func release(_ number: UInt64) -> Int32 {
         switch mount.removeHandle(number) {
-        case .capture(let mounted)?:
+        case .capture(let mounted, let writing)?:
+            guard writing else { break }
             let last = mounted.lock.withLock { () -> Bool in
-                mounted.handles -= 1
-                return mounted.handles == 0
+                mounted.writers -= 1
+                return mounted.writers == 0
             }
-            if last { mount.finish(mounted) }
+            if last { mount.finishInBackground(mounted) }
         case .file(let fd)?:
             close(fd)
         case nil:
@@ -198,12 +209,12 @@ enum MountOperations {
 
     static func fsync(_ number: UInt64, _ dataOnly: Bool) throws -> Int32 {
         switch mount.handle(number) {
-        case .capture(let mounted)?:
-            try mounted.lock.withLock {
-                guard !mounted.ended else { return }
+        case .capture(let mounted, _)?:
+            return try mounted.lock.withLock {
+                guard mounted.current == .open else { return -EBADF }
                 try mounted.capture.commitAppended()
+                return 0
             }
-            return 0
         case .file(let fd)?:
             return CaptureMount.failed(Int(dataOnly ? fdatasync(fd) : Glibc.fsync(fd)))
         case nil:
@@ -227,10 +238,10 @@ enum MountOperations {
     }
 
     static func truncate(_ name: String, _ size: Int64, _ info: UnsafeMutablePointer<fuse_file_info>?) throws -> Int32 {
-        if let mounted = mount.capture(named: name) {
+        if let mounted = mount.capture(named: name), mounted.current == .open {
             // A take only grows: truncating it to its own length (O_TRUNC of a new file) is
             // nothing; anything else is refused.
-            return mounted.lock.withLock { mounted.capture.length == size ? 0 : -EPERM }
+            return mounted.length == size ? 0 : -EPERM
         }
         if let info, case .file(let fd)? = mount.handle(info.pointee.fh) {
             return CaptureMount.failed(Int(ftruncate(fd, off_t(size))))
@@ -244,15 +255,15 @@ enum MountOperations {
     }
 
     static func unlink(_ name: String) throws -> Int32 {
-        if let mounted = mount.capture(named: name) {
-            try mount.cancel(mounted)
-            return 0
-        }
+        if let mounted = mount.capture(named: name), try mount.cancel(mounted) { return 0 }
         return try mount.asRequester { CaptureMount.failed(Int(unlinkat(mount.directory, name, 0))) }
     }
 
     static func rename(_ from: String, _ to: String, _ flags: UInt32) throws -> Int32 {
         if mount.capture(named: to) != nil { return -EEXIST }
+        // A directory holding a capture keeps its name: the capture lands at its path.
+        if mount.capturesBelow(from) { return -EBUSY }
+        if flags & 2 != 0, mount.capture(named: from) != nil { return -EINVAL }  // RENAME_EXCHANGE
         if try mount.renameCapture(from, to: to) { return 0 }
         return try mount.asRequester {
             pv_rename(mount.directory, from, to, flags)

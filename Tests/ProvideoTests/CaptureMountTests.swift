@@ -195,6 +195,53 @@ struct CaptureMountTests {
         }
     }
 
+    /// The races a recorder's own pattern meets: a rename right after close (while the finish
+    /// may run) lands under the new name; a reader that stays open does not keep the take from
+    /// landing; a directory holding a capture can be neither removed nor renamed; a mount over
+    /// its own destination is refused.
+    @Test func closeThenRenameReadersAndDirectories() throws {
+        try Self.withMount { mounted in
+            let bytes = TestSupport.pattern(3_000_000, seed: 8)
+            for index in 0..<5 {
+                let fd = open(mounted.mount + "/t\(index).tmp", O_WRONLY | O_CREAT | O_EXCL, 0o600)
+                try #require(fd >= 0)
+                #expect(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } == bytes.count)
+                close(fd)
+                #expect(rename(mounted.mount + "/t\(index).tmp", mounted.mount + "/t\(index).mov") == 0,
+                        "rename after close: \(String(cString: strerror(errno)))")
+                let landed = try #require(mounted.landed("t\(index).mov"))
+                let same = TestSupport.fileHolds(landed, bytes)
+                #expect(same)
+                #expect(!FileManager.default.fileExists(atPath: mounted.destination + "/t\(index).tmp"))
+                #expect(try AccessTests.owner(landed).mode == "600", "the mode asked for at create")
+            }
+            // A reader open on the take does not hold it back.
+            let writer = open(mounted.mount + "/read.mov", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            try #require(writer >= 0)
+            #expect(bytes.withUnsafeBytes { Glibc.write(writer, $0.baseAddress, $0.count) } == bytes.count)
+            let reader = open(mounted.mount + "/read.mov", O_RDONLY)
+            try #require(reader >= 0)
+            var first = [UInt8](repeating: 0, count: 4096)
+            #expect(first.withUnsafeMutableBytes { pread(reader, $0.baseAddress, 4096, 0) } == 4096)
+            #expect(first == Array(bytes.prefix(4096)))
+            close(writer)
+            let landed = mounted.landed("read.mov")
+            close(reader)
+            #expect(landed != nil, "a reader kept the take from landing")
+            // A directory with a capture in it stays where the capture lands.
+            #expect(mkdir(mounted.mount + "/day1", 0o755) == 0)
+            let inside = open(mounted.mount + "/day1/cam.mov", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+            try #require(inside >= 0)
+            #expect(rename(mounted.mount + "/day1", mounted.mount + "/day2") == -1 && errno == EBUSY)
+            close(inside)
+            #expect(mounted.landed("day1/cam.mov") != nil)
+            // Mounting over the destination would serve itself.
+            let over = try TestSupport.run("provideo", ["--pool", mounted.pool, "mount", mounted.destination,
+                                                        "--destination", mounted.destination, "--foreground"])
+            #expect(over.status == 2 && over.stderr.contains("overlap"), "\(over.stderr)")
+        }
+    }
+
     /// The daemon killed mid-take: the writer sees ENOTCONN, and `provideo recover` places the
     /// committed prefix (everything before the writer's fsync at least), byte for byte.
     @Test func aKilledDaemonsTakeIsRecovered() throws {

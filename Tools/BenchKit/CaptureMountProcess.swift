@@ -66,6 +66,17 @@ package final class CaptureMountProcess {
         if !Self.isMounted(mountpoint) { try? FileManager.default.removeItem(atPath: directory) }
     }
 
+    /// CPU seconds the daemon has used (user and system, all its threads), from
+    /// /proc/PID/stat: the mount mode's CPU is the recorders' plus the daemon's.
+    package var cpuSeconds: Double {
+        guard let stat = try? String(contentsOfFile: "/proc/\(process.processIdentifier)/stat", encoding: .utf8),
+              let close = stat.lastIndex(of: ")") else { return 0 }
+        // Fields after the command name: state is 3, utime 14, stime 15 (proc(5)).
+        let fields = stat[stat.index(after: close)...].split(separator: " ")
+        guard fields.count > 13, let user = Double(fields[11]), let system = Double(fields[12]) else { return 0 }
+        return (user + system) / Double(sysconf(Int32(_SC_CLK_TCK)))
+    }
+
     static func isMounted(_ path: String) -> Bool {
         ((try? String(contentsOfFile: "/proc/self/mounts", encoding: .utf8)) ?? "").split(separator: "\n")
             .contains { $0.split(separator: " ").dropFirst().first.map(String.init) == path }

@@ -59,7 +59,7 @@ package enum ModeRunner {
             throw error
         }
         let shared = Shared(source: source, clock: clock)
-        let cpuBefore = CPUTime.seconds()
+        let cpuBefore = CPUTime.seconds() + (mount?.cpuSeconds ?? 0)
         // Streams are spread over one frame interval, as independent sources would be.
         let start = clock.now() + 20_000_000
         let interval = UInt64((1e9 / plan.fps).rounded())
@@ -84,7 +84,7 @@ package enum ModeRunner {
             thread.start()
         }
         while group.wait(timeout: .now() + 1) == .timedOut { tick() }
-        let cpuSeconds = CPUTime.seconds() - cpuBefore
+        let cpuSeconds = CPUTime.seconds() + (mount?.cpuSeconds ?? 0) - cpuBefore
         if let error = streams.compactMap(\.error).first { throw error }
         return summarize(mode, streams, start: start, cpuSeconds: cpuSeconds)
     }

@@ -6,6 +6,21 @@ import ProVideoStorage
 /// `provideo mount MOUNTPOINT --destination DIR [--bitrate RATE] [--land WHEN] [--allow-other]
 /// [--foreground]`: the pool as a directory any recorder writes into (Docs/CAPTURE-MOUNT.md).
 enum MountCommand {
+    /// The mount must not show itself or the pool: a mount point inside (or over) the
+    /// destination, or the pool or the destination inside the mount point, would make the
+    /// daemon call into its own filesystem.
+    static func refuseOverlap(mountpoint: String, destination: String, pool: String) throws {
+        func real(_ path: String) -> String { URL(fileURLWithPath: path).resolvingSymlinksInPath().standardizedFileURL.path }
+        func within(_ inner: String, _ outer: String) -> Bool { inner == outer || inner.hasPrefix(outer == "/" ? "/" : outer + "/") }
+        let mount = real(mountpoint), shown = real(destination), poolPath = real(pool)
+        if within(mount, shown) || within(shown, mount) {
+            throw UsageError("the mount point \(mount) and the destination \(shown) overlap; mount it beside the destination")
+        }
+        if within(poolPath, mount) || within(mount, poolPath) {
+            throw UsageError("the mount point \(mount) and the pool \(poolPath) overlap; mount it outside the pool")
+        }
+    }
+
     static func run(_ path: String, _ arguments: inout Arguments) throws {
         let destination = try arguments.option("--destination")
         let bitrate = try arguments.option("--bitrate").map { try SizeParser.videoBitrate($0) }
@@ -35,6 +50,7 @@ enum MountCommand {
                                 + "`mkdir -p \(mountpoint)`", path: mountpoint)
         }
         let pool = try Commands.openPool(path)
+        try refuseOverlap(mountpoint: mountpoint, destination: destination, pool: pool.path)
         let mount = try CaptureMount(pool: pool, options: CaptureMount.Options(
             destination: destination, capture: capture, allowOther: allowOther, foreground: foreground))
         let status = mount.run(at: mountpoint)

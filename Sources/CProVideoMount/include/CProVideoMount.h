@@ -17,6 +17,7 @@ int pv_fuse_flags(const struct fuse_file_info *info);
 uid_t pv_fuse_uid(void);
 gid_t pv_fuse_gid(void);
 pid_t pv_fuse_pid(void);
+mode_t pv_fuse_umask(void);
 void *pv_fuse_context(void);
 
 /* Calls a readdir filler (a C function pointer) for one name. */
@@ -25,5 +26,8 @@ int pv_fuse_fill(fuse_fill_dir_t filler, void *buffer, const char *name);
 /* renameat2(2) within one directory (flags: RENAME_NOREPLACE = 1, RENAME_EXCHANGE = 2);
    -errno on failure. */
 int pv_rename(int directory, const char *from, const char *to, unsigned int flags);
+
+/* syslog(3) of one line at LOG_NOTICE, as "provideo-mount" (a daemon's stderr is /dev/null). */
+void pv_syslog(const char *line);
 
 #endif

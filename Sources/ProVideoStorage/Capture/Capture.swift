@@ -59,6 +59,8 @@ public final class Capture {
     var capacity: Int64
     var grantStep: Int64
     let memory: AlignedBuffer
+    /// A patch was made since the last `commitAppended`.
+    private var patchedSinceCommit = false
     let patchBuffer: AlignedBuffer
     let commitRecord: AlignedBuffer
     /// One aligned block: the capture's length (8 bytes, little-endian), then zeros.
@@ -238,6 +240,7 @@ public final class Capture {
         }
         guard !bytes.isEmpty else { return }
         statistics.patches += 1
+        patchedSinceCommit = true
         let deadline = Self.now() + Self.stallLimit
         try guarded {
             try waitUntil("the flush of the patched buffer", until: deadline) { !ring.flushCovers(offset..<end) }
@@ -323,6 +326,14 @@ public final class Capture {
                     }
                     try waitUntil("the writes before the commit", until: deadline) { ring.isIdle }
                 }
+            }
+            // A patch below the committed length was rewritten in place: a data sync of its own
+            // makes it durable. (A patch of a buffer still filling reaches the disk with it.)
+            if patchedSinceCommit {
+                try waitUntil("the writes in flight", until: deadline) { ring.isIdle && commits.isIdle }
+                let rc = host.calls.fdatasync(data.rawValue)
+                if rc < 0 { throw ProVideoError.system("fdatasync", errno: -rc, path: data.path) }
+                patchedSinceCommit = false
             }
         }
     }

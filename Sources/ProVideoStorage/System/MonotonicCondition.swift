@@ -6,11 +6,11 @@ import Glibc
 ///
 /// The corresponding C functions are pthread_mutex_lock(3), pthread_cond_signal(3) and
 /// pthread_cond_timedwait(3), with the condition's clock set by pthread_condattr_setclock(3).
-final class MonotonicCondition: @unchecked Sendable {
+package final class MonotonicCondition: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
     private let condition: UnsafeMutablePointer<pthread_cond_t>
 
-    init() {
+    package init() {
         mutex = .allocate(capacity: 1)
         condition = .allocate(capacity: 1)
         pthread_mutex_init(mutex, nil)
@@ -28,16 +28,16 @@ final class MonotonicCondition: @unchecked Sendable {
         mutex.deallocate()
     }
 
-    func lock() { pthread_mutex_lock(mutex) }
-    func unlock() { pthread_mutex_unlock(mutex) }
-    func signal() { pthread_cond_signal(condition) }
-    func broadcast() { pthread_cond_broadcast(condition) }
+    package func lock() { pthread_mutex_lock(mutex) }
+    package func unlock() { pthread_mutex_unlock(mutex) }
+    package func signal() { pthread_cond_signal(condition) }
+    package func broadcast() { pthread_cond_broadcast(condition) }
 
     /// Waits, with the mutex locked, until signalled or until `deadline` (`MonotonicTime.now()`
     /// nanoseconds) has passed; spurious wake-ups return too, so callers loop on their predicate.
     /// - Returns: false once the deadline has passed.
     @discardableResult
-    func wait(until deadline: UInt64) -> Bool {
+    package func wait(until deadline: UInt64) -> Bool {
         guard MonotonicTime.now() < deadline else { return false }
         var ts = timespec(tv_sec: Int(deadline / 1_000_000_000), tv_nsec: Int(deadline % 1_000_000_000))
         return pthread_cond_timedwait(condition, mutex, &ts) != ETIMEDOUT
