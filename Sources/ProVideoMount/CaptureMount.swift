@@ -30,6 +30,8 @@ public final class CaptureMount: @unchecked Sendable {
 
     let pool: Pool
     let options: Options
+    /// `PROVIDEO_MOUNT_DEBUG=slow`: log each write request the daemon took over 20 ms on.
+    let debug = ProcessInfo.processInfo.environment["PROVIDEO_MOUNT_DEBUG"] == "slow"
     /// The destination directory, opened once: every request uses it with `*at` calls.
     let directory: Int32
     let destinationPath: String

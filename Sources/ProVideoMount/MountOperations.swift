@@ -172,10 +172,17 @@ enum MountOperations {
         switch mount.handle(number) {
         case .capture(let mounted, let writing)?:
             guard writing else { return -EBADF }
-            return try mounted.lock.withLock {
+            let started = MonotonicTime.now()
+            let written = try mounted.lock.withLock { () -> Int32 in
                 guard mounted.current == .open else { return -EBADF }
                 return Int32(try mounted.write(bytes, at: offset))
             }
+            // A slow request, for a stall's bug report: how much of it the capture took.
+            let took = MonotonicTime.now() - started
+            if mount.debug && took > 20_000_000 {
+                mount.log("a write of \(bytes.count) bytes at \(offset) of \(mounted.name) took \(took / 1_000_000) ms in the daemon")
+            }
+            return written
         case .file(let fd)?:
             return CaptureMount.failed(pwrite(fd, bytes.baseAddress, bytes.count, off_t(offset)))
         case nil:

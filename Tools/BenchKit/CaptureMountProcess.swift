@@ -36,8 +36,10 @@ package final class CaptureMountProcess {
         process.executableURL = URL(fileURLWithPath: Self.binary)
         process.arguments = ["--pool", pool.path, "mount", mountpoint, "--destination", destination, "--foreground",
                              "--bitrate", String(bitrate)]
-        let errors = Pipe()
-        process.standardError = errors
+        // A file, not a pipe nobody drains: a daemon blocked on a full pipe would stall the run.
+        let log = directory + "/mount.log"
+        FileManager.default.createFile(atPath: log, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: log)
         process.standardOutput = FileHandle.nullDevice
         try process.run()
         let deadline = Date().addingTimeInterval(15)
@@ -45,7 +47,7 @@ package final class CaptureMountProcess {
         guard Self.isMounted(mountpoint) else {
             if process.isRunning { process.terminate() }
             process.waitUntilExit()
-            let said = String(decoding: errors.fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
+            let said = (try? String(contentsOfFile: log, encoding: .utf8)) ?? ""
             throw BenchError("`provideo mount` did not mount \(mountpoint): \(said)")
         }
     }
@@ -63,6 +65,12 @@ package final class CaptureMountProcess {
         while process.isRunning && Date() < deadline { usleep(10_000) }
         if process.isRunning { kill(process.processIdentifier, SIGKILL) }
         process.waitUntilExit()
+        // What the daemon logged (its slow requests with PROVIDEO_MOUNT_DEBUG=slow) goes with the run's output.
+        if let said = try? String(contentsOfFile: directory + "/mount.log", encoding: .utf8) {
+            for line in said.split(separator: "\n") where line.hasPrefix("provideo mount: ") {
+                FileHandle.standardError.write(Data((line + "\n").utf8))
+            }
+        }
         if !Self.isMounted(mountpoint) { try? FileManager.default.removeItem(atPath: directory) }
     }
 
