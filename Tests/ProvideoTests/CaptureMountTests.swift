@@ -97,6 +97,26 @@ struct CaptureMountTests {
         }
     }
 
+    /// A take past 4 GiB: ffmpeg's MOV then patches a 64-bit `mdat` size at the start. 290
+    /// frames of 2160p UYVY (4.8 GB, size is the point here) land byte-identical to the same
+    /// command writing a plain file.
+    @Test(.enabled(if: hasTool("ffmpeg") && hasTool("cmp")))
+    func aTakePastFourGiBIsByteIdentical() throws {
+        try Self.withMount(capacity: "5G") { mounted in
+            let command = "ffmpeg -v error -f rawvideo -pix_fmt uyvy422 -s 3840x2160 -r 25 -i /dev/zero -frames:v 290 "
+                + "-c copy -fflags +bitexact -f mov"
+            try TestSupport.shell("\(command) '\(mounted.mount)/big.mov'")
+            let landed = try #require(mounted.landed("big.mov", seconds: 60))
+            let size = try FileManager.default.attributesOfItem(atPath: landed)[.size] as? Int64 ?? 0
+            #expect(size > 4 << 30, "the take has \(size) bytes")
+            let plain = mounted.scratch + "/plain.mov"
+            try TestSupport.shell("\(command) '\(plain)'")
+            defer { try? FileManager.default.removeItem(atPath: plain) }
+            #expect((try? TestSupport.shell("cmp '\(plain)' '\(landed)' && echo same"))?.contains("same") == true,
+                    "the 4.8 GB take differs from the plain file")
+        }
+    }
+
     /// `cp` and `dd bs=4M` are byte-identical, and `df` on the mount shows the pool's capacity
     /// (not the disk's), falling while a file is written and open.
     @Test func cpAndDdLandWholeAndDfShowsThePool() throws {
