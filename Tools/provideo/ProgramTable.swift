@@ -73,7 +73,7 @@ let program = ProgramDescription(
             OptionDescription("--bitrate", "RATE", "each file's expected bitrate (default 100M = 100,000,000 bit/s)"),
             OptionDescription("--land", "WHEN", "a DIR on another filesystem: copy each file at its close, or land it in "
                               + "the background (`provideo land`)", choices: ["auto", "finish", "background"]),
-            .flag("--allow-other", "let every user write there, each as themself (needs user_allow_other unless root)"),
+            .flag("--allow-other", "let every user write there, each as themself (root only; members of the pool's group)"),
             .flag("--foreground", "stay in the foreground (for a service or a terminal)"),
         ]),
         CommandDescription("land", summary: "land the recordings waiting in the pool at their destinations "
