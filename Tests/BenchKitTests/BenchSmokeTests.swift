@@ -136,6 +136,25 @@ import Testing
         }
     }
 
+    /// `--noise land` runs its neighbour (a child process of the bench landing a take to
+    /// another filesystem): the run reports bytes landed, more than 0 (the child was once not
+    /// dispatched, and the run said "0 B of 4.0 GiB landed" and exited 0).
+    @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "no /dev/shm (tmpfs)"))
+    func landingNoiseLandsBytes() throws {
+        try Self.withPool { pool, _ in
+            try TestSupport.withScratchOnAnotherFilesystem { elsewhere in
+                let result = try TestSupport.run("provideo-bench", [
+                    "--pool", pool.path, "--bitrate", "40M", "--fps", "25", "--duration", "2", "--mode", "pool",
+                    "--noise", "land", "--land-to", elsewhere, "--land-size", "16M"])
+                #expect(result.status == 0, "\(result.stderr)")
+                let line = result.stderr.split(separator: "\n").first { $0.contains("landing neighbour:") && $0.contains("landed") }
+                let said = line.map(String.init) ?? ""
+                #expect(said.contains("had landed") || (said.contains(" of ") && !said.contains(": 0 B of")),
+                        "the neighbour landed nothing: \(result.stderr)")
+            }
+        }
+    }
+
     @Test func usageErrorsExitWithTwo() throws {
         let result = try TestSupport.run("provideo-bench", ["--fps", "25", "--duration", "1", "--mode", "tape"])
         #expect(result.status == 2)

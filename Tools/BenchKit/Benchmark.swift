@@ -60,7 +60,9 @@ package enum Benchmark {
             lander = try LandingNeighbour(directory: workspace.directory, landTo: landTo, size: settings.landSize, log: log)
             Thread.sleep(forTimeInterval: 2)
         }
-        defer { lander?.stop(log: log) }
+        // Stopped (and checked) after the runs; on an error before that, stopped quietly.
+        var landerChecked = false
+        defer { if !landerChecked { try? lander?.stop(log: log) } }
         var runs: [ModeRun] = []
         let seconds = Double(plan.durationNanoseconds) / 1e9
         let total = settings.repeats * settings.modes.count
@@ -85,6 +87,8 @@ package enum Benchmark {
                 runs.append(run)
             }
         }
+        landerChecked = true
+        try lander?.stop(log: log)
         var report = BenchReport(plan: plan, runs: runs, repeatCount: settings.repeats,
                                  noise: settings.landTo != nil ? "land" : settings.noise ? "writer" : "none",
                                  frameTrace: settings.frameTrace)

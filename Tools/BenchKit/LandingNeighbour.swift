@@ -10,6 +10,8 @@ import ProVideoStorage
 package final class LandingNeighbour {
     private let process: Process
     private let poolDirectory: String
+    /// The child's standard error: why it stopped, when it did.
+    private let childLog: String
     /// Where the take lands.
     package let destination: String
 
@@ -38,6 +40,9 @@ package final class LandingNeighbour {
         process = Process()
         process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         process.arguments = ["land-neighbour", poolDirectory]
+        childLog = directory + "/land-neighbour.log"
+        FileManager.default.createFile(atPath: childLog, contents: nil)
+        process.standardError = FileHandle(forWritingAtPath: childLog)
         try process.run()
         log("landing neighbour: landing it at \(destination) (process \(process.processIdentifier))")
     }
@@ -57,8 +62,12 @@ package final class LandingNeighbour {
 
     /// Says how far the take landed, stops the lander, and removes the scratch pool (with
     /// whatever of the take is still in it) and what landed.
-    package func stop(log: (String) -> Void) {
-        if let progress = try? Pool.open(at: poolDirectory).landings().first {
+    /// - Throws: `BenchError` when the neighbour landed nothing or its process failed: a run
+    ///   labelled "noise: land" had no such noise.
+    package func stop(log: (String) -> Void) throws {
+        let exitedEarly = !process.isRunning
+        let progress = try? Pool.open(at: poolDirectory).landings().first
+        if let progress {
             log("landing neighbour: \(ByteFormat.human(progress.landedBytes)) of \(ByteFormat.human(progress.length)) "
                 + "landed when the runs ended")
         } else {
@@ -66,6 +75,18 @@ package final class LandingNeighbour {
         }
         if process.isRunning { process.terminate() }
         process.waitUntilExit()
+        defer { removeFiles() }
+        let said = ((try? String(contentsOfFile: childLog, encoding: .utf8)) ?? "").trimmingCharacters(in: .whitespacesAndNewlines)
+        if exitedEarly && process.terminationStatus != 0 {
+            throw BenchError("the landing neighbour failed (exit \(process.terminationStatus)): \(said.isEmpty ? "no message" : said)")
+        }
+        if let progress, progress.landedBytes == 0 {
+            throw BenchError("the landing neighbour landed nothing during the runs\(said.isEmpty ? "" : ": " + said); the "
+                             + "runs had no landing noise")
+        }
+    }
+
+    private func removeFiles() {
         let directory = (destination as NSString).deletingLastPathComponent
         let name = (destination as NSString).lastPathComponent
         for file in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? []

@@ -14,6 +14,8 @@ CommandLineProgram.run(program) { arguments in
     // Commands are matched as whole words: options with values may come first.
     if arguments.flag("noise-writer") {
         try BenchCommands.noiseWriter(&arguments)
+    } else if arguments.flag("land-neighbour") {
+        try BenchCommands.landNeighbour(&arguments)
     } else if arguments.flag("calibrate") {
         Interruption.install()
         try BenchCommands.calibrate(pool, &arguments)
