@@ -128,7 +128,8 @@ package enum ModeRunner {
             return try DirectWriter(path: file, writeSize: (plan.writeSize + alignment - 1) / alignment * alignment,
                                     alignment: alignment)
         case .mount:
-            return try MountWriter(path: "\(mount!.mountpoint)/\(mode.rawValue)-\(stream).mov")
+            return try BufferedWriter(path: "\(mount!.mountpoint)/\(mode.rawValue)-\(stream).mov",
+                                      engine: "write(2) into provideo mount")
         }
     }
 

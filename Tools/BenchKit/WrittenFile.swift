@@ -37,13 +37,15 @@ final class WrittenFile {
         guard ftruncate(fd, off_t(length)) == 0 else { throw BenchError("ftruncate \(path): \(Self.describe(errno))") }
     }
 
-    /// fsync, close and unlink: the bytes reached the disk, then the space is given back.
+    /// fsync, unlink and close: the bytes reached the disk, then the space is given back. The
+    /// unlink comes before the close so that a file of a capture mount is cancelled, not landed.
     func flushAndRemove() throws {
         let synced = fsync(fd) == 0 ? 0 : errno
+        let removed = unlink(path) == 0 ? 0 : errno
         Glibc.close(fd)
-        unlink(path)
         closed = true
         if synced != 0 { throw BenchError("fsync \(path): \(Self.describe(synced))") }
+        if removed != 0 { throw BenchError("removing \(path): \(Self.describe(removed))") }
     }
 
     static func describe(_ code: Int32) -> String { String(cString: strerror(code)) }

@@ -256,11 +256,24 @@ public final class Capture {
 
     /// Rewrites `offset..<end` of `bytes` in the file, a window of aligned blocks at a time.
     private func patchOnDisk(_ bytes: UnsafeRawBufferPointer, at offset: Int64, end: Int64, until deadline: UInt64) throws {
+        try withBlocksOnDisk(offset..<end, until: deadline) { window, block, part in
+            (window.baseAddress! + Int(part.lowerBound - block))
+                .copyMemory(from: bytes.baseAddress! + Int(part.lowerBound - offset), byteCount: part.count)
+            try data.writeAll(UnsafeRawBufferPointer(window), at: block, alignment: alignment, host.calls)
+        }
+    }
+
+    /// Reads the file's aligned blocks around `range` into `patchBuffer`, a window of at most
+    /// one buffer at a time, once the writes in flight have landed (direct I/O reads whole
+    /// blocks); `body` gets each window, the file offset it starts at and the part of `range`
+    /// it holds. Shared by patches on disk and read-back.
+    private func withBlocksOnDisk(_ range: Range<Int64>, until deadline: UInt64,
+                                  _ body: (UnsafeMutableRawBufferPointer, _ block: Int64, _ part: Range<Int64>) throws -> Void) throws {
         try waitUntil("the writes in flight", until: deadline) { ring.isIdle && commits.isIdle }
         let align = Int64(alignment)
-        var block = offset / align * align
-        while block < end {
-            let span = Int(min(Int64(ring.slotSize), (end - block + align - 1) / align * align))
+        var block = range.lowerBound / align * align
+        while block < range.upperBound {
+            let span = Int(min(Int64(ring.slotSize), (range.upperBound - block + align - 1) / align * align))
             let window = UnsafeMutableRawBufferPointer(rebasing: patchBuffer.bytes[0..<span])
             var read = 0
             while read < span {
@@ -268,9 +281,7 @@ public final class Capture {
                 guard n > 0 else { throw ProVideoError(.ioError, "reading back \(data.path) ended early", path: data.path) }
                 read += n
             }
-            let from = max(offset, block), to = min(end, block + Int64(span))
-            (window.baseAddress! + Int(from - block)).copyMemory(from: bytes.baseAddress! + Int(from - offset), byteCount: Int(to - from))
-            try data.writeAll(UnsafeRawBufferPointer(window), at: block, alignment: alignment, host.calls)
+            try body(window, block, max(range.lowerBound, block)..<min(range.upperBound, block + Int64(span)))
             block += Int64(span)
         }
     }
@@ -361,23 +372,9 @@ public final class Capture {
                     .copyMemory(from: ring.base(of: slot) + Int(from - buffered), byteCount: Int(end - from))
             }
             guard offset < buffered else { return }
-            try waitUntil("the writes in flight", until: deadline) { ring.isIdle && commits.isIdle }
-            let align = Int64(alignment), stop = min(end, buffered)
-            var block = offset / align * align
-            while block < stop {
-                let span = Int(min(Int64(ring.slotSize), (stop - block + align - 1) / align * align))
-                let window = UnsafeMutableRawBufferPointer(rebasing: patchBuffer.bytes[0..<span])
-                var read = 0
-                while read < span {
-                    let n = try data.read(into: UnsafeMutableRawBufferPointer(rebasing: window[read...]),
-                                          at: block + Int64(read), host.calls)
-                    guard n > 0 else { throw ProVideoError(.ioError, "reading back \(data.path) ended early", path: data.path) }
-                    read += n
-                }
-                let from = max(offset, block), to = min(stop, block + Int64(span))
-                (buffer.baseAddress! + Int(from - offset)).copyMemory(from: window.baseAddress! + Int(from - block),
-                                                                      byteCount: Int(to - from))
-                block += Int64(span)
+            try withBlocksOnDisk(offset..<min(end, buffered), until: deadline) { window, block, part in
+                (buffer.baseAddress! + Int(part.lowerBound - offset))
+                    .copyMemory(from: window.baseAddress! + Int(part.lowerBound - block), byteCount: part.count)
             }
         }
         return Int(end - offset)
