@@ -60,7 +60,8 @@ import Testing
     @Test func codecsListsTheTable() throws {
         let result = try TestSupport.run("provideo", ["codecs"])
         #expect(result.status == 0)
-        #expect(result.stdout.contains("\ndnxhr-444-2160p60         3.50 Gbit/s\n"), "\(result.stdout)")
-        #expect(result.stdout.split(separator: "\n").count == 111)
+        #expect(result.stdout.contains("\ndnxhr-444-2160p60           3.50 Gbit/s   60 fps\n"), "\(result.stdout)")
+        #expect(result.stdout.contains("\nprores-422-hq-2160p29.97    884 Mbit/s    30000/1001 fps\n"), "\(result.stdout)")
+        #expect(result.stdout.split(separator: "\n").count == 177)
     }
 }

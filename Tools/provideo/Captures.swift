@@ -11,19 +11,43 @@ enum Captures {
         return count
     }
 
-    /// Measures the new pool's durable bandwidth and records it (`create` without
-    /// --bandwidth); returns the sentence that says so.
-    static func measure(_ pool: Pool) throws -> String {
+    /// Measures the pool's durable bandwidth and records it (`create` without --bandwidth,
+    /// `measure-bandwidth`), showing progress on standard error; nil when the pool is too
+    /// small to measure (one sentence says so on standard error).
+    static func measure(_ pool: Pool) throws -> BandwidthMeasurement? {
+        let terminal = isatty(STDERR_FILENO) == 1
+        var shown = 0.0
         do {
-            let bandwidth = try pool.measureBandwidth()
-            try pool.setBandwidth(bandwidth)
-            return "measured a durable write bandwidth of \(BitRateFormat.human(bandwidth)): captures may declare "
-                + "\(BitRateFormat.human(Int64(Double(bandwidth) * Pool.admissibleShare))) together "
-                + "(`provideo set-bandwidth` changes it)"
+            let measurement = try pool.measureBandwidth { seconds, bytes, rate in
+                guard terminal || seconds - shown >= 10 else { return }
+                shown = seconds
+                let line = String(format: "measuring the durable bandwidth: %.0f s, %@ written, %@ over the last 10 s",
+                                  seconds, ByteFormat.significant(bytes), BitRateFormat.human(rate))
+                // On a terminal one line redrawn in place; in a log a line every 10 s.
+                FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
+            }
+            if terminal && shown > 0 { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+            try pool.setBandwidth(measurement.sustained)
+            return measurement
         } catch let error as ProVideoError where error.code == .notEnoughSpace {
-            return "the pool is too small to measure its bandwidth: captures are not admitted against one "
-                + "(`provideo set-bandwidth RATE` sets it)"
+            CommandLineProgram.printError("the pool is too small to measure its bandwidth: captures are not admitted against one "
+                                          + "(`provideo set-bandwidth RATE` sets it)")
+            return nil
         }
+    }
+
+    /// What a measurement found, in one sentence.
+    static func sentence(_ measurement: BandwidthMeasurement) -> String {
+        let admissible = BitRateFormat.human(Int64(Double(measurement.sustained) * Pool.admissibleShare))
+        let span = measurement.seconds >= 10 ? String(format: "over the last 10 s of %.0f s", measurement.seconds)
+            : String(format: "over %.1f s", measurement.seconds)
+        let detail = "(\(ByteFormat.significant(measurement.bytes)), a data sync every "
+            + String(format: "%g", Double(measurement.commitInterval) / 1e9) + " s; burst "
+            + "\(BitRateFormat.human(measurement.burst)) in the first second)"
+        let verdict = measurement.settled ? "sustained \(span) \(detail);"
+            : "\(span) \(detail), but it did not settle: \(measurement.unsettledReason ?? "unknown");"
+        return "measured the durable write bandwidth: \(BitRateFormat.human(measurement.sustained)) \(verdict) captures "
+            + "may declare \(admissible) together (`provideo set-bandwidth` changes it)"
     }
 
     static func setBandwidth(_ path: String, _ arguments: inout Arguments) throws {
@@ -37,8 +61,13 @@ enum Captures {
     }
 
     static func measureBandwidth(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         try arguments.finish()
-        print(try measure(try Commands.openPool(path)))
+        guard let measurement = try measure(try Commands.openPool(path)) else {
+            throw ProVideoError(.notEnoughSpace, "the pool's reserve is smaller than one 4 MiB write: grow it to measure")
+        }
+        if json { return try CommandLineProgram.printJSON(measurement) }
+        print(sentence(measurement))
     }
 
     /// The admission line of `status`: the bitrates admitted against what the pool takes.

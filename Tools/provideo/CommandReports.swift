@@ -11,6 +11,8 @@ enum CommandReports {
         var bandwidth: Int64?
         /// `create`: how many captures may run at once (absent: no limit).
         var maxCaptures: Int?
+        /// `create` without --bandwidth: what the measurement found (absent: not measured).
+        var measurement: BandwidthMeasurement?
     }
 
     /// `replenish`.

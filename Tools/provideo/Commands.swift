@@ -22,14 +22,14 @@ enum Commands {
             progress.update(done)
         }
         if zero { progress.finish() }
-        let measured = bandwidth == nil ? try Captures.measure(pool) : nil
+        let measured = bandwidth == nil ? try Captures.measure(pool) : nil  // nil: given, or too small to measure
         if json {
             return try CommandLineProgram.printJSON(CommandReports.Capacity(path: pool.path, initialCapacity: pool.initialCapacity,
                                                                             zeroFilled: zero, bandwidth: pool.bandwidth,
-                                                                            maxCaptures: pool.maxCaptures))
+                                                                            maxCaptures: pool.maxCaptures, measurement: measured))
         }
         print("created a pool of \(ByteFormat.human(pool.initialCapacity)) (\(pool.initialCapacity) bytes) at \(pool.path)")
-        if let measured { print(measured) }
+        if let measured { print(Captures.sentence(measured)) }
     }
 
     static func status(_ path: String, _ arguments: inout Arguments) throws {
@@ -76,9 +76,13 @@ enum Commands {
             return try CommandLineProgram.printJSON(CodecTable.all)
         }
         for codec in CodecTable.all {
-            print(codec.name.padding(toLength: 26, withPad: " ", startingAt: 0) + TimeFormat.bitrate(codec.bitrate))
+            let rate = codec.frameRate
+            let fraction = rate.denominator == 1 ? "\(rate.numerator)" : "\(rate.numerator)/\(rate.denominator)"
+            print(codec.name.padding(toLength: 28, withPad: " ", startingAt: 0)
+                  + TimeFormat.bitrate(codec.bitrate).padding(toLength: 14, withPad: " ", startingAt: 0) + fraction + " fps")
         }
-        print("sources: Apple ProRes White Paper (target data rates); Avid DNxHR Codec Bandwidth Specifications")
+        print("sources: Apple ProRes White Paper, April 2022 (target data rates; the 1000/1001 rates are the integer "
+              + "rates' figures × 1000/1001); Avid DNxHR Codec Bandwidth Specifications (bytes per frame × frame rate)")
     }
 
     static func resize(_ path: String, _ arguments: inout Arguments) throws {

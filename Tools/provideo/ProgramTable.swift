@@ -18,7 +18,7 @@ let program = ProgramDescription(
             OptionDescription("--max-captures", "N", "how many captures may run at once (default: no limit; 1: one at a "
                               + "time, as Apple's AVProVideoStorage)"),
             OptionDescription("--bandwidth", "RATE", "the durable write bandwidth captures are admitted against "
-                              + "(default: measured for up to 1 s)"),
+                              + "(default: measured until the rate settles, at most 120 s)"),
             .flag("--json", "print the new pool's path, capacity and bandwidth as JSON"),
         ]),
         CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
@@ -87,7 +87,9 @@ let program = ProgramDescription(
         ]),
         CommandDescription("set-bandwidth", arguments: "RATE|none",
                            summary: "set the bandwidth captures are admitted against (80% of it), or none", options: []),
-        CommandDescription("measure-bandwidth", summary: "measure the pool's durable write bandwidth and set it", options: []),
+        CommandDescription("measure-bandwidth", summary: "measure the pool's durable write bandwidth until it settles, and set it", options: [
+            .flag("--json", "print the burst and sustained rates (bit/s), bytes, seconds and whether it settled as JSON"),
+        ]),
         CommandDescription("metrics", summary: "the pool's state in the Prometheus text format (node_exporter's textfile collector)",
                            options: [
             OptionDescription("--output", "FILE", "write FILE atomically instead of standard output (e.g. FILE.prom in the collector's directory)"),

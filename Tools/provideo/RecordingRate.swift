@@ -21,13 +21,13 @@ struct RecordingRate: Encodable {
             return RecordingRate(bitrate: bits == 0 ? 0 : try SizeParser.videoBitrate(rate))
         case (nil, let name?):
             guard let entry = CodecTable.rate(named: name) else {
-                throw UsageError("unknown codec '\(name)'; `provideo codecs` lists them (e.g. prores-422-hq-2160p30, dnxhr-hq-1080p25)")
+                throw UsageError("unknown codec '\(name)'; `provideo codecs` lists them (e.g. prores-422-hq-2160p29.97, dnxhr-hq-1080p25)")
             }
             return RecordingRate(bitrate: entry.bitrate, codec: entry.name)
         }
     }
 
-    /// "1:02:05 at 880 Mbit/s (prores-422-hq-2160p30)", or "unknown" for a bitrate of 0.
+    /// "1:02:05 at 880 Mbit/s (prores-422-hq-2160p29.97)", or "unknown" for a bitrate of 0.
     func describe(remaining: Int64) -> String {
         guard let seconds = RecordingTime.seconds(bytes: remaining, atBitrate: bitrate) else {
             return "unknown (no bitrate)"

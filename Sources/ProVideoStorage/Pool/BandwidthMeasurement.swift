@@ -1,22 +1,48 @@
 import Glibc
 
+/// What `Pool.measureBandwidth` found. Rates in bits per second.
+package struct BandwidthMeasurement: Codable, Sendable, Equatable {
+    /// The first second's rate: what the device's write cache takes, its best case.
+    package var burst: Int64
+    /// The rate the device sustained: the last window's once it agreed with the window before
+    /// it (`settled`); otherwise the last window's, or the whole run's when it was shorter
+    /// than a window.
+    package var sustained: Int64
+    /// Whether two successive windows agreed within the tolerance (`SteadyRate`).
+    package var settled: Bool
+    /// Bytes written.
+    package var bytes: Int64
+    /// Seconds the measurement wrote for, its data syncs included.
+    package var seconds: Double
+    /// Nanoseconds between data syncs (a capture's default durability interval).
+    package var commitInterval: UInt64
+    /// Why the rate did not settle; nil when it did.
+    package var unsettledReason: String?
+}
+
 /// The pool's durable write bandwidth: what captures are admitted against (`Pool.bandwidth`).
 extension Pool {
-    /// Measures the durable write bandwidth of the pool's device by writing its own reserve
-    /// for `nanoseconds` (1 s by default) or 16 times the reserve's size (at least 64 MiB),
-    /// whichever comes first (a small pool is measured briefly): `O_DIRECT` writes of 4 MiB, four in flight, through
-    /// the engine captures use (io_uring, else pwrite), an fdatasync after every 256 MiB and at
-    /// the end, which the time includes. The reserve's content is not the recordings', so
-    /// nothing is lost; it stays allocated and written. Busy reason `adjustingCapacity` while
-    /// it runs (no capture may start).
+    /// Measures the durable write bandwidth of the pool's device by writing its own reserve as
+    /// a capture writes: `O_DIRECT` writes of 4 MiB, four in flight, through the engine
+    /// captures use (io_uring, else pwrite), and an fdatasync every `commitInterval` (a
+    /// capture's default durability interval, 1 s) after the writes before it completed, which
+    /// the time includes. It writes until the rate settles (`SteadyRate`: two 10-s windows within
+    /// 10 %, after 20 s at least), for at most `limit` nanoseconds (120 s by default) or 16
+    /// times the reserve's size (at least 64 MiB), whichever comes first: a small pool cannot
+    /// be written past a device's cache without rewriting its own blocks, and says so.
     ///
-    /// A short sequential write is the device's best case: captures are admitted against
-    /// `admissibleShare` of it. On a device shared with other work, set the figure with
-    /// `setBandwidth(_:)` instead.
-    /// - Returns: bits per second.
+    /// The reserve's content is not the recordings', so nothing is lost; it stays allocated
+    /// and written. Busy reason `adjustingCapacity` while it runs (no capture may start).
+    /// A sequential write is the device's best case: captures are admitted against
+    /// `admissibleShare` of the sustained figure. On a device shared with other work, set the
+    /// figure with `setBandwidth(_:)` instead.
+    /// - Parameter progress: called about once a second with the seconds written, the bytes
+    ///   written and the last window's rate in bits per second.
     /// - Throws: `.busy` (captures run, or a resize or replenish); `.notEnoughSpace` when the
     ///   reserve is smaller than one write; `.ioError`.
-    package func measureBandwidth(nanoseconds: UInt64 = 1_000_000_000) throws -> Int64 {
+    package func measureBandwidth(limit: UInt64 = 120_000_000_000,
+                                  commitInterval: UInt64 = CaptureOptions().durabilityInterval,
+                                  progress: (Double, Int64, Int64) -> Void = { _, _, _ in }) throws -> BandwidthMeasurement {
         try whileBusy(.adjustingCapacity, action: "measure the pool's bandwidth") {
             let writeSize = 4 << 20, inFlight = 4
             let span = try reserve(layout.reserve).size() / Int64(writeSize) * Int64(writeSize)
@@ -32,8 +58,11 @@ extension Pool {
             let file = try FileDescriptor.open(layout.reserve, O_WRONLY, direct: true)
             let engine = try WriteEngineFactory.make(.automatic, buffers: buffers, queueDepth: inFlight, calls: calls)
             defer { _ = engine.shutdown(waitNanoseconds: 30_000_000_000) }
+            var rate = SteadyRate()
+            let byteLimit = max(span * 16, 64 << 20)
             let started = MonotonicTime.now()
-            var written: Int64 = 0, sinceSync: Int64 = 0, offset: Int64 = 0, pending = 0
+            var written: Int64 = 0, offset: Int64 = 0, pending = 0
+            var lastSync = started, lastProgress = started
             func issue(_ slot: Int) throws {
                 try engine.queueWrite(fd: file.rawValue, slot: slot, address: UnsafeRawPointer(buffers[slot].baseAddress!),
                                       length: writeSize, offset: offset, tag: UInt64(slot))
@@ -50,28 +79,47 @@ extension Pool {
                     throw ProVideoError.system("write", errno: completion.result < 0 ? -completion.result : EIO, path: file.path)
                 }
                 written += Int64(writeSize)
-                sinceSync += Int64(writeSize)
                 return Int(completion.tag)
+            }
+            func sync() throws {
+                while pending > 0 { _ = try reap() }
+                try file.sync(calls)
+                lastSync = MonotonicTime.now()
+                rate.record(time: lastSync - started, bytes: written)
             }
             for slot in 0..<inFlight { try issue(slot) }
             try engine.submit()
-            let byteLimit = max(span * 16, 64 << 20)
-            while MonotonicTime.now() - started < nanoseconds && written < byteLimit {
+            while true {
                 let slot = try reap()
-                if sinceSync >= 256 << 20 {
-                    while pending > 0 { _ = try reap() }
-                    try file.sync(calls)
-                    sinceSync = 0
+                let now = MonotonicTime.now()
+                if now - lastProgress >= 1_000_000_000 {
+                    lastProgress = now
+                    progress(Double(now - started) / 1e9, written, Int64((rate.lastWindow ?? 0) * 8))
+                }
+                // Only synced bytes count: a rate of unsynced writes is the page cache's or the
+                // device cache's, not the media's.
+                if now - lastSync >= commitInterval || written >= byteLimit {
+                    try sync()
+                    if rate.steady != nil || now - started >= limit || written >= byteLimit { break }
                     for again in 0..<inFlight { try issue(again) }
                 } else {
                     try issue(slot)
                 }
                 try engine.submit()
             }
-            while pending > 0 { _ = try reap() }
-            try file.sync(calls)
-            let elapsed = max(MonotonicTime.now() - started, 1)
-            return Int64(Double(written) * 8 / (Double(elapsed) / 1e9))
+            try sync()
+            let settled = rate.steady
+            var reason: String?
+            if settled == nil {
+                reason = written >= byteLimit
+                    ? "the reserve (\(ByteFormat.human(span))) was rewritten 16 times before the rate settled: a larger "
+                        + "pool measures past the device's cache"
+                    : "the rate did not settle within \(limit / 1_000_000_000) s (two 10-s windows within 10 %)"
+            }
+            let seconds = Double(max(rate.elapsed, 1)) / 1e9
+            return BandwidthMeasurement(burst: Int64((rate.burst ?? 0) * 8), sustained: Int64((settled ?? rate.lastWindow ?? 0) * 8),
+                                        settled: settled != nil, bytes: written, seconds: seconds,
+                                        commitInterval: commitInterval, unsettledReason: reason)
         }
     }
 
