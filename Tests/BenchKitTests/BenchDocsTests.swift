@@ -49,6 +49,17 @@ import Testing
                 + "The disk was not steady (other I/O?): rerun with more --repeat and read the medians as rough")
     }
 
+    /// Paired ratios average geometrically (2× and 0.5× are 1×), and each order's mean shows
+    /// what running second is worth.
+    @Test func pairedRatiosAverageGeometrically() throws {
+        let summary = try #require(Calibration.RatioSummary([(2.0, false), (0.5, true), (2.0, false), (0.5, true)]))
+        #expect(abs(summary.geometricMean - 1) < 1e-12)
+        #expect(summary.low == 0.5 && summary.high == 2 && abs(summary.spread - 1.5) < 1e-12)
+        #expect(abs(summary.oursFirst! - 2) < 1e-12 && abs(summary.fioFirst! - 0.5) < 1e-12)
+        #expect(Calibration.RatioSummary([(1.0, false), (0, true)]) == nil, "a ratio of 0 is no measurement")
+        #expect(Calibration.RatioSummary([(1.2, false)])?.fioFirst == nil)
+    }
+
     /// The default pool is passed over, with the reason, when missing or too small for the run.
     @Test func unfitDefaultPoolIsPassedOverWithTheReason() throws {
         try TestSupport.withScratch("bench-unfit") { dir in

@@ -106,15 +106,25 @@ import Testing
             let fio = FileManager.default.isExecutableFile(atPath: "/usr/bin/fio")
             let result = try TestSupport.run("provideo-bench", [
                 "--pool", pool.path, "calibrate", "--size", "8M", "--write-size", "1M", "--queue-depth", "4",
-                "--repeat", "2", "--json"] + (fio ? ["--fio"] : []))
+                "--repeat", "3", "--json"] + (fio ? ["--fio"] : []))
             #expect(result.status == 0, "\(result.stderr)")
             let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
             #expect((object?["bandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
             #expect((object?["durableBandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
-            #expect((object?["passes"] as? [Any])?.count == 2)
+            let passes = object?["passes"] as? [[String: Any]] ?? []
+            // With fio, 3 becomes 4: each order runs as often as the other.
+            #expect(passes.count == (fio ? 4 : 3))
+            #expect(passes.map { $0["fioFirst"] as? Bool } == (fio ? [false, true, false, true] : [false, true, false]))
             if fio {
+                #expect(result.stderr.contains("4 passes instead of 3"), "\(result.stderr)")
                 #expect((object?["fioBandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
                 #expect((object?["efficiency"] as? NSNumber)?.doubleValue ?? 0 > 0)
+                #expect((object?["fioDurableBandwidth"] as? NSNumber)?.doubleValue ?? 0 > 0)
+                #expect((object?["durableEfficiency"] as? NSNumber)?.doubleValue ?? 0 > 0)
+                let ratios = object?["efficiencyRatios"] as? [String: Any]
+                #expect(ratios?["oursFirst"] is NSNumber && ratios?["fioFirst"] is NSNumber, "\(ratios ?? [:])")
+                // The durable fio side syncs every N writes, N ≥ 1 from our durable rate.
+                #expect(passes.allSatisfy { ($0["fioFdatasync"] as? Int ?? 0) >= 1 }, "\(passes)")
                 let arguments = object?["fioArguments"] as? [String] ?? []
                 // fio writes the capture's own granted file, captures/<id>/data.
                 let file = arguments.first { $0.hasPrefix("--filename=\(pool.path)/captures/") && $0.hasSuffix("/data") }

@@ -8,8 +8,12 @@ import ProVideoStorage
 /// size streams against: on a disk with a volatile write cache each commit's cache flush makes
 /// the cache drain (measured here: 2.9 GB/s raw against 1.1–1.3 GB/s durable over 20 GiB).
 /// Each repeat starts a capture (so the pool is busy and no recorder can take the reserve
-/// meanwhile), runs fio and our raw side over the same bytes of the capture's file in
-/// alternating order, then the durable side, and cancels the capture (its capacity returns).
+/// meanwhile), runs fio and our raw side over the same bytes of the capture's file, then fio's
+/// and our durable sides (fio with `--fdatasync=N`, N writes being one commit interval at our
+/// durable rate), and cancels the capture (its capacity returns). On a virtual disk whichever
+/// side runs second in a pass ran 2–2.5× faster, so the order alternates and, with fio, the
+/// passes are an even number: each order runs equally often, and the efficiency is the
+/// geometric mean of the paired ratios, reported for each order too.
 package enum Calibration {
     package struct Settings: Sendable {
         /// Bytes written per pass.
@@ -45,8 +49,41 @@ package enum Calibration {
         /// Commits the durable side completed.
         package var durableCommits: Int64
         package var fioBandwidth: Double?
+        /// Ours / fio's, raw sides.
         package var efficiency: Double?
+        /// fio with an fdatasync every `fioFdatasync` writes.
+        package var fioDurableBandwidth: Double? = nil
+        /// Ours / fio's, durable sides.
+        package var durableEfficiency: Double? = nil
+        /// fio's `--fdatasync=N` for this pass: one commit interval of writes at our durable rate.
+        package var fioFdatasync: Int? = nil
         package var fioFirst: Bool
+    }
+
+    /// Paired ratios summarised: their geometric mean (a ratio's mean; 2× and 0.5× average to
+    /// 1×), their range, and the mean of each order, which shows what the order costs.
+    package struct RatioSummary: Codable, Sendable, Equatable {
+        package var geometricMean: Double
+        package var low: Double
+        package var high: Double
+        /// (high − low) / geometric mean.
+        package var spread: Double
+        package var oursFirst: Double?
+        package var fioFirst: Double?
+
+        package init?(_ ratios: [(ratio: Double, fioFirst: Bool)]) {
+            let values = ratios.map(\.ratio).filter { $0 > 0 && $0.isFinite }
+            guard !values.isEmpty, values.count == ratios.count else { return nil }
+            func mean(_ values: [Double]) -> Double? {
+                values.isEmpty ? nil : exp(values.map { log($0) }.reduce(0, +) / Double(values.count))
+            }
+            geometricMean = mean(values)!
+            low = values.min()!
+            high = values.max()!
+            spread = (high - low) / geometricMean
+            oursFirst = mean(ratios.filter { !$0.fioFirst }.map(\.ratio))
+            fioFirst = mean(ratios.filter(\.fioFirst).map(\.ratio))
+        }
     }
 
     /// What `calibrate --json` prints. Bandwidths in bytes per second, medians of the passes.
@@ -56,8 +93,15 @@ package enum Calibration {
         /// With a commit every `durabilityInterval`: what a recording sustains.
         package var durableBandwidth: Double
         package var fioBandwidth: Double?
-        /// Ours divided by fio's: the median of the passes' ratios.
+        /// Ours divided by fio's: the geometric mean of the passes' paired ratios (raw sides).
         package var efficiency: Double?
+        /// The raw sides' ratios: their range and each order's mean.
+        package var efficiencyRatios: RatioSummary?
+        /// fio with `--fdatasync`, median.
+        package var fioDurableBandwidth: Double?
+        /// Ours divided by fio's, durable sides: the geometric mean of the paired ratios.
+        package var durableEfficiency: Double?
+        package var durableEfficiencyRatios: RatioSummary?
         package var bytes: Int64
         package var writeSize: Int
         package var queueDepth: Int
@@ -97,7 +141,14 @@ package enum Calibration {
         }
         var passes: [Pass] = []
         var fioArguments: [String]?
-        for index in 0..<settings.repeats {
+        // The first pass runs ours first, so each later durable fio side can match the cadence
+        // our durable side last measured.
+        var durableRate: Double?
+        let repeats = settings.withFio ? (settings.repeats + 1) / 2 * 2 : settings.repeats
+        if repeats != settings.repeats {
+            log("\(repeats) passes instead of \(settings.repeats): each order (ours first, fio first) runs equally often")
+        }
+        for index in 0..<repeats {
             let fioFirst = index % 2 == 1
             let (ours, fioBandwidth) = try withCapture(pool, destination, raw) { capture -> (Double, Double?) in
                 engine = capture.statistics.engine
@@ -115,15 +166,45 @@ package enum Calibration {
                 try Interruption.check()
                 return (ours, fioBandwidth)
             }
-            let (durableBandwidth, durableCommits) = try withCapture(pool, destination, durable) { capture in
+            let (durableBandwidth, durableCommits, fioDurable, fdatasync) = try withCapture(pool, destination, durable) {
+                capture -> (Double, Int64, Double?, Int?) in
+                try capture.ensureGranted(settings.bytes)
+                // Writes per commit interval at our durable rate (ours runs first in the first pass).
+                func fio(_ rate: Double) -> FioRun {
+                    let every = max(Int((rate * Double(settings.durabilityInterval) / 1e9 / Double(settings.writeSize)).rounded()), 1)
+                    return FioRun(file: capture.file, bytes: settings.bytes, blockSize: settings.writeSize,
+                                  queueDepth: settings.queueDepth, fixedBuffers: engine == "io_uring",
+                                  hugePages: settings.fioHugePages, fdatasyncEvery: every)
+                }
+                var fioDurable: Double?, fdatasync: Int?
+                if settings.withFio && fioFirst, let durableRate {
+                    let run = fio(durableRate)
+                    fdatasync = run.fdatasyncEvery
+                    fioDurable = try settled(capture.file) { try run.run() }
+                }
+                try Interruption.check()
                 let bandwidth = try settled(capture.file) { try ourPass(capture, source: source, bytes: settings.bytes) }
-                return (bandwidth, capture.statistics.commits)
+                let commits = capture.statistics.commits
+                if settings.withFio && fioDurable == nil {
+                    let run = fio(bandwidth)
+                    fdatasync = run.fdatasyncEvery
+                    fioDurable = try settled(capture.file) { try run.run() }
+                }
+                try Interruption.check()
+                return (bandwidth, commits, fioDurable, fdatasync)
             }
+            durableRate = durableBandwidth
             let pass = Pass(bandwidth: ours, durableBandwidth: durableBandwidth, durableCommits: durableCommits,
-                            fioBandwidth: fioBandwidth, efficiency: fioBandwidth.map { ours / $0 }, fioFirst: fioFirst)
+                            fioBandwidth: fioBandwidth, efficiency: fioBandwidth.map { ours / $0 },
+                            fioDurableBandwidth: fioDurable, durableEfficiency: fioDurable.map { durableBandwidth / $0 },
+                            fioFdatasync: fdatasync, fioFirst: fioFirst)
             passes.append(pass)
-            log("pass \(index + 1)/\(settings.repeats): ours \(megabytes(pass.bandwidth)), durable \(megabytes(pass.durableBandwidth))"
-                + (pass.fioBandwidth.map { ", fio \(megabytes($0)), efficiency \(String(format: "%.3f", pass.efficiency!))" } ?? ""))
+            log("pass \(index + 1)/\(repeats) (\(fioFirst ? "fio" : "ours") first): ours \(megabytes(pass.bandwidth)), "
+                + "durable \(megabytes(pass.durableBandwidth))"
+                + (pass.fioBandwidth.map { ", fio \(megabytes($0)), efficiency \(String(format: "%.3f", pass.efficiency!))" } ?? "")
+                + (pass.fioDurableBandwidth.map {
+                    ", fio durable \(megabytes($0)) (--fdatasync=\(fdatasync ?? 0)), durable efficiency "
+                        + String(format: "%.3f", pass.durableEfficiency!) } ?? ""))
         }
         let withFio = settings.withFio
         let fewest = passes.map(\.durableCommits).min() ?? 0
@@ -134,10 +215,15 @@ package enum Calibration {
         let warning = fewest >= minimumCommits ? nil
             : "a durable pass made only \(fewest) commit(s): pass --size \(sizeNeeded) or more (bytes: "
             + "\(minimumCommits + 1) commit intervals at the durable bandwidth) for a figure to size recordings against"
+        let rawRatios = withFio ? RatioSummary(passes.compactMap { pass in pass.efficiency.map { ($0, pass.fioFirst) } }) : nil
+        let durableRatios = withFio
+            ? RatioSummary(passes.compactMap { pass in pass.durableEfficiency.map { ($0, pass.fioFirst) } }) : nil
         return Report(bandwidth: Percentiles.median(passes.map(\.bandwidth)),
                       durableBandwidth: Percentiles.median(passes.map(\.durableBandwidth)),
                       fioBandwidth: withFio ? Percentiles.median(passes.compactMap(\.fioBandwidth)) : nil,
-                      efficiency: withFio ? Percentiles.median(passes.compactMap(\.efficiency)) : nil,
+                      efficiency: rawRatios?.geometricMean, efficiencyRatios: rawRatios,
+                      fioDurableBandwidth: withFio ? Percentiles.median(passes.compactMap(\.fioDurableBandwidth)) : nil,
+                      durableEfficiency: durableRatios?.geometricMean, durableEfficiencyRatios: durableRatios,
                       bytes: settings.bytes, writeSize: settings.writeSize, queueDepth: settings.queueDepth,
                       durabilityInterval: Double(settings.durabilityInterval) / 1e9, durableWarning: warning,
                       spreadWarning: spreadWarning(passes), engine: engine,
@@ -164,7 +250,8 @@ package enum Calibration {
     /// A warning when the raw or durable passes (or fio's) spread more than `maximumSpread`.
     static func spreadWarning(_ passes: [Pass]) -> String? {
         let sides: [(String, [Double])] = [("raw", passes.map(\.bandwidth)), ("durable", passes.map(\.durableBandwidth)),
-                                           ("fio", passes.compactMap(\.fioBandwidth))]
+                                           ("fio", passes.compactMap(\.fioBandwidth)),
+                                           ("fio durable", passes.compactMap(\.fioDurableBandwidth))]
         let spread = sides.compactMap { name, values -> String? in
             guard values.count > 1, let low = values.min(), let high = values.max() else { return nil }
             let median = Percentiles.median(values)

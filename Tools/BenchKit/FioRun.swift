@@ -14,8 +14,13 @@ package struct FioRun: Sendable {
     /// Buffers on hugetlb pages (`iomem=mmaphuge`, needs `vm.nr_hugepages`), the nearest fio
     /// has to our transparent-huge-page buffers; otherwise fio's default, malloc on 4 KiB pages.
     package var hugePages: Bool
+    /// An fdatasync after every this many writes (`--fdatasync=N`), to match a capture's
+    /// commit cadence; nil: none, as fio writes by default.
+    package var fdatasyncEvery: Int?
 
-    package init(file: String, bytes: Int64, blockSize: Int, queueDepth: Int, fixedBuffers: Bool, hugePages: Bool) {
+    package init(file: String, bytes: Int64, blockSize: Int, queueDepth: Int, fixedBuffers: Bool, hugePages: Bool,
+                 fdatasyncEvery: Int? = nil) {
+        self.fdatasyncEvery = fdatasyncEvery
         self.file = file
         self.bytes = bytes
         self.blockSize = blockSize
@@ -29,7 +34,8 @@ package struct FioRun: Sendable {
     package var arguments: [String] {
         ["--name=provideo-calibrate", "--thread", "--filename=\(file)", "--rw=write", "--bs=\(blockSize)", "--iodepth=\(queueDepth)",
          "--ioengine=io_uring", "--direct=1", "--size=\(bytes)", "--offset=0", "--fallocate=none",
-         "--fixedbufs=\(fixedBuffers ? 1 : 0)"] + (hugePages ? ["--iomem=mmaphuge"] : []) + ["--output-format=json"]
+         "--fixedbufs=\(fixedBuffers ? 1 : 0)"] + (hugePages ? ["--iomem=mmaphuge"] : [])
+            + (fdatasyncEvery.map { ["--fdatasync=\($0)", "--end_fsync=1"] } ?? []) + ["--output-format=json"]
     }
 
     /// Checks that `vm.nr_hugepages` leaves room for `bytes` of fio buffers on hugetlb pages.
