@@ -36,7 +36,8 @@ MUTATIONS = [
      "                learnt.methods.withLock { $0[device] = method }\n",
      "publishedRecordingIsFlushedBeforeTheJournalMovesOn"),
     ("copy's SHA-256 verification skipped", S + "Placement/RecordingCopy.swift",
-     "guard try digest(source, length: length, calls: calls) == digest(target, length: length, calls: calls) else {",
+     "guard try digest(source, length: length, calls: calls, control: control)\n"
+     "                    == digest(target, length: length, calls: calls, control: control) else {",
      "guard true else {",
      "corruptedCopyIsNeverPublished"),
     ("plain rename instead of no-clobber", S + "System/SystemCalls.swift",
@@ -52,9 +53,9 @@ MUTATIONS = [
      "let reached = result > 0 ? done + Int(result) : done",
      "retryStartsAtAnAlignedBoundary|shortCompletionsAreResubmitted"),
     ("salvage keeps the whole file", S + "Recovery/CaptureSalvage.swift",
-     "let placement = try completeCapture(files, journal: journal, length: committed, whenTaken: .recoveredSibling)",
+     "let placement = try completeCapture(files, journal: journal, length: committed, whenTaken: .recoveredSibling,",
      "let placement = try completeCapture(files, journal: journal, length: Int64(try FileSystem.facts(files.data).size), "
-     "whenTaken: .recoveredSibling)",
+     "whenTaken: .recoveredSibling,",
      "killedRecorderIsSalvaged|ioErrorStopsTheCaptureAndTheRestIsSalvaged|killNineAtRandomPoints"),
     ("remaining capacity ignores a running capture", S + "Reserve/CapacityAccount.swift",
      "    var remaining: Int64 { (captures.map { max($0.granted - $0.written, 0) } + [reserve]).saturatingSum() }",
@@ -100,7 +101,8 @@ MUTATIONS = [
      "        try FileSystem.rename(files.data, kept)\n",
      "aTakeKeptInThePoolIsFlushedBeforeTheJournalMovesOn"),
     ("a same-length file at a copy's destination taken as the copy", S + "Placement/RecordingCopy.swift",
-     "        return try digest(source, length: length, calls: calls) == digest(existing, length: length, calls: calls)",
+     "        return try digest(source, length: length, calls: calls, control: control)\n"
+     "            == digest(existing, length: length, calls: calls, control: control)",
      "        _ = existing\n        return true",
      "aForeignFileOfTheSameLengthIsNotTheCopy"),
     ("capture file opened without O_DIRECT", S + "Capture/CaptureStart.swift",
