@@ -72,3 +72,45 @@ import Testing
         }
     }
 }
+
+/// The pool-size pre-check counts what captures hold ahead, and a run too short to reach the
+/// disk says so (issue 28: `--streams 16 --duration 2.5` passed the check and failed at the
+/// 16th start).
+@Suite struct BenchPreCheckTests {
+    /// A stream takes its frames, three grant steps and 16 MiB; the step is the capture's
+    /// default for the bitrate and the pool's capacity.
+    @Test func eachStreamNeedsItsFramesAndThreeGrants() {
+        // 880 Mbit/s: two seconds (220 MB) a step in a large pool, a sixteenth of a small one.
+        #expect(RunPlan.poolBytes(perStream: 1_000_000, bitrate: 880_000_000, capacity: 1 << 40)
+                == 1_000_000 + 3 * 220_000_000 + (16 << 20))
+        #expect(RunPlan.poolBytes(perStream: 1_000_000, bitrate: 880_000_000, capacity: 64 << 20)
+                == 1_000_000 + 3 * (4 << 20) + (16 << 20))
+    }
+
+    @Test func aRunWithinTheBuffersWarns() {
+        let short = RunPlan(streams: 1, bitrate: 880_000_000, fps: 25, sizes: .constant(bitrate: 880_000_000, fps: 25, count: 50),
+                            scratchDirectory: "")
+        let warning = short.shortRunWarning ?? ""
+        #expect(warning.contains("nothing waits on the disk") && warning.contains("Run longer than 3.0 s"), "\(warning)")
+        let long = RunPlan(streams: 1, bitrate: 880_000_000, fps: 25, sizes: .constant(bitrate: 880_000_000, fps: 25, count: 250),
+                           scratchDirectory: "")
+        #expect(long.shortRunWarning == nil)
+    }
+
+    /// 4 streams of 25 MB in a 256 MiB pool: their frames and 16 MiB each fit (the old check),
+    /// their grants do not. The bench refuses before any capture starts and says to what size
+    /// to grow the pool.
+    @Test func grantsAreCountedBeforeAnyStart() throws {
+        try TestSupport.withScratch { directory in
+            let pool = try Pool.create(at: directory + "/pool", capacity: 256 << 20)
+            defer { try? pool.destroy() }
+            let result = try TestSupport.run("provideo-bench", [
+                "--pool", pool.path, "--streams", "4", "--bitrate", "400M", "--fps", "25", "--duration", "0.5", "--mode", "pool"])
+            #expect(result.status == 1)
+            #expect(result.stderr.contains("the grants each capture holds ahead"), "\(result.stderr)")
+            #expect(result.stderr.range(of: #"resize [0-9]+M"#, options: .regularExpression) != nil, "\(result.stderr)")
+            #expect(result.stderr.contains("nothing waits on the disk"), "0.5 s is within the buffers: \(result.stderr)")
+            #expect(try pool.remainingCapacity == 256 << 20)
+        }
+    }
+}

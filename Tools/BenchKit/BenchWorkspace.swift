@@ -16,10 +16,18 @@ package final class BenchWorkspace {
     ///   - minimumBytes: reserve the pool must have left for every stream together, in bytes.
     ///   - scratchBytes: the capacity of a scratch pool (default `minimumBytes`).
     /// - Throws: `BenchError` when a named pool is missing or its reserve is too small.
-    package init(path: String?, minimumBytes: Int64, scratchBytes: Int64? = nil, log: (String) -> Void) throws {
-        let scratchBytes = scratchBytes ?? minimumBytes
+    package convenience init(path: String?, minimumBytes: Int64, scratchBytes: Int64? = nil, log: (String) -> Void) throws {
+        try self.init(path: path, scratchBytes: scratchBytes, log: log) { _ in minimumBytes }
+    }
+
+    /// - Parameters:
+    ///   - needed: the reserve a pool of the given capacity (bytes) must have left for the run
+    ///     (a capture's grant step depends on its pool's capacity); it must not fall as the
+    ///     capacity grows. A scratch pool is given `needed(Int64.max)` (default capacity).
+    package init(path: String?, scratchBytes: Int64? = nil, log: (String) -> Void, needed: (Int64) -> Int64) throws {
+        let scratchBytes = scratchBytes ?? needed(Int64.max)
         let named = Pool.resolvePath(path)
-        if path == nil, let reason = try Self.defaultPoolUnfit(named, minimumBytes: minimumBytes) {
+        if path == nil, let reason = try Self.defaultPoolUnfit(named, needed: needed) {
             for stale in Self.staleScratchDirectories() {
                 log("\(stale) was left by an interrupted run (its process is gone): `rm -rf \(stale)` frees its space")
             }
@@ -37,10 +45,15 @@ package final class BenchWorkspace {
         }
         pool = try Pool.open(at: named)
         let remaining = try pool.remainingCapacity
+        let minimumBytes = needed(pool.initialCapacity)
         guard remaining >= minimumBytes else {
+            // A larger pool may take larger grant steps: grow by what the largest steps need.
+            let grown = pool.initialCapacity + max(needed(Int64.max), minimumBytes) - remaining
+            let mebibytes = (grown + (1 << 20) - 1) >> 20
             throw BenchError("the pool at \(named) has \(ByteFormat.human(remaining)) of reserve left; this run needs "
-                             + "\(ByteFormat.human(minimumBytes)) for all its streams. Grow it (`provideo --pool \(named) "
-                             + "resize SIZE`), replenish it, or shorten --duration / lower --bitrate")
+                             + "\(ByteFormat.human(minimumBytes)) for all its streams (their frames and the grants each "
+                             + "capture holds ahead). Grow it (`provideo --pool \(named) resize \(mebibytes)M`), replenish it, "
+                             + "or shorten --duration / lower --bitrate")
         }
         directory = Self.parentDirectory(of: pool.path) + "/provideo-bench-\(getpid())"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
@@ -49,8 +62,14 @@ package final class BenchWorkspace {
 
     /// Why the default pool cannot hold this run (missing, too small), nil when it can.
     static func defaultPoolUnfit(_ path: String, minimumBytes: Int64) throws -> String? {
+        try defaultPoolUnfit(path) { _ in minimumBytes }
+    }
+
+    static func defaultPoolUnfit(_ path: String, needed: (Int64) -> Int64) throws -> String? {
         guard FileManager.default.fileExists(atPath: path + "/pool.json") else { return "no pool at \(path)" }
-        let remaining = try Pool.open(at: path).remainingCapacity
+        let pool = try Pool.open(at: path)
+        let remaining = try pool.remainingCapacity
+        let minimumBytes = needed(pool.initialCapacity)
         guard remaining >= minimumBytes else {
             return "the pool at \(path) has \(ByteFormat.human(remaining)) of reserve left, this run needs "
                 + "\(ByteFormat.human(minimumBytes)) (\(minimumBytes) bytes)"

@@ -1,3 +1,5 @@
+import ProVideoStorage
+
 /// What one measuring run simulates. Sizes in bytes, rates in bits per second.
 package struct RunPlan: Sendable {
     /// Simultaneous recorders, each on its own thread (and, in pool mode, its own pool).
@@ -40,4 +42,30 @@ package struct RunPlan: Sendable {
 
     /// Nanoseconds the run lasts (one stream's frames).
     package var durationNanoseconds: UInt64 { UInt64((Double(sizes.sizes.count) * 1e9 / fps).rounded()) }
+}
+
+extension RunPlan {
+    /// Grants a capture holds beyond what it has written: its granter keeps less than three
+    /// steps ahead of the head (Sources/ProVideoStorage/Capture/CaptureGranter.swift).
+    static let grantsAhead: Int64 = 3
+
+    /// Reserve bytes one stream's capture takes from a pool of `capacity` bytes: every frame,
+    /// the grants held ahead of its head at the default step for `bitrate`, and 16 MiB for
+    /// its last padded block and allocation rounding (Docs/MULTI-CHANNEL.md).
+    package static func poolBytes(perStream bytes: Int64, bitrate: Int64, capacity: Int64) -> Int64 {
+        let step = CaptureOptions(bitrate: bitrate).grantStep(unit: 1, capacity: capacity)
+        return bytes + grantsAhead * step + (16 << 20)
+    }
+
+    /// A warning when every stream's frames fit in its capture's buffers (`bufferBudget`, else
+    /// the engine's default): such a run never waits on the disk and proves nothing about it.
+    package var shortRunWarning: String? {
+        let options = CaptureOptions(bitrate: bitrate, bufferBudget: bufferBudget)
+        let budget = Int64(options.bufferCount(writeSize: writeSize) * writeSize)
+        guard sizes.total <= budget else { return nil }
+        let seconds = Double(budget) * 8 / Double(max(bitrate, 1))
+        return "each stream writes \(ByteFormat.human(sizes.total)), no more than its capture's buffers "
+            + "(\(ByteFormat.human(budget))): every frame fits in memory and nothing waits on the disk. Run longer than "
+            + String(format: "%.1f s", seconds) + " (several times longer) for a figure about the disk"
+    }
 }

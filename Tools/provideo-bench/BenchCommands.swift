@@ -68,10 +68,13 @@ enum BenchCommands {
         var plan = RunPlan(streams: streams, bitrate: streamBitrate, fps: fps, sizes: sizes, inputQueueFrames: inputQueue,
                            scratchDirectory: "", bufferBudget: bufferBudget, inPlace: inPlace)
         plan.realtimePriority = realtime
-        // Each stream's bytes, and its capture's final padded block, allocation rounding and
-        // grants not yet written (Docs/MULTI-CHANNEL.md).
-        let bytesEach = sizes.total + (16 << 20)
-        let workspace = try BenchWorkspace(path: pool, minimumBytes: bytesEach * Int64(modes.contains(.pool) ? streams : 1), log: log)
+        if let warning = plan.shortRunWarning { log("warning: " + warning) }
+        // Pool and mount modes record every stream into the pool: its frames and the grants its
+        // capture holds ahead; the other modes write beside it.
+        let poolStreams = Int64(modes.contains(.pool) || modes.contains(.mount) ? streams : 1)
+        let workspace = try BenchWorkspace(path: pool, log: log) { capacity in
+            poolStreams * RunPlan.poolBytes(perStream: sizes.total, bitrate: streamBitrate, capacity: capacity)
+        }
         defer { workspace.release() }
         var settings = Benchmark.Settings(plan: plan, modes: modes, repeats: repeats, noise: noise == "writer",
                                           frameTrace: tracePath)

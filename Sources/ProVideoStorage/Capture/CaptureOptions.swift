@@ -68,7 +68,7 @@ public struct CaptureOptions: Sendable {
     /// The grant size in bytes, rounded up to `unit` (the reserve's allocation unit). The
     /// default is also at most a sixteenth of the pool's `capacity`, so that a small pool is
     /// shared in small steps.
-    func grantStep(unit: Int64, capacity: Int64) -> Int64 {
+    package func grantStep(unit: Int64, capacity: Int64) -> Int64 {
         let wanted = grantSize ?? min(max(bitrate / 8 * 2, 16 << 20), 1 << 30, max(capacity / 16, unit))
         return max((wanted + unit - 1) / unit * unit, unit)
     }
@@ -84,7 +84,7 @@ public struct CaptureOptions: Sendable {
     }
 
     /// Number of buffers of `writeSize` bytes: at least 4 so one fills while others are in flight.
-    func bufferCount(writeSize: Int) -> Int {
+    package func bufferCount(writeSize: Int) -> Int {
         let threeSeconds = Int(min(max(bitrate / 8 * 3, 32 << 20), 1 << 30))
         return max((bufferBudget ?? threeSeconds) / writeSize, 4)
     }
