@@ -114,3 +114,96 @@ import Testing
         }
     }
 }
+
+/// `provideo-bench size`: the search's steps, the segmented captures a trial records with,
+/// and a whole (short) run.
+@Suite struct SizingTests {
+    /// From the estimate up by a quarter while trials pass, down by a quarter while they fail,
+    /// then halving between the largest pass and the smallest failure.
+    @Test func theSearchBisectsBetweenAPassAndAFailure() {
+        let range = 1...64
+        #expect(Sizing.nextCandidate(passed: nil, failed: nil, range: range, estimate: 12) == 12)
+        #expect(Sizing.nextCandidate(passed: nil, failed: nil, range: range, estimate: 90) == 64)
+        #expect(Sizing.nextCandidate(passed: nil, failed: nil, range: range, estimate: 0) == 1)
+        #expect(Sizing.nextCandidate(passed: 12, failed: nil, range: range, estimate: 12) == 15)
+        #expect(Sizing.nextCandidate(passed: 2, failed: nil, range: range, estimate: 2) == 3)
+        #expect(Sizing.nextCandidate(passed: 64, failed: nil, range: range, estimate: 12) == nil)
+        #expect(Sizing.nextCandidate(passed: nil, failed: 12, range: range, estimate: 12) == 9)
+        #expect(Sizing.nextCandidate(passed: nil, failed: 1, range: range, estimate: 12) == nil)
+        #expect(Sizing.nextCandidate(passed: 9, failed: 12, range: range, estimate: 12) == 10)
+        #expect(Sizing.nextCandidate(passed: 10, failed: 12, range: range, estimate: 12) == 11)
+        #expect(Sizing.nextCandidate(passed: 11, failed: 12, range: range, estimate: 12) == nil)
+        // A whole search against a machine that records 11: it ends at 11, in few trials.
+        var passed: Int?, failed: Int?, trials = 0
+        while let n = Sizing.nextCandidate(passed: passed, failed: failed, range: range, estimate: 20) {
+            trials += 1
+            if n <= 11 { passed = max(passed ?? 0, n) } else { failed = min(failed ?? .max, n) }
+        }
+        #expect(passed == 11 && failed == 12 && trials <= 6, "\(trials) trials")
+    }
+
+    /// A stream split into takes: it switches captures, never holds more than its takes, and
+    /// gives every byte of capacity back.
+    @Test func segmentedCapturesSwitchAndGiveTheirCapacityBack() throws {
+        try TestSupport.withScratch { directory in
+            let pool = try Pool.create(at: directory + "/pool", capacity: 128 << 20)
+            defer { try? pool.destroy() }
+            let frame = try AlignedMemory(length: 1 << 20, alignment: 4096)
+            let options = CaptureOptions(bitrate: 80_000_000, overrunPolicy: .wait(nanoseconds: 10_000_000_000), grantSize: 4 << 20)
+            let writer = try SegmentedPoolWriter(pool: pool, destination: directory + "/take", options: options,
+                                                 segmentBytes: 8 << 20, firstSegmentBytes: 4 << 20, leadBytes: 6 << 20)
+            for _ in 0..<40 {
+                #expect(try writer.append(UnsafeRawBufferPointer(frame.bytes)))
+                usleep(5_000)
+                #expect(try pool.status().captures.count <= 3)
+            }
+            try writer.close()
+            // Every boundary reached either switched or, the next capture still starting, was
+            // counted late (a start's timing is the machine's).
+            #expect(writer.segments >= 2 && writer.segments + writer.lateSwitches >= 5,
+                    "\(writer.segments) takes, \(writer.lateSwitches) late switches")
+            #expect(try pool.status().captures.isEmpty)
+            #expect(try pool.remainingCapacity == 128 << 20)
+            #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["pool"])
+        }
+    }
+
+    /// A short search into a small pool: every trial passes at 40 Mbit/s, so it climbs to
+    /// --streams-max and says more were not tried; the pool is whole afterwards.
+    @Test func aShortSearchAnswersInOneSentence() throws {
+        try TestSupport.withScratch { directory in
+            let pool = try Pool.create(at: directory + "/pool", capacity: 256 << 20)
+            defer { try? pool.destroy() }
+            let result = try TestSupport.run("provideo-bench", [
+                "--pool", pool.path, "size", "--bitrate", "40M", "--fps", "25", "--minutes", "0.03", "--streams-max", "2",
+                "--json", "--plot", directory + "/size.svg"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+            #expect(object["streams"] as? Int == 2)
+            #expect(object["failedAt"] == nil)
+            let trials = object["trials"] as? [[String: Any]] ?? []
+            #expect(!trials.isEmpty && trials.allSatisfy { ($0["streams"] as? Int).map { (1...2).contains($0) } ?? false })
+            #expect(trials.allSatisfy { $0["passed"] as? Bool == true && $0["framesDropped"] as? Int == 0 }, "\(trials)")
+            let answer = object["answer"] as? String ?? ""
+            #expect(answer.hasPrefix("2 streams of 40 Mbit/s at 25.0 fps: 0 dropped over ") && answer.hasSuffix("(--streams-max 2)"),
+                    "\(answer)")
+            let svg = try String(contentsOfFile: directory + "/size.svg", encoding: .utf8)
+            #expect(svg.contains(">2 streams</text>"))
+            #expect(try pool.remainingCapacity == 256 << 20)
+        }
+    }
+
+    @Test(arguments: [
+        (["size"], "size needs --codec NAME, or --bitrate RATE with --fps FPS"),
+        (["size", "--codec", "prores-9"], "unknown codec 'prores-9'"),
+        (["size", "--codec", "prores-422-hq-2160p29.97", "--bitrate", "800M"], "size needs --codec NAME, or --bitrate"),
+        (["size", "--codec", "prores-422-hq-2160p29.97", "--minutes", "0"], "--minutes must be from 0.01 to 60"),
+        (["size", "--codec", "prores-422-hq-2160p29.97", "--streams-min", "4", "--streams-max", "2"], "--streams-max must be from"),
+        (["size", "--codec", "prores-422-hq-2160p29.97", "--noise", "land"], "--noise land needs --land-to"),
+    ])
+    func badSizeArgumentsAreUsageErrors(_ arguments: [String], _ message: String) throws {
+        let result = try TestSupport.run("provideo-bench", arguments)
+        #expect(result.status == 2)
+        #expect(result.stderr.contains(message), "\(result.stderr)")
+    }
+}

@@ -74,13 +74,13 @@ package enum Benchmark {
                 log("\(label): \(plan.streams) stream(s) for \(seconds) s")
                 let frames = plan.sizes.sizes.count * plan.streams
                 var elapsed = 0
-                let run = try ModeRunner.run(mode, plan: plan, pool: workspace.pool, progress: progress) {
+                let run = try ModeRunner.run(mode, plan: plan, pool: workspace.pool, progress: progress, tick: {
                     elapsed += 1
                     if seconds >= 5 && elapsed % 5 == 0 {
                         log("  \(label): \(progress.frames.load(ordering: .relaxed))/\(frames) frames, "
                             + "\(progress.dropped.load(ordering: .relaxed)) dropped")
                     }
-                }
+                })
                 try Interruption.check()
                 log("  \(label): \(run.accounting.onTime) on time, \(run.accounting.late) late, \(run.accounting.dropped) dropped (\(run.accounting.refused) refused by the writer), "
                     + String(format: "%.1f MB/s", Double(run.bytes) / run.seconds / 1e6))

@@ -11,7 +11,8 @@ package enum LatencyPlot {
     /// - Parameters:
     ///   - runs: one run per mode (the first repeat of each).
     ///   - frameInterval: nanoseconds, drawn as a dashed line: a hand-over above it is late.
-    package static func svg(_ runs: [ModeRun], frameInterval: UInt64, title: String) -> String {
+    ///   - legends: each run's legend, instead of its mode and engine.
+    package static func svg(_ runs: [ModeRun], frameInterval: UInt64, title: String, legends: [String]? = nil) -> String {
         let all = runs.flatMap { $0.samples }
         let duration = max(Double(all.map(\.time).max() ?? 0) / 1e9, 1e-3)
         let lowest = floor(log10(Double(max(all.map(\.latency).min() ?? 1_000, 1))))
@@ -57,7 +58,8 @@ package enum LatencyPlot {
             let legendY = top + 16 + Double(index) * 16
             svg.append("<line x1=\"\(f(left + 10))\" y1=\"\(f(legendY - 4))\" x2=\"\(f(left + 30))\" y2=\"\(f(legendY - 4))\" "
                        + "stroke=\"\(color)\" stroke-width=\"2\"/>")
-            svg.append("<text x=\"\(f(left + 36))\" y=\"\(f(legendY))\">\(run.mode.rawValue) (\(escape(run.engine)))</text>")
+            let legend = legends?[index] ?? "\(run.mode.rawValue) (\(run.engine))"
+            svg.append("<text x=\"\(f(left + 36))\" y=\"\(f(legendY))\">\(escape(legend))</text>")
         }
         svg.append("</svg>")
         return svg.joined(separator: "\n") + "\n"

@@ -8,6 +8,8 @@ package enum ModeRunner {
     package final class Progress: Sendable {
         package let frames = Atomic<Int>(0)
         package let dropped = Atomic<Int>(0)
+        /// Set to end every stream at its next frame (a sizing trial that has seen enough).
+        package let stopRequested = Atomic<Bool>(false)
         package init() {}
     }
 
@@ -38,8 +40,11 @@ package enum ModeRunner {
     ///   - pool: the pool every stream records into, for pool mode.
     ///   - tick: called about once a second on this thread while the streams run.
     /// - Throws: the first stream's error, after every writer was closed.
+    ///   - writers: makes stream N's writer instead of the mode's own (a sizing trial's
+    ///     segmented captures).
     package static func run(_ mode: BenchMode, plan: RunPlan, pool: Pool, clock: BenchClock = MonotonicClock(),
-                           progress: Progress = Progress(), tick: () -> Void = {}) throws -> ModeRun {
+                           progress: Progress = Progress(), writers: ((Int) throws -> FrameWriter)? = nil,
+                           tick: () -> Void = {}) throws -> ModeRun {
         let source = try AlignedMemory(length: max(plan.sizes.largest, 1), alignment: 4096)
         fillPattern(source.bytes)
         let mount = mode == .mount
@@ -49,7 +54,7 @@ package enum ModeRunner {
         var streams: [Stream] = []
         do {
             for index in 0..<plan.streams {
-                let writer = try makeWriter(mode, plan: plan, stream: index, pool: pool, mount: mount)
+                let writer = try writers?(index) ?? makeWriter(mode, plan: plan, stream: index, pool: pool, mount: mount)
                 streams.append(Stream(recorder: SimulatedRecorder(sizes: plan.sizes, fps: plan.fps,
                                                                   inputQueueFrames: plan.inputQueueFrames),
                                       writer: writer))
@@ -71,7 +76,8 @@ package enum ModeRunner {
                 do {
                     if let priority = plan.realtimePriority { try RealtimePriority.apply(priority) }
                     try stream.recorder.run(writer: stream.writer, source: UnsafeRawBufferPointer(shared.source.bytes),
-                                            clock: shared.clock, start: streamStart) { dropped in
+                                            clock: shared.clock, start: streamStart,
+                                            stopped: { progress.stopRequested.load(ordering: .relaxed) }) { dropped in
                         progress.frames.add(1, ordering: .relaxed)
                         if dropped { progress.dropped.add(1, ordering: .relaxed) }
                     }

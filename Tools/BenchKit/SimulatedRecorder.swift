@@ -42,13 +42,15 @@ package final class SimulatedRecorder {
     /// - Parameters:
     ///   - source: at least `sizes.largest` bytes; each frame is its first `size` bytes.
     ///   - onFrame: called after every frame (progress), with whether it was dropped.
+    ///   - stopped: checked before each frame; true ends the stream there (a sizing trial that
+    ///     has seen enough).
     package func run(writer: FrameWriter, source: UnsafeRawBufferPointer, clock: BenchClock, start: UInt64,
-                    onFrame: (Bool) -> Void = { _ in }) throws {
+                    stopped: () -> Bool = { false }, onFrame: (Bool) -> Void = { _ in }) throws {
         let delay = RunQueueDelay()
         cpuWaitCounted = delay != nil
         var idleSince: UInt64 = 0
         for (index, size) in sizes.sizes.enumerated() {
-            if Interruption.requested { break }
+            if Interruption.requested || stopped() { break }
             let due = start + offset(of: index)
             clock.sleep(until: due)
             let begin = clock.now()

@@ -98,6 +98,133 @@ enum BenchCommands {
     }
 
 
+    static func size(_ poolPath: String?, _ arguments: inout Arguments) throws {
+        let codecName = try arguments.option("--codec")
+        let bitrateOption = try arguments.option("--bitrate").map(SizeParser.videoBitrate)
+        let fpsOption = try number(&arguments, "--fps")
+        let streamsMin = try integer(&arguments, "--streams-min", default: 1)
+        let streamsMaxOption = try arguments.option("--streams-max").map { text -> Int in
+            guard let value = Int(text) else { throw UsageError("--streams-max takes a whole number, not '\(text)'") }
+            return value
+        }
+        let noise = try arguments.option("--noise") ?? "none"
+        let landTo = try arguments.option("--land-to")
+        let minutes = try number(&arguments, "--minutes") ?? 0.5
+        let json = arguments.flag("--json")
+        let plotPath = try arguments.option("--plot")
+        try arguments.finish()
+
+        let bitrate: Int64, fps: Double
+        switch (codecName, bitrateOption, fpsOption) {
+        case let (name?, nil, nil):
+            guard let codec = CodecTable.rate(named: name) else {
+                throw UsageError("unknown codec '\(name)'; `provideo codecs` lists them (e.g. prores-422-hq-2160p29.97)")
+            }
+            (bitrate, fps) = (codec.bitrate, codec.fps)
+        case let (nil, rate?, frames?):
+            (bitrate, fps) = (rate, frames)
+        default:
+            throw UsageError("size needs --codec NAME, or --bitrate RATE with --fps FPS (not both)")
+        }
+        guard fps >= 1, fps <= 1000 else { throw UsageError("--fps must be between 1 and 1000, not \(fps)") }
+        guard streamsMin >= 1, streamsMin <= 1000 else { throw UsageError("--streams-min must be from 1 to 1000, not \(streamsMin)") }
+        if let streamsMaxOption, !(streamsMin...1000).contains(streamsMaxOption) {
+            throw UsageError("--streams-max must be from --streams-min (\(streamsMin)) to 1000, not \(streamsMaxOption)")
+        }
+        guard minutes >= 0.01, minutes <= 60 else { throw UsageError("--minutes must be from 0.01 to 60, not \(minutes)") }
+        guard ["none", "writer", "land"].contains(noise) else { throw UsageError("--noise is none, writer or land") }
+        if noise == "land" && landTo == nil { throw UsageError("--noise land needs --land-to DIR (another filesystem)") }
+        if let plotPath { try checkWritable(plotPath) }
+
+        let minimum = UInt64(minutes * 60e9)
+        var settings = Sizing.Settings(codec: codecName?.lowercased(), bitrate: bitrate, fps: fps,
+                                       streams: streamsMin...(streamsMaxOption ?? 1000), minimumTrial: minimum,
+                                       maximumTrial: 3 * minimum + 60_000_000_000)
+        // A scratch pool holds the most streams asked for, or 64 when the bandwidth decides.
+        let wanted = Int64(streamsMaxOption ?? 64)
+        let noiseBytes: Int64 = noise == "writer" ? 4 << 30 : noise == "land" ? 4 << 30 : 0
+        let workspace = try BenchWorkspace(path: poolPath, log: log) { capacity in
+            min(wanted * settings.poolBytesPerStream(capacity: capacity), Self.scratchLimit(noiseBytes: noiseBytes))
+        }
+        defer { workspace.release() }
+        let pool = workspace.pool
+        let perStream = settings.poolBytesPerStream(capacity: pool.initialCapacity)
+        let holds = Int(try pool.remainingCapacity / perStream)
+        guard holds >= streamsMin else {
+            throw BenchError("the pool at \(pool.path) holds \(holds) stream(s) of this rate (\(ByteFormat.human(perStream)) each: "
+                             + "a take of \(settings.segment / 1_000_000_000) s and the grants held ahead); grow it to "
+                             + "\((Int64(streamsMin) * perStream + pool.initialCapacity - (try pool.remainingCapacity)) >> 20)M "
+                             + "(`provideo --pool \(pool.path) resize SIZE`) or lower --streams-min")
+        }
+        log("measuring the pool's sustained bandwidth (until it settles, at most 120 s)")
+        let bandwidth = try pool.measureBandwidth { seconds, _, rate in
+            if Int(seconds) % 10 == 0 { log(String(format: "  %.0f s: %@ over the last 10 s", seconds, BitRateFormat.human(rate))) }
+        }
+        log("  sustained \(BitRateFormat.human(bandwidth.sustained)) (burst \(BitRateFormat.human(bandwidth.burst)))"
+            + (bandwidth.unsettledReason.map { "; not settled: \($0)" } ?? ""))
+        let carried = Int(Double(bandwidth.sustained) / Double(bitrate))
+        var upper = streamsMaxOption ?? max(2 * carried, streamsMin + 1)
+        if upper > holds {
+            log("the pool holds \(holds) stream(s) (\(ByteFormat.human(perStream)) each): trying at most \(holds); grow it to "
+                + "\((Int64(upper) * perStream + pool.initialCapacity - (try pool.remainingCapacity)) >> 20)M to try \(upper)")
+            upper = holds
+        }
+        settings.streams = streamsMin...max(upper, streamsMin)
+        var neighbour: NoisyNeighbour?
+        var lander: LandingNeighbour?
+        if noise == "writer" {
+            neighbour = try NoisyNeighbour(directory: workspace.directory, limit: noiseBytes)
+            log("noisy neighbour writing \(neighbour!.file) through the page cache (fsync every second)")
+            Thread.sleep(forTimeInterval: 2)
+        } else if let landTo {
+            lander = try LandingNeighbour(directory: workspace.directory, landTo: landTo, size: noiseBytes, log: log)
+            Thread.sleep(forTimeInterval: 2)
+        }
+        defer { neighbour?.stop() }
+        var landerChecked = false
+        defer { if !landerChecked { try? lander?.stop(log: log) } }
+        let (report, runs) = try Sizing.run(settings, pool: pool, directory: workspace.directory, bandwidth: bandwidth,
+                                            noise: noise, log: log)
+        landerChecked = true
+        try lander?.stop(log: log)
+        if let plotPath {
+            let shown = [report.streams, report.failedAt].compactMap { count in
+                count.flatMap { n in report.trials.lastIndex { $0.streams == n } }
+            }
+            var plotted = shown.map { runs[$0] }
+            let labels = shown.map { "\(report.trials[$0].streams) streams" }
+            for index in plotted.indices { plotted[index].mode = index == 0 ? .pool : .buffered }
+            let svg = LatencyPlot.svg(plotted, frameInterval: UInt64(1e9 / fps), title: "Append latency: " + report.answer,
+                                      legends: labels)
+            if (try? svg.write(toFile: plotPath, atomically: true, encoding: .utf8)) != nil { log("wrote \(plotPath)") }
+        }
+        if json { return try CommandLineProgram.printJSON(report) }
+        let header = ["streams", "result", "dropped", "first drop", "append p99.9", "max", "seconds", "device MB/s", "ended"]
+        let rows = report.trials.map { trial in
+            ["\(trial.streams)", trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)",
+             trial.firstDropSecond.map { "\($0) s" } ?? "-", Sizing.milliseconds(trial.appendLatencyNs.p999),
+             Sizing.milliseconds(trial.appendLatencyNs.max), String(format: "%.0f", trial.seconds),
+             trial.deviceBytesPerSecond.map { String(format: "%.0f", $0 / 1e6) } ?? "-", trial.ended]
+        }
+        let widths = header.indices.map { column in ([header] + rows).map { $0[column].count }.max() ?? 0 }
+        for row in [header] + rows {
+            print(row.indices.map { row[$0].padding(toLength: widths[$0], withPad: " ", startingAt: 0) }
+                .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
+        }
+        print(report.answer)
+        print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; sustained bandwidth %@, "
+                     + "which carries %d stream(s) with nothing else; %.0f s in all)", 1e3 / fps,
+                     BitRateFormat.human(bandwidth.sustained), report.estimate, report.seconds))
+    }
+
+    /// The largest scratch pool a sizing run creates: the free space under /var/tmp less the
+    /// neighbour's file and 4 GiB to spare.
+    private static func scratchLimit(noiseBytes: Int64) -> Int64 {
+        let attributes = try? FileManager.default.attributesOfFileSystem(forPath: "/var/tmp")
+        let free = (attributes?[.systemFreeSize] as? NSNumber)?.int64Value ?? 0
+        return max(free - noiseBytes - (4 << 30), 64 << 20)
+    }
+
     static func calibrate(_ poolPath: String?, _ arguments: inout Arguments) throws {
         let fioHugePages = arguments.flag("--fio-hugetlb")
         let withFio = arguments.flag("--fio") || fioHugePages

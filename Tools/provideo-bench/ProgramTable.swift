@@ -33,6 +33,22 @@ let program = ProgramDescription(
             .flag("--json", "print the report as JSON"),
             OptionDescription("--plot", "FILE.svg", "draw the append latencies of each mode's first run"),
         ], isDefault: true),
+        CommandDescription("size", summary: "how many concurrent streams of a codec the pool records with no dropped frame: "
+                           + "trials bisected from the pool's sustained bandwidth, each past the device's write cache", options: [
+            OptionDescription("--codec", "NAME", "the streams' codec (`provideo codecs` lists them: prores-422-hq-2160p29.97)"),
+            OptionDescription("--bitrate", "RATE", "instead of --codec: each stream's bitrate (880M = 880,000,000 bit/s)"),
+            OptionDescription("--fps", "FPS", "with --bitrate: frames per second (29.97 or 30000/1001)"),
+            OptionDescription("--streams-min", "N", "the fewest streams tried (default 1)"),
+            OptionDescription("--streams-max", "N", "the most streams tried (default: twice what the sustained bandwidth "
+                              + "carries, and what the pool holds)"),
+            OptionDescription("--noise", "NOISE", "a noisy neighbour during every trial (default none)", choices: ["none", "writer", "land"]),
+            OptionDescription("--land-to", "DIR", "with --noise land: where the take lands (another filesystem)"),
+            OptionDescription("--minutes", "M", "each trial's shortest length (default 0.5), then until the device's write "
+                              + "rate is steady (two 10-s windows within 10 %), at most 3 x M + 1 min"),
+            .flag("--json", "print the report as JSON"),
+            OptionDescription("--plot", "FILE.svg", "draw the append latencies of the answer's trial and of the first "
+                              + "number that failed"),
+        ]),
         CommandDescription("calibrate", summary: "unthrottled sequential write bandwidth of the engine into the pool's "
                            + "reserve, raw and durable (size streams against the durable one)", options: [
             .flag("--fio", "run fio (io_uring, direct, same block size, queue depth and file) alternately"),

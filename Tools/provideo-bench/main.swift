@@ -16,6 +16,9 @@ CommandLineProgram.run(program) { arguments in
         try BenchCommands.noiseWriter(&arguments)
     } else if arguments.flag("land-neighbour") {
         try BenchCommands.landNeighbour(&arguments)
+    } else if arguments.flag("size") {
+        Interruption.install()
+        try BenchCommands.size(pool, &arguments)
     } else if arguments.flag("calibrate") {
         Interruption.install()
         try BenchCommands.calibrate(pool, &arguments)

@@ -1,0 +1,118 @@
+import Foundation
+import ProVideoStorage
+import Synchronization
+
+/// A recorder that splits its recording into takes of `segmentBytes`, as recorders split long
+/// recordings into files: frames go to one capture while the next is started on a queue of its
+/// own, and at a frame boundary past the segment's end the recorder switches to it and the
+/// finished one is cancelled (its capacity returns). A sizing trial thus runs for minutes in a
+/// pool that holds seconds of each stream. Capture starts and cancels never run on the
+/// recorder's thread; when the next capture is not ready at the boundary the recorder goes on
+/// in the current one and the switch is counted late.
+package final class SegmentedPoolWriter: FrameWriter {
+    private let pool: Pool
+    private let destination: String
+    private let options: CaptureOptions
+    private let segmentBytes: Int64
+    /// Bytes before a segment's end at which the next capture is started.
+    private let leadBytes: Int64
+    private let queue: DispatchQueue
+    private var current: Capture
+    private var written: Int64 = 0
+    private var segmentEnd: Int64
+    private var preparing = false
+    /// What the queue hands back: the next capture (or why it could not start) and the first
+    /// error of a cancel.
+    private final class Handoff: Sendable {
+        let next = Mutex<Result<Capture, Error>?>(nil)
+        let cancelError = Mutex<Error?>(nil)
+    }
+    private let handoff = Handoff()
+    private var completion: LatencySummary
+    package private(set) var segments = 1
+    /// Switches that found the next capture not started yet.
+    package private(set) var lateSwitches = 0
+
+    /// Starts the first capture.
+    /// - Parameters:
+    ///   - destination: where the takes would move to (every take is cancelled).
+    ///   - segmentBytes: bytes per take.
+    ///   - firstSegmentBytes: the first take's bytes, so that streams started together do not
+    ///     all switch at once.
+    ///   - leadBytes: how long before a take's end the next capture starts, in bytes of stream.
+    package init(pool: Pool, destination: String, options: CaptureOptions, segmentBytes: Int64, firstSegmentBytes: Int64,
+                 leadBytes: Int64) throws {
+        precondition(segmentBytes > 0 && firstSegmentBytes > 0 && leadBytes >= 0, "positive segment sizes")
+        self.pool = pool
+        self.destination = destination
+        self.options = options
+        self.segmentBytes = segmentBytes
+        self.leadBytes = leadBytes
+        segmentEnd = firstSegmentBytes
+        queue = DispatchQueue(label: "segments-\(destination.split(separator: "/").last ?? "")")
+        current = try pool.startCapture(to: destination + ".0", options: options)
+        completion = LatencySummary(p50: 0, p99: 0, p999: 0, max: 0)
+    }
+
+    package var engine: String { current.statistics.engine }
+
+    package func append(_ frame: UnsafeRawBufferPointer) throws -> Bool {
+        if written >= segmentEnd - leadBytes && !preparing { prepareNext() }
+        if written >= segmentEnd { try switchCapture() }
+        do {
+            try current.append(frame)
+            written += Int64(frame.count)
+            return true
+        } catch let error as ProVideoError where error.code == .overrun {
+            return false
+        }
+    }
+
+    /// Starts the next capture on the queue.
+    private func prepareNext() {
+        preparing = true
+        let (pool, options, name) = (pool, options, destination + ".\(segments)")
+        queue.async { [handoff] in
+            let result = Result { try pool.startCapture(to: name, options: options) }
+            handoff.next.withLock { $0 = result }
+        }
+    }
+
+    /// Switches to the next capture if it is ready; the finished one is cancelled on the queue.
+    private func switchCapture() throws {
+        guard let ready = handoff.next.withLock({ value -> Result<Capture, Error>? in
+            defer { value = nil }
+            return value
+        }) else {
+            lateSwitches += 1
+            segmentEnd += max(segmentBytes / 8, 1)
+            return
+        }
+        let finished = current
+        current = try ready.get()
+        completion = Percentiles.worst(completion, finished.statistics.completionLatency.summary)
+        segments += 1
+        preparing = false
+        segmentEnd = written + segmentBytes
+        queue.async { [handoff] in
+            do { try finished.cancel() } catch { handoff.cancelError.withLock { $0 = $0 ?? error } }
+        }
+    }
+
+    package func close() throws {
+        completion = Percentiles.worst(completion, current.statistics.completionLatency.summary)
+        var failure: Error?
+        do { try current.cancel() } catch { failure = error }
+        // Whatever the queue still starts or cancels ends before close returns.
+        queue.sync {}
+        if let pending = handoff.next.withLock({ value -> Result<Capture, Error>? in
+            defer { value = nil }
+            return value
+        }), let capture = try? pending.get() {
+            do { try capture.cancel() } catch { failure = failure ?? error }
+        }
+        if let error = failure ?? handoff.cancelError.withLock({ $0 }) { throw error }
+    }
+
+    package var completionLatency: LatencySummary { completion }
+}

@@ -1,0 +1,214 @@
+import Foundation
+import ProVideoStorage
+
+/// "How many streams of this codec can this machine record?": trials of N concurrent pool
+/// captures, each long enough to pass the device's write cache, bisected from the pool's
+/// sustained bandwidth to the largest N with no dropped frame and every stream's append
+/// p99.9 under one frame interval (`provideo-bench size`, Docs/BENCHMARKS.md "How to size a
+/// machine").
+package enum Sizing {
+    package struct Settings: Sendable {
+        /// The codec's name, for the report (nil: `--bitrate`/`--fps` given).
+        package var codec: String?
+        /// Each stream's rate, bits per second.
+        package var bitrate: Int64
+        package var fps: Double
+        /// The range searched, in streams.
+        package var streams: ClosedRange<Int>
+        /// A trial runs at least this long, in nanoseconds (30 s by default), then until the
+        /// device's write rate is steady (`SteadyRate`), at most `maximumTrial`.
+        package var minimumTrial: UInt64
+        package var maximumTrial: UInt64
+        /// Nanoseconds of stream per take (`SegmentedPoolWriter`).
+        package var segment: UInt64 = 8_000_000_000
+        package var inputQueueFrames = 2
+
+        package init(codec: String?, bitrate: Int64, fps: Double, streams: ClosedRange<Int>, minimumTrial: UInt64,
+                     maximumTrial: UInt64) {
+            self.codec = codec
+            self.bitrate = bitrate
+            self.fps = fps
+            self.streams = streams
+            self.minimumTrial = minimumTrial
+            self.maximumTrial = maximumTrial
+        }
+
+        /// Bytes of stream per take.
+        package var segmentBytes: Int64 { Int64(Double(bitrate) / 8 * Double(segment) / 1e9) }
+
+        /// The captures' options: frames refused when every buffer is in flight (a live
+        /// source cannot wait), admitted whatever the pool's bandwidth (the trial looks for
+        /// the limit), and grants of one second of stream, half the default, so that a pool
+        /// holds more streams (the granter still grows its step after slow grants).
+        package var captureOptions: CaptureOptions {
+            CaptureOptions(bitrate: bitrate, overrunPolicy: .fail, admitOverBandwidth: true, grantSize: max(bitrate / 8, 1 << 20))
+        }
+
+        /// Reserve bytes one stream takes: its take, the grants its capture and the next one
+        /// hold ahead (three steps each), and 16 MiB for padding and rounding.
+        package func poolBytesPerStream(capacity: Int64) -> Int64 {
+            let step = captureOptions.grantStep(unit: 1, capacity: capacity)
+            return segmentBytes + 2 * RunPlan.grantsAhead * step + (16 << 20)
+        }
+    }
+
+    /// One trial: `streams` captures at once.
+    package struct Trial: Codable, Sendable {
+        package var streams: Int
+        /// No frame dropped and every stream's append p99.9 under one frame interval.
+        package var passed: Bool
+        package var framesDropped: Int
+        package var framesLate: Int
+        /// Seconds from the first frame to the first drop, to one second.
+        package var firstDropSecond: Int?
+        package var appendLatencyNs: LatencySummary
+        package var frameIntervalNs: UInt64
+        package var seconds: Double
+        /// Whether the device's write rate was steady when the trial ended.
+        package var steady: Bool
+        /// The device's write rate over the trial's last 10 s, bytes per second (nil: the pool
+        /// is on no block device).
+        package var deviceBytesPerSecond: Double?
+        /// Takes recorded, and switches that found the next capture not ready.
+        package var segments: Int
+        package var lateSwitches: Int
+        /// "steady", "dropped", "longest trial", "interrupted".
+        package var ended: String
+    }
+
+    package struct Report: Codable, Sendable {
+        package var codec: String?
+        package var bitrate: Int64
+        package var fps: Double
+        package var noise: String
+        /// The pool's measurement the search started from.
+        package var bandwidth: BandwidthMeasurement
+        /// Streams the sustained bandwidth carries at the stream's rate, before any trial.
+        package var estimate: Int
+        /// The largest number of streams that passed (0: none did).
+        package var streams: Int
+        /// The smallest number that failed, nil when every number tried passed.
+        package var failedAt: Int?
+        package var searched: ClosedRange<Int>
+        package var trials: [Trial]
+        package var seconds: Double
+        package var answer: String
+    }
+
+    /// The next number of streams to try, nil when the answer is known: between the largest
+    /// that passed and the smallest that failed, halving; with only passes, 25 % more; with
+    /// only failures, 25 % fewer; with neither, the estimate.
+    package static func nextCandidate(passed: Int?, failed: Int?, range: ClosedRange<Int>, estimate: Int) -> Int? {
+        switch (passed, failed) {
+        case let (pass?, fail?):
+            return fail - pass > 1 ? (pass + fail) / 2 : nil
+        case let (pass?, nil):
+            return pass >= range.upperBound ? nil : min(range.upperBound, pass + max(1, pass / 4))
+        case let (nil, fail?):
+            return fail <= range.lowerBound ? nil : max(range.lowerBound, fail - max(1, fail / 4))
+        case (nil, nil):
+            return min(max(estimate, range.lowerBound), range.upperBound)
+        }
+    }
+
+    /// Runs the search. `bandwidth` is the pool's measurement, `directory` a scratch directory
+    /// on the pool's filesystem (the takes' destinations; every take is cancelled).
+    /// - Returns: the report and each trial's run, in the order they ran.
+    package static func run(_ settings: Settings, pool: Pool, directory: String, bandwidth: BandwidthMeasurement,
+                            noise: String, log: (String) -> Void) throws -> (Report, [ModeRun]) {
+        let started = MonotonicClock.nanoseconds()
+        let estimate = Int(Double(bandwidth.sustained) / Double(settings.bitrate))
+        var trials: [Trial] = [], runs: [ModeRun] = []
+        var passed: Int?, failed: Int?
+        while let streams = nextCandidate(passed: passed, failed: failed, range: settings.streams, estimate: estimate) {
+            let (trial, run) = try self.trial(streams: streams, settings: settings, pool: pool, directory: directory, log: log)
+            trials.append(trial)
+            runs.append(run)
+            if trial.passed { passed = max(passed ?? 0, streams) } else { failed = min(failed ?? .max, streams) }
+            try Interruption.check()
+        }
+        let name = settings.codec ?? "\(BitRateFormat.human(settings.bitrate)) at \(settings.fps) fps"
+        let best = passed.flatMap { count in trials.last { $0.streams == count } }
+        let worst = failed.flatMap { count in trials.last { $0.streams == count } }
+        var answer = best.map { "\($0.streams) stream\($0.streams == 1 ? "" : "s") of \(name): 0 dropped over "
+            + minutes($0.seconds) } ?? "not even \(settings.streams.lowerBound) stream(s) of \(name) recorded without a drop"
+        if let worst {
+            answer += "; \(worst.streams) " + (worst.framesDropped > 0
+                ? "dropped \(worst.framesDropped) frame\(worst.framesDropped == 1 ? "" : "s") at \(worst.firstDropSecond ?? 0) s"
+                : "dropped none but an append p99.9 took \(milliseconds(worst.appendLatencyNs.p999)), over one frame interval")
+        } else if let best, best.streams == settings.streams.upperBound {
+            answer += "; more were not tried (--streams-max \(settings.streams.upperBound))"
+        }
+        let report = Report(codec: settings.codec, bitrate: settings.bitrate, fps: settings.fps, noise: noise,
+                            bandwidth: bandwidth, estimate: estimate, streams: passed ?? 0, failedAt: failed,
+                            searched: settings.streams, trials: trials,
+                            seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, answer: answer)
+        return (report, runs)
+    }
+
+    /// One trial of `streams` captures, ended once the device settled past `minimumTrial`,
+    /// five seconds after the first drop, or at `maximumTrial`.
+    static func trial(streams: Int, settings: Settings, pool: Pool, directory: String,
+                      log: (String) -> Void) throws -> (Trial, ModeRun) {
+        let frames = max(Int(Double(settings.maximumTrial) / 1e9 * settings.fps), 1)
+        let sizes = FrameSizes.constant(bitrate: settings.bitrate, fps: settings.fps, count: frames)
+        let plan = RunPlan(streams: streams, bitrate: settings.bitrate, fps: settings.fps, sizes: sizes,
+                           inputQueueFrames: settings.inputQueueFrames, scratchDirectory: directory)
+        let segmentBytes = settings.segmentBytes, options = settings.captureOptions
+        var writers: [SegmentedPoolWriter] = []
+        log("trial: \(streams) stream(s), at least \(settings.minimumTrial / 1_000_000_000) s")
+        let device = DeviceWrites(path: pool.path)
+        let deviceStart = device?.bytes() ?? 0
+        // 10-s windows; a trial shorter than 20 s (a test's) uses windows of half its length.
+        var rate = SteadyRate(window: min(10_000_000_000, max(settings.minimumTrial / 2, 1_000_000_000)),
+                              minimum: settings.minimumTrial)
+        let progress = ModeRunner.Progress()
+        var elapsed = 0, firstDrop: Int?, ended = "longest trial"
+        let run = try ModeRunner.run(.pool, plan: plan, pool: pool, progress: progress, writers: { index in
+            // Each stream's first take is a share of one, so the streams switch takes in turn.
+            let writer = try SegmentedPoolWriter(
+                pool: pool, destination: "\(directory)/size-\(streams)-\(index)", options: options, segmentBytes: segmentBytes,
+                firstSegmentBytes: max(segmentBytes * Int64(index + 1) / Int64(streams), 1),
+                leadBytes: settings.bitrate / 8 * 3 / 2)
+            writers.append(writer)
+            return writer
+        }, tick: {
+            elapsed += 1
+            if let device, let bytes = device.bytes() { rate.record(time: UInt64(elapsed) * 1_000_000_000, bytes: bytes - deviceStart) }
+            let dropped = progress.dropped.load(ordering: .relaxed)
+            if dropped > 0 && firstDrop == nil { firstDrop = elapsed }
+            if elapsed % 10 == 0 {
+                log("  \(streams) stream(s): \(elapsed) s, \(dropped) dropped"
+                    + (rate.lastWindow.map { String(format: ", device %.0f MB/s", $0 / 1e6) } ?? ""))
+            }
+            guard !progress.stopRequested.load(ordering: .relaxed) else { return }
+            if let firstDrop, elapsed >= firstDrop + 5 {
+                ended = "dropped"
+            } else if UInt64(elapsed) * 1_000_000_000 >= settings.minimumTrial && (device == nil || rate.steady != nil) {
+                ended = "steady"
+            } else {
+                return
+            }
+            progress.stopRequested.store(true, ordering: .relaxed)
+        })
+        if Interruption.requested { ended = "interrupted" }
+        let append = Percentiles.summary(run.samples.map(\.latency))
+        let interval = UInt64((1e9 / settings.fps).rounded())
+        let trial = Trial(streams: streams, passed: run.accounting.dropped == 0 && append.p999 < interval,
+                          framesDropped: run.accounting.dropped, framesLate: run.accounting.late, firstDropSecond: firstDrop,
+                          appendLatencyNs: append, frameIntervalNs: interval, seconds: run.seconds,
+                          steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
+                          segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },
+                          ended: ended)
+        log("  \(streams) stream(s): \(trial.passed ? "passed" : "failed"), \(trial.framesDropped) dropped, append p99.9 "
+            + "\(milliseconds(append.p999)) (frame interval \(milliseconds(interval))), \(String(format: "%.0f", trial.seconds)) s, "
+            + "ended: \(ended)")
+        return (trial, run)
+    }
+
+    package static func milliseconds(_ nanoseconds: UInt64) -> String { String(format: "%.1f ms", Double(nanoseconds) / 1e6) }
+
+    static func minutes(_ seconds: Double) -> String {
+        seconds >= 90 ? String(format: "%.1f min", seconds / 60) : String(format: "%.0f s", seconds)
+    }
+}
