@@ -199,7 +199,9 @@ int provideo_pool_open(const char *path, provideo_pool **out, provideo_error *er
 int provideo_pool_close(provideo_pool *pool, provideo_error *err);
 
 /* Capacity, busy reasons and alignment, as every process sees them now. Reads small files;
- * does not wait for captures. */
+ * does not wait for captures. C has no status subscription: poll this (cheap: a fraction of a
+ * millisecond, Docs/C-LIBRARY.md); a running capture publishes its progress at most every
+ * 250 ms, so polling faster shows nothing new. */
 int provideo_pool_get_status(provideo_pool *pool, provideo_pool_status *out, provideo_error *err);
 
 /* Restores the reserve toward initial_capacity, best effort (fallocate: blocks for as long
@@ -216,8 +218,9 @@ void provideo_capture_options_init(provideo_capture_options *options);
  * exist and be writable, the file must not exist). `options` NULL: the defaults. Allocates
  * every buffer now. Blocks for a few file creations and directory flushes.
  * Several captures may run in one pool at once, from one process or many.
- * Errors: BUSY (a resize, or the pool's maximum of captures running, e.g. a pool created with
- * --max-captures 1), BANDWIDTH_EXCEEDED (the running captures' bitrates and this one's exceed
+ * Errors: BUSY (a resize, the pool's maximum of captures running, e.g. a pool created with
+ * --max-captures 1, or another capture or a take waiting to land has this destination),
+ * BANDWIDTH_EXCEEDED (the running captures' bitrates and this one's exceed
  * the pool's admissible bandwidth), NOT_ENOUGH_SPACE (no capacity left), DESTINATION_EXISTS,
  * INVALID_DESTINATION, INVALID_ARGUMENT, IO. */
 int provideo_capture_start(provideo_pool *pool, const char *destination, const provideo_capture_options *options,
