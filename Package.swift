@@ -7,9 +7,9 @@ let package = Package(
         .library(name: "ProVideoStorage", targets: ["ProVideoStorage"]),
         .executable(name: "provideo", targets: ["provideo"]),
         .executable(name: "provideo-bench", targets: ["provideo-bench"]),
-        // The C API for C/C++ recorders (FFmpeg, GStreamer): libprovideo.so, header provideo.h.
+        // The C API for C/C++ recorders (FFmpeg, GStreamer): libprovideo.so.1, header provideo.h.
         // SwiftPM names it libProVideoC.so (the product name `provideo` is the CLI's); its soname
-        // is libprovideo.so, the name Tools/install-c-library installs it under.
+        // is libprovideo.so.1, the name Tools/c-library/install installs it under.
         .library(name: "ProVideoC", type: .dynamic, targets: ["ProVideoC"]),
     ],
     targets: [
@@ -29,8 +29,13 @@ let package = Package(
         .target(name: "CProVideoAPI", path: "Sources/CProVideoAPI"),
         .target(
             name: "ProVideoC", dependencies: ["ProVideoStorage", "CProVideoAPI"], path: "Sources/ProVideoC",
-            // The soname C programs record, whatever SwiftPM names the file.
-            linkerSettings: [.unsafeFlags(["-Xlinker", "-soname=libprovideo.so"])]),
+            exclude: ["libprovideo.map"],
+            // The soname C programs record, whatever SwiftPM names the file (its major version
+            // changes only when the ABI breaks), and a version script that exports provideo.h's
+            // functions only (Docs/C-LIBRARY.md). Linked with lld (in the toolchain): gold, the
+            // default, keeps 76 of the hidden Swift symbols in .dynsym as local entries.
+            linkerSettings: [.unsafeFlags(["-use-ld=lld", "-Xlinker", "-soname=libprovideo.so.1", "-Xlinker",
+                                           "--version-script=\(Context.packageDirectory)/Sources/ProVideoC/libprovideo.map"])]),
         // `provideo mount`: the pool as a directory unmodified recorders write into, through
         // libfuse 3 (Debian's libfuse3-dev), in a module of its own so that the library does
         // not link libfuse.

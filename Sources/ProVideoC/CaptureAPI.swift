@@ -112,6 +112,24 @@ private func withCapture(_ capture: OpaquePointer?, duringInPlace: Bool = false,
     }
 }
 
+@c public func provideo_capture_read(_ capture: OpaquePointer?, _ offset: Int64, _ buffer: UnsafeMutableRawPointer?,
+                                     _ count: Int, _ outSize: UnsafeMutablePointer<Int>?,
+                                     _ err: UnsafeMutablePointer<provideo_error>?) -> Int32 {
+    apiCall(err) {
+        try withCapture(capture) { handle in
+            let outSize = try required(outSize, "out_size")
+            outSize.pointee = 0
+            let count = try size(count, "size")
+            let buffer = count == 0 ? buffer : try required(buffer, "buffer")
+            guard offset >= 0 else { throw APIError(PROVIDEO_E_INVALID_ARGUMENT, "cannot read at offset \(offset)") }
+            // Nothing lies past Int64.max: a range reaching beyond it is cut there, not overflowed.
+            let readable = min(count, Int(clamping: Int64.max - offset))
+            outSize.pointee = try handle.capture.read(into: UnsafeMutableRawBufferPointer(start: buffer, count: readable),
+                                                      at: offset)
+        }
+    }
+}
+
 @c public func provideo_capture_poll(_ capture: OpaquePointer?, _ err: UnsafeMutablePointer<provideo_error>?) -> Int32 {
     apiCall(err) { try withCapture(capture) { try $0.capture.poll() } }
 }

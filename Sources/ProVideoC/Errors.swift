@@ -65,17 +65,20 @@ func apiCall(_ err: UnsafeMutablePointer<provideo_error>?, _ body: () throws -> 
 
 /// Copies `text` NUL-terminated into a fixed C char array, cut at a UTF-8 character boundary.
 func copy<Storage>(_ text: String, into storage: inout Storage) {
-    withUnsafeMutableBytes(of: &storage) { buffer in
-        guard buffer.count > 0 else { return }
-        var bytes = Array(text.utf8.prefix(buffer.count - 1))
-        // Drop a cut multi-byte character: continuation bytes, then its lead byte.
-        if bytes.count == buffer.count - 1, let last = bytes.lastIndex(where: { $0 & 0xC0 != 0x80 }), bytes[last] >= 0xC0 {
-            let length = bytes[last] >= 0xF0 ? 4 : bytes[last] >= 0xE0 ? 3 : 2
-            if bytes.count - last < length { bytes.removeSubrange(last...) }
-        }
-        buffer.copyBytes(from: bytes)
-        buffer[bytes.count] = 0
+    withUnsafeMutableBytes(of: &storage) { copy(text, into: $0) }
+}
+
+/// Copies `text` NUL-terminated into a caller's buffer, cut at a UTF-8 character boundary.
+func copy(_ text: String, into buffer: UnsafeMutableRawBufferPointer) {
+    guard buffer.count > 0 else { return }
+    var bytes = Array(text.utf8.prefix(buffer.count - 1))
+    // Drop a cut multi-byte character: continuation bytes, then its lead byte.
+    if bytes.count == buffer.count - 1, let last = bytes.lastIndex(where: { $0 & 0xC0 != 0x80 }), bytes[last] >= 0xC0 {
+        let length = bytes[last] >= 0xF0 ? 4 : bytes[last] >= 0xE0 ? 3 : 2
+        if bytes.count - last < length { bytes.removeSubrange(last...) }
     }
+    buffer.copyBytes(from: bytes)
+    buffer[bytes.count] = 0
 }
 
 /// A required pointer argument, or `PROVIDEO_E_NULL_POINTER` naming it.

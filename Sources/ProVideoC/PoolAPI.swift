@@ -53,3 +53,14 @@ import ProVideoStorage
         }
     }
 }
+
+// Pool.isSupported(at:) for C, with its reason.
+@c public func provideo_is_supported(_ directory: UnsafePointer<CChar>?, _ reason: UnsafeMutablePointer<CChar>?,
+                                     _ length: Int) -> Int32 {
+    guard let directory else { return PROVIDEO_E_NULL_POINTER.rawValue }
+    let why = Pool.unsupportedReason(at: String(cString: directory))
+    if let reason, length > 0 {
+        copy(why ?? "", into: UnsafeMutableRawBufferPointer(start: reason, count: length))
+    }
+    return why == nil ? 1 : 0
+}

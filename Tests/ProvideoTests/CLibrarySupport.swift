@@ -8,6 +8,10 @@ struct CLibrary {
     static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().appendingPathComponent("Tools/c-library").path
 
+    /// The hand-written header, as installed.
+    static let header = URL(fileURLWithPath: sources).deletingLastPathComponent().deletingLastPathComponent()
+        .appendingPathComponent("Sources/CProVideoAPI/include/provideo.h").path
+
     let prefix: String
     var pkgConfigPath: String { prefix + "/lib/pkgconfig" }
 

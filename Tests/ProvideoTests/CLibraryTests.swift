@@ -14,7 +14,8 @@ import Testing
         try TestSupport.withScratchOnAnotherFilesystem { landing in
             try TestSupport.withScratch { scratch in
                 let library = try CLibrary(scratch: scratch)
-                for file in ["lib/libprovideo.so", "include/provideo.h", "lib/pkgconfig/provideo.pc", "bin/provideo"] {
+                for file in ["lib/libprovideo.so", "lib/libprovideo.so.1", "include/provideo.h", "lib/pkgconfig/provideo.pc",
+                             "bin/provideo"] {
                     #expect(FileManager.default.fileExists(atPath: library.prefix + "/" + file), "\(file) not installed")
                 }
                 try library.compile("api-test.c", to: scratch + "/api-test")
@@ -33,6 +34,30 @@ import Testing
                 #expect(landed.count == 1 << 20 && landed == inFinish, "both takes hold the same MiB")
                 let status = try TestSupport.run("provideo", ["--pool", pool, "status", "--json"])
                 #expect(status.stdout.contains("\"busyReasons\" : [\n\n  ]") || status.stdout.contains("\"busyReasons\" : []"))
+            }
+        }
+    }
+
+    /// The library's dynamic symbols are exactly the functions provideo.h declares, each of
+    /// symbol version PROVIDEO_1: no Swift symbol and no pv_* helper of the C shim is exported
+    /// (Sources/ProVideoC/libprovideo.map). Checked on the built file and the installed one.
+    @Test func libraryExportsOnlyTheHeadersFunctions() throws {
+        try TestSupport.withScratch { scratch in
+            let header = try String(contentsOfFile: CLibrary.header, encoding: .utf8)
+            let declared = Set(header.matches(of: #/^[a-z_ ]+[ *](provideo_[a-z_]+)\(/#.anchorsMatchLineEndings())
+                .map { String($0.output.1) })
+            #expect(declared.count == 20 && declared.contains("provideo_is_supported")
+                    && declared.contains("provideo_capture_read"), "\(declared.sorted())")
+            let library = try CLibrary(scratch: scratch)
+            for file in [TestSupport.productsDirectory + "/libProVideoC.so", library.prefix + "/lib/libprovideo.so.1"] {
+                let lines = try TestSupport.shell("nm -D --defined-only '\(file)'").split(separator: "\n")
+                let symbols = lines.compactMap { $0.split(separator: " ").last.map(String.init) }
+                #expect(symbols.count == lines.count && !symbols.isEmpty, "\(lines)")
+                let exported = Set(symbols.map { $0.replacingOccurrences(of: "@@PROVIDEO_1", with: "") })
+                let extra = exported.subtracting(declared).sorted(), missing = declared.subtracting(exported).sorted()
+                #expect(exported == declared, "exported but not in provideo.h: \(extra); in provideo.h but not exported: \(missing)")
+                #expect(symbols.allSatisfy { $0.hasSuffix("@@PROVIDEO_1") }, "\(symbols)")
+                #expect(lines.allSatisfy { $0.contains(" T ") }, "only functions: \(lines)")
             }
         }
     }
@@ -63,12 +88,8 @@ import Testing
     /// a regular MOV (mdat, then moov; no fragments) whose mdat size was patched by a seek back.
     @Test func ffmpegMuxerWritesTheSameMovThroughThePool() throws {
         try TestSupport.withScratch { scratch in
-            let library = try CLibrary(scratch: scratch)
-            let remux = scratch + "/ffmpeg-remux"
-            try library.compile("ffmpeg-remux.c", to: remux, packages: ["libavformat", "libavcodec", "libavutil"])
-            let source = scratch + "/source.mov", reference = scratch + "/reference.mov"
-            try TestSupport.shell("ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=25 -frames:v 25 -c:v prores_ks "
-                                  + "-profile:v 3 -fflags +bitexact -flags +bitexact -f mov \(source)")
+            let (remux, source) = try FFmpegRemux.build(in: scratch)
+            let reference = scratch + "/reference.mov"
             try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact -f mov \(reference)")
             let pool = scratch + "/pool", take = scratch + "/take.mov"
             try FS.createPool(pool, capacity: "32M")
@@ -95,6 +116,75 @@ import Testing
             let samePlain = TestSupport.readFile(plain) == TestSupport.readFile(reference)
             #expect(samePlain)
         }
+    }
+
+    /// -movflags +faststart: the muxer's second pass reopens its output to read it back while it
+    /// moves `moov` to the front; the example serves those reads from the capture
+    /// (provideo_capture_read), and the take is byte for byte ffmpeg's own +faststart file.
+    @Test func ffmpegFaststartReadsBackFromTheCapture() throws {
+        try TestSupport.withScratch { scratch in
+            let (remux, source) = try FFmpegRemux.build(in: scratch)
+            let reference = scratch + "/reference.mov"
+            try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact -movflags +faststart -f mov \(reference)")
+            #expect(Probe.atoms(reference).map(\.0) == ["ftyp", "moov", "wide", "mdat"])
+            let pool = scratch + "/pool", take = scratch + "/take.mov"
+            try FS.createPool(pool, capacity: "32M")
+            let result = try TestSupport.run(remux, ["--movflags", "+faststart", "--pool", pool, source, take])
+            #expect(result.status == 0, "\(result.stderr)")
+            let identical = TestSupport.readFile(take) == TestSupport.readFile(reference)
+            #expect(identical, "the pool's +faststart MOV differs from ffmpeg's")
+            #expect(Probe.atoms(take).map(\.0) == ["ftyp", "moov", "wide", "mdat"])
+            #expect(try Probe.frameMD5(take) == (try Probe.frameMD5(reference)))
+
+            let plain = scratch + "/plain.mov"
+            #expect(try TestSupport.run(remux, ["--movflags", "+faststart", "--file", source, plain]).status == 0)
+            let samePlain = TestSupport.readFile(plain) == TestSupport.readFile(reference)
+            #expect(samePlain)
+
+            let unknown = try TestSupport.run(remux, ["--movflags", "+nosuchflag", "--pool", pool, source, scratch + "/x.mov"])
+            #expect(unknown.status == 1 && !FileManager.default.fileExists(atPath: scratch + "/x.mov"), "\(unknown.stderr)")
+        }
+    }
+
+    /// A pool too small for the input: the capture is finished, not cancelled, so what landed
+    /// stays: exit 1 (no crash), a message naming the partial take, and the take is the first
+    /// bytes of ffmpeg's own file (the muxer's output before its trailer: the mdat size still
+    /// the placeholder 0 the trailer would have patched).
+    @Test func ffmpegKeepsThePartialTakeWhenThePoolIsFull() throws {
+        try TestSupport.withScratch { scratch in
+            let (remux, source) = try FFmpegRemux.build(in: scratch)
+            let reference = scratch + "/reference.mov"
+            try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact -f mov \(reference)")
+            let pool = scratch + "/pool", take = scratch + "/take.mov"
+            try FS.createPool(pool, capacity: "4M")
+            let result = try TestSupport.run(remux, ["--pool", pool, source, take])
+            #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
+            #expect(result.stderr.contains("storage full") && result.stderr.contains("the partial take (")
+                    && result.stderr.contains(" is at \(take)\n"), "\(result.stderr)")
+            let partial = TestSupport.readFile(take), full = TestSupport.readFile(reference)
+            #expect(partial.count > 1 << 20 && partial.count <= 4 << 20 && partial.count < full.count, "\(partial.count) bytes")
+            #expect(result.stderr.contains("(\(partial.count) bytes"), "\(result.stderr)")
+            // The mdat atom's 32-bit size: 0 in the take, patched in ffmpeg's file.
+            let mdat = Probe.atoms(reference).prefix { $0.0 != "mdat" }.reduce(0) { $0 + Int($1.1) }
+            #expect(Array(full[mdat + 4..<mdat + 8]) == Array("mdat".utf8) && full[mdat..<mdat + 4] != [0, 0, 0, 0])
+            var expected = Array(full.prefix(partial.count))
+            expected.replaceSubrange(mdat..<mdat + 4, with: [0, 0, 0, 0])
+            #expect(partial == expected, "the partial take is not the start of ffmpeg's file")
+            #expect(try TestSupport.poolListing(pool).recordings.isEmpty, "finished into place, nothing left in the pool")
+        }
+    }
+}
+
+/// ffmpeg-remux.c built against the installed library, and its input: a ProRes 422 HQ encode
+/// of testsrc2 (25 frames of 1280x720, 4.8 MB), made once so the outputs can be compared.
+enum FFmpegRemux {
+    static func build(in scratch: String) throws -> (remux: String, source: String) {
+        let library = try CLibrary(scratch: scratch)
+        let remux = scratch + "/ffmpeg-remux", source = scratch + "/source.mov"
+        try library.compile("ffmpeg-remux.c", to: remux, packages: ["libavformat", "libavcodec", "libavutil"])
+        try TestSupport.shell("ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=25 -frames:v 25 -c:v prores_ks "
+                              + "-profile:v 3 -fflags +bitexact -flags +bitexact -f mov \(source)")
+        return (remux, source)
     }
 }
 

@@ -3,7 +3,8 @@ import TestSupport
 import Testing
 
 /// `Tools/install` puts the CLIs, their man pages, completions and systemd units under a
-/// prefix, and `systemd-analyze verify` accepts every unit as installed.
+/// prefix, and `systemd-analyze verify` accepts every unit as installed; `Tools/c-library/install`
+/// adds the C library.
 @Suite struct InstallTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
@@ -33,6 +34,37 @@ import Testing
             let recover = try String(contentsOfFile: prefix + "/lib/systemd/system/provideo-recover.service", encoding: .utf8)
             #expect(recover.contains("\nExecStart=\(prefix)/bin/provideo --pool /var/lib/provideo recover\n"))
             #expect(recover.contains("\nBefore=provideo-ready.target\n") && recover.contains("\nAfter=local-fs.target\n"))
+        }
+    }
+
+    /// `Tools/c-library/install` lays the library out as a Debian package does: the file
+    /// libprovideo.so.1.0.0 (mode 0644), the soname link libprovideo.so.1 and the development
+    /// link libprovideo.so; provideo.pc's version is provideo.h's PROVIDEO_VERSION_* and the
+    /// CLI's; a program linked with -lprovideo records the soname, not the development name.
+    @Test func installsTheCLibraryAsDebianDoes() throws {
+        try TestSupport.withScratch("install-c-library") { dir in
+            let library = try CLibrary(scratch: dir)
+            let lib = library.prefix + "/lib", files = FileManager.default
+            let header = try String(contentsOfFile: CLibrary.header, encoding: .utf8)
+            let parts = ["MAJOR", "MINOR", "PATCH"].map { part in
+                header.firstMatch(of: try! Regex("#define PROVIDEO_VERSION_\(part) ([0-9]+)\n"))?.output[1].substring ?? "?"
+            }
+            let version = parts.joined(separator: ".")
+            #expect(version == "1.0.0")
+            let file = lib + "/libprovideo.so.\(version)"
+            let attributes = try files.attributesOfItem(atPath: file)
+            #expect(attributes[.type] as? FileAttributeType == .typeRegular)
+            #expect((attributes[.posixPermissions] as? Int) == 0o644)
+            #expect(try files.destinationOfSymbolicLink(atPath: lib + "/libprovideo.so.1") == "libprovideo.so.\(version)")
+            #expect(try files.destinationOfSymbolicLink(atPath: lib + "/libprovideo.so") == "libprovideo.so.1")
+            #expect(try TestSupport.shell("readelf -d '\(file)'").contains("Library soname: [libprovideo.so.1]"))
+            let modversion = try TestSupport.shell("PKG_CONFIG_PATH='\(library.pkgConfigPath)' pkg-config --modversion provideo")
+            #expect(modversion == "\(version)\n")
+            #expect(try TestSupport.run(library.prefix + "/bin/provideo", ["--version"]).stdout == "provideo \(version)\n")
+            let program = dir + "/minimal-recorder"
+            try library.compile("minimal-recorder.c", to: program)
+            let needed = try TestSupport.shell("readelf -d '\(program)'")
+            #expect(needed.contains("Shared library: [libprovideo.so.1]") && !needed.contains("[libprovideo.so]"), "\(needed)")
         }
     }
 

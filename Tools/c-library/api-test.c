@@ -130,7 +130,34 @@ int main(int argc, char **argv) {
     }
     CHECK(strcmp(provideo_strerror(-999), "unknown error code") == 0, "%s", provideo_strerror(-999));
     CHECK(strcmp(provideo_strerror(PROVIDEO_E_BUSY), "the pool is busy") == 0, "%s", provideo_strerror(PROVIDEO_E_BUSY));
-    CHECK(strlen(provideo_version()) > 0, "version");
+    char header_version[32];
+    snprintf(header_version, sizeof header_version, "%d.%d.%d", PROVIDEO_VERSION_MAJOR, PROVIDEO_VERSION_MINOR,
+             PROVIDEO_VERSION_PATCH);
+    CHECK(strcmp(provideo_version(), header_version) == 0, "the library is %s, the header %s", provideo_version(),
+          header_version);
+
+    /* ---- is_supported: the scratch directory (pools live there), a missing one, tmpfs ---- */
+    char reason[512], missing_dir[4096];
+    memset(reason, 'X', sizeof reason);
+    CHECK(provideo_is_supported(scratch, reason, sizeof reason) == 1 && reason[0] == 0, "%s: %s", scratch, reason);
+    snprintf(missing_dir, sizeof missing_dir, "%s/no-such-dir", scratch);
+    CHECK(provideo_is_supported(missing_dir, reason, sizeof reason) == 0 && strstr(reason, missing_dir) != NULL &&
+              strstr(reason, "No such file or directory") != NULL,
+          "missing: %s", reason);
+    CHECK(provideo_is_supported(missing_dir, NULL, 0) == 0, "no reason buffer");
+    CHECK(provideo_is_supported(NULL, reason, sizeof reason) == PROVIDEO_E_NULL_POINTER, "NULL dir");
+    if (argc == 5) {
+        CHECK(provideo_is_supported(argv[4], reason, sizeof reason) == 0 && strstr(reason, "tmpfs") != NULL &&
+                  strstr(reason, "Put the pool on a disk filesystem") != NULL,
+              "%s: %s", argv[4], reason);
+        /* A short buffer: the reason's first len - 1 bytes, NUL-terminated, nothing written past it. */
+        char full[512], cut[24];
+        provideo_is_supported(argv[4], full, sizeof full);
+        memset(cut, 'X', sizeof cut);
+        CHECK(provideo_is_supported(argv[4], cut, 16) == 0 && strlen(cut) == 15 && strncmp(cut, full, 15) == 0 &&
+                  cut[16] == 'X',
+              "cut to 16: %.24s", cut);
+    }
 
     /* ---- NULL, forged and wrong-kind handles, NULL pointers ---- */
     provideo_pool_status st;
@@ -256,6 +283,9 @@ int main(int argc, char **argv) {
             /* While a piece is out the capture takes no other call, and no over-commit. */
             FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_append(capture, frame, 10, &err));
             FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_poll(capture, &err));
+            uint8_t one;
+            size_t one_read;
+            FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_read(capture, 0, &one, 1, &one_read, &err));
             FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_append_commit(capture, room + 1, 0, &err));
             CHECK(provideo_capture_append_commit(capture, room + 1, 0, &err) != 0, "still refused");
             /* The same room again, then abandon it with a commit of 0 bytes. */
@@ -302,6 +332,25 @@ int main(int argc, char **argv) {
     FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_write_at(capture, -1, "x", 1, &err));
     FAILS(PROVIDEO_E_NULL_POINTER, provideo_capture_write_at(capture, 0, NULL, 4, &err));
 
+    /* Read-back: every byte appended and patched, from disk and from the buffer being filled. */
+    uint8_t *back = malloc(length + 100);
+    size_t got = 1;
+    OK(provideo_capture_read(capture, 0, back, length + 100, &got, &err));
+    CHECK(got == length && memcmp(back, expected, length) == 0, "read back %zu of %zu bytes", got, length);
+    OK(provideo_capture_read(capture, (int64_t)length - 10, back, 100, &got, &err));
+    CHECK(got == 10 && memcmp(back, expected + length - 10, 10) == 0, "the last bytes: %zu", got);
+    OK(provideo_capture_read(capture, (4 << 20) - 50, back, 100, &got, &err));
+    CHECK(got == 100 && memcmp(back, across, 100) == 0, "a patch across a buffer boundary reads back");
+    OK(provideo_capture_read(capture, (int64_t)length, back, 100, &got, &err));
+    CHECK(got == 0, "at the end: %zu", got);
+    OK(provideo_capture_read(capture, INT64_MAX, back, 100, &got, &err));
+    CHECK(got == 0, "at INT64_MAX: %zu", got);
+    OK(provideo_capture_read(capture, 0, NULL, 0, &got, &err));
+    FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_capture_read(capture, -1, back, 100, &got, &err));
+    FAILS(PROVIDEO_E_NULL_POINTER, provideo_capture_read(capture, 0, back, 100, NULL, &err));
+    FAILS(PROVIDEO_E_NULL_POINTER, provideo_capture_read(capture, 0, NULL, 100, &got, &err));
+    FAILS(PROVIDEO_E_INVALID_HANDLE, provideo_capture_read(NULL, 0, back, 100, &got, &err));
+
     OK(provideo_capture_poll(capture, &err));
     FAILS(PROVIDEO_E_NULL_POINTER, provideo_capture_get_statistics(capture, NULL, &err));
     OK(provideo_capture_get_statistics(capture, &stats, &err));
@@ -331,6 +380,8 @@ int main(int argc, char **argv) {
     /* After finish: the handle answers, the capture does not take more. */
     FAILS(PROVIDEO_E_CAPTURE_CLOSED, provideo_capture_append(capture, frame, 10, &err));
     FAILS(PROVIDEO_E_CAPTURE_CLOSED, provideo_capture_finish(capture, NULL, &err));
+    FAILS(PROVIDEO_E_CAPTURE_CLOSED, provideo_capture_read(capture, 0, back, 100, &got, &err));
+    free(back);
     OK(provideo_capture_get_statistics(capture, &stats, &err));
     CHECK(stats.length == (int64_t)length && stats.commits >= 1, "statistics after finish");
     OK(provideo_capture_close(capture, &err));

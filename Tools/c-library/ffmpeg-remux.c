@@ -2,10 +2,16 @@
  * An FFmpeg (libavformat) recorder writing a normal, seekable MOV through a pool: the muxer
  * writes into a custom AVIOContext whose write callback appends to a capture and whose seek
  * callback turns the muxer's header rewrite (the `mdat` size patched at the end) into
- * provideo_capture_write_at. No fragmented MOV, no pipe.
+ * provideo_capture_write_at. No fragmented MOV, no pipe. When the muxer reopens its output to
+ * read it back (-movflags +faststart moves the `moov` atom to the front), the reads come from
+ * the capture (provideo_capture_read).
  *
- *   ffmpeg-remux --pool POOL INPUT DEST   remux INPUT's streams into a capture moved to DEST
- *   ffmpeg-remux --file INPUT DEST        the same muxing, same callbacks, into a plain file
+ *   ffmpeg-remux [--movflags FLAGS] --pool POOL INPUT DEST   remux INPUT into a capture moved to DEST
+ *   ffmpeg-remux [--movflags FLAGS] --file INPUT DEST        the same muxing, same callbacks, into a plain file
+ *
+ * FLAGS are the mov muxer's, as ffmpeg's -movflags (e.g. +faststart). When a write fails (the
+ * pool is full, a disk error), the take is finished rather than discarded: the bytes that
+ * landed stay, at DEST, without the trailer; the program says where and exits 1.
  *
  * It remuxes (stream copy) rather than encodes, so that its output can be compared byte for
  * byte with `ffmpeg -i INPUT -c copy -fflags +bitexact -f mov REF` (an encoder run twice is
@@ -67,6 +73,18 @@ static int sink_put(struct sink *s, const uint8_t *data, int64_t size) {
     return 0;
 }
 
+/* Reads bytes already written back (for the muxer's second pass), at `position`. */
+static int sink_get(struct sink *s, int64_t position, uint8_t *data, int size, size_t *got) {
+    if (s->capture) return provideo_capture_read(s->capture, position, data, (size_t)size, got, &s->err);
+    ssize_t n = pread(s->fd, data, (size_t)size, position);
+    if (n < 0) {
+        snprintf(s->err.message, sizeof s->err.message, "reading back: %s", strerror(errno));
+        return -1;
+    }
+    *got = (size_t)n;
+    return 0;
+}
+
 /* AVIOContext write callback (FFmpeg 5.1 signature; 6.1 makes buf const). */
 static int write_packet(void *opaque, uint8_t *buf, int size) {
     int rc = sink_put(opaque, buf, size);
@@ -88,6 +106,95 @@ static int64_t seek(void *opaque, int64_t offset, int whence) {
     return offset;
 }
 
+/* The muxer's output reopened for reading: its own position over the same sink. */
+struct reader {
+    struct sink *sink;
+    int64_t position;
+};
+
+static int read_packet(void *opaque, uint8_t *buf, int size) {
+    struct reader *r = opaque;
+    size_t got = 0;
+    if (sink_get(r->sink, r->position, buf, size, &got) != 0) {
+        r->sink->failed = 1;
+        return AVERROR(EIO);
+    }
+    if (got == 0) return AVERROR_EOF;
+    r->position += (int64_t)got;
+    return (int)got;
+}
+
+static int64_t read_seek(void *opaque, int64_t offset, int whence) {
+    struct reader *r = opaque;
+    switch (whence & ~AVSEEK_FORCE) {
+    case AVSEEK_SIZE: return r->sink->length;
+    case SEEK_SET: break;
+    case SEEK_CUR: offset += r->position; break;
+    case SEEK_END: offset += r->sink->length; break;
+    default: return AVERROR(EINVAL);
+    }
+    if (offset < 0) return AVERROR(EINVAL);
+    r->position = offset;
+    return offset;
+}
+
+/* AVFormatContext.io_open: the mov muxer's second pass (+faststart) reopens its output, by
+ * name, to read what it wrote while it shifts the data up to make room for `moov` at the front.
+ * The destination is not a file yet (the take is in the pool), so the reads come from the
+ * sink; anything else the muxer might open is refused. */
+static int io_open(AVFormatContext *s, AVIOContext **pb, const char *url, int flags, AVDictionary **options) {
+    (void)options;
+    if (strcmp(url, s->url) != 0 || (flags & AVIO_FLAG_WRITE)) {
+        av_log(s, AV_LOG_ERROR, "ffmpeg-remux: cannot open %s: only the destination reopens, to be read back\n", url);
+        return AVERROR(ENOSYS);
+    }
+    avio_flush(s->pb); /* the reads see every byte written so far */
+    const int buffer_size = 1 << 20;
+    struct reader *r = av_mallocz(sizeof *r);
+    uint8_t *buffer = av_malloc(buffer_size);
+    if (r) r->sink = s->opaque;
+    *pb = r && buffer ? avio_alloc_context(buffer, buffer_size, 0, r, read_packet, NULL, read_seek) : NULL;
+    if (!*pb) {
+        av_free(r);
+        av_free(buffer);
+        return AVERROR(ENOMEM);
+    }
+    return 0;
+}
+
+static int io_close2(AVFormatContext *s, AVIOContext *pb) {
+    (void)s;
+    av_free(pb->opaque);
+    av_freep(&pb->buffer);
+    avio_context_free(&pb);
+    return 0;
+}
+
+/* After a failure: keeps what landed (a capture is finished, not cancelled: the pool's
+ * recorded bytes are the take) and says where it is. Returns the exit status, 1. */
+static int keep_partial(struct sink *s, const char *dest) {
+    if (!s->capture) {
+        close(s->fd);
+        fprintf(stderr, "ffmpeg-remux: the partial take (%" PRId64 " bytes, its trailer missing or incomplete) is at %s\n",
+                s->length, dest);
+        return 1;
+    }
+    provideo_recording recording;
+    provideo_error err;
+    if (provideo_capture_finish(s->capture, &recording, &err) != 0) {
+        fprintf(stderr, "ffmpeg-remux: the partial take could not be kept: %s (%s)\n", err.message,
+                provideo_strerror(err.code));
+        provideo_capture_close(s->capture, NULL);
+        return 1;
+    }
+    provideo_capture_close(s->capture, NULL);
+    fprintf(stderr,
+            "ffmpeg-remux: the partial take (%" PRId64 " bytes, the muxer's output up to the failure; its trailer, "
+            "the moov atom, is missing or incomplete, so players cannot open it as is) is at %s\n",
+            recording.length, recording.path);
+    return 1;
+}
+
 static int fail(const char *what, int rc) {
     char text[AV_ERROR_MAX_STRING_SIZE] = {0};
     av_strerror(rc, text, sizeof text);
@@ -96,8 +203,15 @@ static int fail(const char *what, int rc) {
 }
 
 int main(int argc, char **argv) {
+    const char *program = argv[0], *movflags = NULL;
+    if (argc > 2 && strcmp(argv[1], "--movflags") == 0) {
+        movflags = argv[2];
+        argc -= 2;
+        argv += 2;
+    }
     if (argc < 4 || (strcmp(argv[1], "--pool") == 0 ? argc != 5 : strcmp(argv[1], "--file") != 0 || argc != 4)) {
-        fprintf(stderr, "usage: %s --pool POOL INPUT DEST | --file INPUT DEST\n", argv[0]);
+        fprintf(stderr, "usage: %s [--movflags FLAGS] --pool POOL INPUT DEST | [--movflags FLAGS] --file INPUT DEST\n",
+                program);
         return 2;
     }
     int use_pool = strcmp(argv[1], "--pool") == 0;
@@ -119,7 +233,7 @@ int main(int argc, char **argv) {
             fprintf(stderr, "ffmpeg-remux: %s (%s)\n", sink.err.message, provideo_strerror(sink.err.code));
             return 1;
         }
-    } else if ((sink.fd = open(dest, O_WRONLY | O_CREAT | O_EXCL, 0666)) < 0) {
+    } else if ((sink.fd = open(dest, O_RDWR | O_CREAT | O_EXCL, 0666)) < 0) {
         fprintf(stderr, "ffmpeg-remux: %s: %s\n", dest, strerror(errno));
         return 1;
     }
@@ -132,6 +246,9 @@ int main(int argc, char **argv) {
     if ((rc = avformat_alloc_output_context2(&out, NULL, "mov", dest)) < 0) return fail("mov muxer", rc);
     out->pb = pb;
     out->flags |= AVFMT_FLAG_BITEXACT | AVFMT_FLAG_CUSTOM_IO;
+    out->opaque = &sink;
+    out->io_open = io_open;
+    out->io_close2 = io_close2;
     /* As the ffmpeg CLI does for a stream copy: the file's and each stream's metadata, the
      * codec parameters, the input time base as the muxer's hint, the frame rates. */
     av_dict_copy(&out->metadata, in->metadata, 0);
@@ -151,8 +268,21 @@ int main(int argc, char **argv) {
         os->disposition = is->disposition;
         av_dict_copy(&os->metadata, is->metadata, 0);
     }
-    if ((rc = avformat_write_header(out, NULL)) < 0) return fail(sink.failed ? sink.err.message : "header", rc);
+    AVDictionary *muxer_options = NULL;
+    if (movflags) av_dict_set(&muxer_options, "movflags", movflags, 0);
+    rc = avformat_write_header(out, &muxer_options);
+    AVDictionaryEntry *unknown = av_dict_get(muxer_options, "", NULL, AV_DICT_IGNORE_SUFFIX);
+    if (rc >= 0 && unknown) {
+        fprintf(stderr, "ffmpeg-remux: the mov muxer has no option %s\n", unknown->key);
+        rc = AVERROR(EINVAL);
+    }
+    av_dict_free(&muxer_options);
     avio_flush(pb);
+    if (rc < 0) { /* nothing recorded yet: no take to keep */
+        if (sink.capture) provideo_capture_close(sink.capture, NULL);
+        else unlink(dest);
+        return fail(sink.failed ? sink.err.message : "header", rc);
+    }
 
     AVPacket *packet = av_packet_alloc();
     int64_t packets = 0;
@@ -162,6 +292,10 @@ int main(int argc, char **argv) {
         packet->pos = -1;
         if ((rc = av_interleaved_write_frame(out, packet)) < 0) break;
         avio_flush(pb);
+        if (pb->error < 0) {
+            rc = pb->error;
+            break;
+        }
         if (sink.capture && provideo_capture_poll(sink.capture, &sink.err) != 0) {
             rc = AVERROR(EIO);
             sink.failed = 1;
@@ -169,13 +303,18 @@ int main(int argc, char **argv) {
         }
         packets++;
     }
-    if (rc == AVERROR_EOF) rc = 0;
-    if (rc == 0) rc = av_write_trailer(out); /* seeks back to patch the mdat size, writes moov */
-    avio_flush(pb);
-    if (rc < 0 || sink.failed || pb->error < 0) {
-        fprintf(stderr, "ffmpeg-remux: muxing failed: %s\n", sink.failed ? sink.err.message : av_err2str(rc));
-        if (sink.capture) provideo_capture_close(sink.capture, NULL); /* cancels: no file, capacity back */
-        return 1;
+    const char *stage = "muxing";
+    if (rc == AVERROR_EOF) {
+        /* Seeks back to patch the mdat size, writes moov (+faststart: then moves it to the front). */
+        stage = "the trailer (av_write_trailer)";
+        rc = av_write_trailer(out);
+        avio_flush(pb);
+        if (rc >= 0 && pb->error < 0) rc = pb->error;
+    }
+    if (rc < 0 || sink.failed) {
+        fprintf(stderr, "ffmpeg-remux: %s failed after %" PRId64 " packets: %s\n", stage, packets,
+                sink.failed ? sink.err.message : av_err2str(rc));
+        return keep_partial(&sink, dest);
     }
 
     if (sink.capture) {

@@ -8,6 +8,10 @@
  *
  * Build:   cc rec.c $(pkg-config --cflags --libs provideo)
  *
+ * ABI: the library's soname is libprovideo.so.1; it exports the provideo_* functions below
+ * and nothing else (symbol version PROVIDEO_1). Its major version changes only when the ABI
+ * breaks; a minor version adds functions.
+ *
  * Units: sizes and offsets in bytes, bitrates in bits per second, times in nanoseconds.
  *
  * Errors: every function returning int returns 0 (PROVIDEO_OK) or a negative provideo_code.
@@ -161,8 +165,27 @@ typedef void (*provideo_fill_fn)(void *context, void *piece, size_t size, size_t
  * anything else). Never NULL, never freed. */
 const char *provideo_strerror(int code);
 
+/* The version of this header: a program built against it can check what it needs at compile
+ * time; provideo_version() says what it runs against (the same numbers, "MAJOR.MINOR.PATCH",
+ * for the library this header came with). */
+#define PROVIDEO_VERSION_MAJOR 1
+#define PROVIDEO_VERSION_MINOR 0
+#define PROVIDEO_VERSION_PATCH 0
+
 /* The library version, e.g. "1.0.0"; static. */
 const char *provideo_version(void);
+
+/* Whether the filesystem and kernel at directory `dir` can host a pool (Apple's
+ * `isSupported`): direct I/O really bypasses the page cache there and fallocate works. It
+ * proves it: writes and flushes a 1 MiB probe file in `dir` with O_DIRECT (removed again) and
+ * asks the kernel (mincore) how much of it was cached, so it needs write permission in `dir`
+ * and takes a disk flush; check once before creating a pool, not per capture.
+ * Returns 1 when it can; 0 when it cannot, with the reason in `reason` (e.g. tmpfs keeps
+ * every file in memory, the filesystem refuses O_DIRECT, `dir` is missing or not writable):
+ * NUL-terminated UTF-8, cut at a character boundary to at most len - 1 bytes; `reason` may be
+ * NULL or `len` 0 (then nothing is written), and it is the empty string on 1.
+ * PROVIDEO_E_NULL_POINTER when `dir` is NULL. */
+int provideo_is_supported(const char *dir, char *reason, size_t len);
 
 /* ---- Pools ------------------------------------------------------------------------------ */
 
@@ -176,7 +199,9 @@ int provideo_pool_open(const char *path, provideo_pool **out, provideo_error *er
 int provideo_pool_close(provideo_pool *pool, provideo_error *err);
 
 /* Capacity, busy reasons and alignment, as every process sees them now. Reads small files;
- * does not wait for captures. */
+ * does not wait for captures. C has no status subscription: poll this (cheap: a fraction of a
+ * millisecond, Docs/C-LIBRARY.md); a running capture publishes its progress at most every
+ * 250 ms, so polling faster shows nothing new. */
 int provideo_pool_get_status(provideo_pool *pool, provideo_pool_status *out, provideo_error *err);
 
 /* Restores the reserve toward initial_capacity, best effort (fallocate: blocks for as long
@@ -193,8 +218,9 @@ void provideo_capture_options_init(provideo_capture_options *options);
  * exist and be writable, the file must not exist). `options` NULL: the defaults. Allocates
  * every buffer now. Blocks for a few file creations and directory flushes.
  * Several captures may run in one pool at once, from one process or many.
- * Errors: BUSY (a resize, or the pool's maximum of captures running, e.g. a pool created with
- * --max-captures 1), BANDWIDTH_EXCEEDED (the running captures' bitrates and this one's exceed
+ * Errors: BUSY (a resize, the pool's maximum of captures running, e.g. a pool created with
+ * --max-captures 1, or another capture or a take waiting to land has this destination),
+ * BANDWIDTH_EXCEEDED (the running captures' bitrates and this one's exceed
  * the pool's admissible bandwidth), NOT_ENOUGH_SPACE (no capacity left), DESTINATION_EXISTS,
  * INVALID_DESTINATION, INVALID_ARGUMENT, IO. */
 int provideo_capture_start(provideo_pool *pool, const char *destination, const provideo_capture_options *options,
@@ -236,6 +262,16 @@ int provideo_capture_append_commit(provideo_capture *capture, size_t size, int e
  * Errors: INVALID_ARGUMENT (outside [0, length)), the capture's first error, CAPTURE_CLOSED. */
 int provideo_capture_write_at(provideo_capture *capture, int64_t offset, const void *data, size_t size,
                               provideo_error *err);
+
+/* Reads `size` bytes of the recording back from `offset` into `buffer` (a muxer moving its
+ * index to the front: FFmpeg's -movflags +faststart rereads what it wrote). *out_size receives
+ * the bytes read: `size`, fewer at the end of the recording, 0 at or past it. The bytes are
+ * what was appended and patched so far (those still in memory come from the capture's
+ * buffer). Waits for writes in flight over the range, then reads the disk (bounded by the
+ * stall limit). Errors: INVALID_ARGUMENT (a negative offset), NULL_POINTER, IO, the capture's
+ * first error, CAPTURE_CLOSED (after finish or cancel: read the file). */
+int provideo_capture_read(provideo_capture *capture, int64_t offset, void *buffer, size_t size, size_t *out_size,
+                          provideo_error *err);
 
 /* Processes finished writes and starts a due durability commit, without waiting. Call it at
  * least every durability interval (and every second) while the recorder waits for input. */
