@@ -21,6 +21,36 @@ import ProVideoStorage
         (try? TestSupport.run("/usr/bin/python3", ["-c", "import prometheus_client"]).status) == 0
     }
 
+    static let promtool = "/usr/bin/promtool"
+    static var hasPromtool: Bool { FileManager.default.isExecutableFile(atPath: promtool) }
+
+    /// `promtool check metrics`: the Prometheus project's linter (base units, unit suffix last,
+    /// `_total` on counters, HELP on every family) prints each problem and exits 1.
+    func expectPromtoolAccepts(_ text: String) throws {
+        let result = try TestSupport.run(Self.promtool, ["check", "metrics"], stdin: Data(text.utf8))
+        #expect(result.status == 0 && result.stdout.isEmpty && result.stderr.isEmpty,
+                "promtool check metrics refused the output: \(result.stdout)\(result.stderr)")
+    }
+
+    /// With a capture running (every family has samples) and on an idle pool, the output
+    /// passes `promtool check metrics`.
+    @Test(.enabled(if: hasPromtool, "promtool is not installed (apt-get install prometheus)"))
+    func promtoolAcceptsTheMetrics() throws {
+        try FS.withScratchPool(capacity: "16M") { dir, pool in
+            let idle = try FS.provideo(pool, "metrics")
+            #expect(idle.status == 0, "\(idle.stderr)")
+            try expectPromtoolAccepts(idle.stdout)
+            let (recorder, input) = try FS.startRecorder(pool, dir + "/take.mov", ["--bitrate", "80M"])
+            defer { if recorder.isRunning { recorder.terminate() }; recorder.waitUntilExit() }
+            try input.write(contentsOf: Data(TestSupport.pattern(1_000_000, seed: 3)))
+            for _ in 0..<100 where (try TestSupport.poolStatus(pool)).captures.isEmpty { usleep(50_000) }
+            let busy = try FS.provideo(pool, "metrics")
+            #expect(busy.stdout.contains("provideo_capture_declared_rate_bytes_per_second{"), "\(busy.stdout)")
+            try expectPromtoolAccepts(busy.stdout)
+            try input.close()
+        }
+    }
+
     struct Sample {
         var name: String
         var labels: [String: String]
@@ -71,8 +101,8 @@ import ProVideoStorage
             let labels = ["destination": destination, "pid": "\(capture.pid)"]
             #expect(value("provideo_capture_written_bytes", labels) == Double(after.captures.first?.bytesWritten ?? -1))
             #expect(value("provideo_capture_committed_bytes", labels) == 6_000_000)
-            #expect(value("provideo_capture_bitrate_bits_per_second", labels) == 80_000_000)
-            let seconds = try #require(value("provideo_capture_recording_seconds_remaining", labels))
+            #expect(value("provideo_capture_declared_rate_bytes_per_second", labels) == 10_000_000)
+            let seconds = try #require(value("provideo_capture_recording_remaining_seconds", labels))
             #expect(abs(seconds - Double(after.remainingCapacity) * 8 / 80e6) < 1e-6)
             // The capture's own counters, published in its progress block, as status shows them.
             let counters = try #require(after.captures.first?.counters)
@@ -89,6 +119,7 @@ import ProVideoStorage
             #expect(samples.first { $0.name == "provideo_capture_write_completion_seconds_bucket" }?.type == "histogram")
             #expect(samples.first { $0.name == "provideo_salvaged_recordings_total" }?.type == "counter")
             #expect(value("provideo_salvaged_recordings_total") == 0)
+            if Self.hasPromtool { try expectPromtoolAccepts(metrics.stdout) }
             try input.close()
         }
     }
