@@ -133,9 +133,45 @@ import ProVideoStorage
             let text = try String(contentsOfFile: dir + "/provideo.prom", encoding: .utf8)
             #expect(text == (try FS.provideo(pool, "metrics").stdout))
             #expect(text.contains("\nprovideo_capacity_bytes{pool=\"\(pool)\"} 8388608\n"))
-            #expect(!FileManager.default.fileExists(atPath: dir + "/provideo.prom.tmp"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["pool", "provideo.prom"])
+            let mode = try FileManager.default.attributesOfItem(atPath: dir + "/provideo.prom")[.posixPermissions] as? Int
+            #expect(mode == 0o644)
             let refused = try FS.provideo(pool, "metrics", "--output", dir + "/missing/provideo.prom")
-            #expect(refused.status == 1 && refused.stderr.hasPrefix("provideo: cannot write the metrics"), "\(refused.stderr)")
+            #expect(refused.status == 1 && refused.stderr.hasPrefix("provideo: cannot write the metrics to \(dir)/missing/provideo.prom: ")
+                    && refused.stderr.contains("No such file or directory"), "\(refused.stderr)")
+        }
+    }
+
+    /// Two writers publishing one file at once (two processes, each running `metrics --output`
+    /// in a loop) both succeed every time, and a reader polling the file meanwhile never reads it
+    /// empty or cut short; no temporary file is left behind.
+    @Test func concurrentWritersNeverPublishAPartialFile() throws {
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
+            let output = dir + "/provideo.prom"
+            let expected = try FS.provideo(pool, "metrics").stdout
+            try #require(expected.hasSuffix("provideo_salvaged_recordings_total{pool=\"\(pool)\"} 0\n"))
+            let loop = "for i in $(seq 150); do \"$0\" --pool \"$1\" metrics --output \"$2\" || exit 1; done"
+            let writers = try (0..<2).map { _ in
+                try TestSupport.start("/bin/sh", ["-c", loop, TestSupport.productsDirectory + "/provideo", pool, output])
+            }
+            defer { for writer in writers { if writer.isRunning { writer.terminate() }; writer.waitUntilExit() } }
+            var reads = 0
+            var wrong: [String] = []
+            while writers.contains(where: \.isRunning) {
+                // Missing only until the first writer has published.
+                guard let text = try? String(contentsOfFile: output, encoding: .utf8) else { continue }
+                reads += 1
+                if text != expected { wrong.append(text) }
+            }
+            for writer in writers {
+                writer.waitUntilExit()
+                let errors = String(decoding: (writer.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(),
+                                    as: UTF8.self)
+                #expect(writer.terminationStatus == 0, "a writer failed: \(errors)")
+            }
+            #expect(reads > 100)
+            #expect(wrong.isEmpty, "\(wrong.count) of \(reads) reads were not the whole file, e.g. \(wrong.first?.count ?? 0) bytes")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["pool", "provideo.prom"])
         }
     }
 }

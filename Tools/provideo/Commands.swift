@@ -51,21 +51,15 @@ enum Commands {
     }
 
     /// `metrics`: the pool's state in the Prometheus text format, on standard output or
-    /// written atomically to `--output FILE` (a textfile collector never reads half a file).
+    /// published whole at `--output FILE` (`MetricsFile`).
     static func metrics(_ path: String, _ arguments: inout Arguments) throws {
         let output = try arguments.option("--output")
         try arguments.finish()
+        if output?.isEmpty == true { throw UsageError("--output needs a file name, e.g. /var/lib/node_exporter/provideo.prom") }
         let pool = try openPool(path, lookingOnly: true)
         let text = Metrics(status: try pool.status(), listing: try pool.listing(), deadCaptures: try pool.deadCaptures().count).text
         guard let output else { return print(text, terminator: "") }
-        let temporary = output + ".tmp"
-        do {
-            try text.write(toFile: temporary, atomically: false, encoding: .utf8)
-            guard rename(temporary, output) == 0 else { throw CocoaError(.fileWriteUnknown) }
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw ProVideoError(.ioError, "cannot write the metrics to \(output): check that its directory exists and is writable")
-        }
+        try MetricsFile.publish(text, at: output)
     }
 
     /// `codecs`: every name `status --codec` takes, with its bitrate.
