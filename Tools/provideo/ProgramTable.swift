@@ -86,7 +86,9 @@ let program = ProgramDescription(
             .flag("--json", "print what landed and what failed as a JSON list (with --watch, one object per line)"),
         ]),
         CommandDescription("set-bandwidth", arguments: "RATE|none",
-                           summary: "set the bandwidth captures are admitted against (80% of it), or none", options: []),
+                           summary: "set the bandwidth captures are admitted against (80% of it), or none", options: [
+            .flag("--json", "print the bandwidth and the admissible bitrate as JSON (bits per second; null for none)"),
+        ]),
         CommandDescription("measure-bandwidth", summary: "measure the pool's durable write bandwidth and set it", options: []),
         CommandDescription("metrics", summary: "the pool's state in the Prometheus text format (node_exporter's textfile collector)",
                            options: [
