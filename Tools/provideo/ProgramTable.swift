@@ -27,7 +27,7 @@ let program = ProgramDescription(
             OptionDescription("--bitrate", "RATE", "show the recording time left at RATE (880M = 880,000,000 bit/s)"),
             OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)"),
             OptionDescription("--watch", "SECONDS", "show the status again every SECONDS (default 1) with each capture's rate, "
-                              + "until Ctrl-C", valueOptional: true),
+                              + "until q (on a terminal) or Ctrl-C", valueOptional: true),
         ]),
         CommandDescription("resize", arguments: "SIZE", summary: "set the capacity and grow or shrink the reserve", options: [
             .flag("--json", "print the new capacity as JSON"),
