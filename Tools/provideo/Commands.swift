@@ -35,9 +35,13 @@ enum Commands {
     static func status(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
         let exactBytes = arguments.flag("--bytes")
+        let parsable = ParsableOptions.read(&arguments)
         let rate = try RecordingRate.read(&arguments)
         let watch = try arguments.optionalNumber("--watch", whenBare: "1")
         try arguments.finish()
+        if parsable.any && (json || watch != nil) {
+            throw UsageError("-H and -p print one table; they do not go with \(json ? "--json" : "--watch")")
+        }
         if let watch {
             guard let interval = Double(watch), interval >= 0.1, interval <= 86_400 else {
                 throw UsageError("--watch takes seconds between views, from 0.1 to 86400, not '\(watch)'")
@@ -47,6 +51,7 @@ enum Commands {
         }
         let status = try openPool(path, lookingOnly: true).status()
         if json { return try CommandLineProgram.printJSON(StatusReport(status: status, rate: rate)) }
+        if parsable.any { return print(ParsableViews(options: parsable).status(status, rate: rate), terminator: "") }
         print(StatusView(status: status, rate: rate, exactBytes: exactBytes).lines.joined(separator: "\n"))
     }
 
@@ -253,10 +258,13 @@ enum Commands {
 
     static func list(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
+        let parsable = ParsableOptions.read(&arguments)
         try arguments.finish()
+        if parsable.any && json { throw UsageError("-H and -p print a table; they do not go with --json") }
         let pool = try openPool(path, lookingOnly: true)
         let listing = try pool.listing()
         if json { return try CommandLineProgram.printJSON(listing) }
+        if parsable.any { return print(ParsableViews(options: parsable).list(listing), terminator: "") }
         for capture in listing.captures { print(Captures.line(capture, size: ByteFormat.significant)) }
         if listing.recordings.isEmpty { print("the pool holds no recordings") }
         for held in listing.recordings {

@@ -24,6 +24,9 @@ let program = ProgramDescription(
         CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
             .flag("--json", "print the status as JSON (sizes in bytes)"),
             .flag("--bytes", "show byte counts beside the rounded sizes"),
+            .flag("-H", "print the status as one row for scripts (PATH CAPACITY REMAINING ALLOCATED BUSY CAPTURES DECLARED "
+                  + "ADMISSIBLE FILESYSTEM ENGINE, then TIMELEFT with --bitrate or --codec): tab-separated, no header"),
+            .flag("-p", "print that row with exact numbers: bytes, bit/s, seconds (-Hp as `zpool list -Hp`)"),
             OptionDescription("--bitrate", "RATE", "show the recording time left at RATE (880M = 880,000,000 bit/s)"),
             OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)"),
             OptionDescription("--watch", "SECONDS", "show the status again every SECONDS (default 1) with each capture's rate, "
@@ -58,6 +61,9 @@ let program = ProgramDescription(
         ]),
         CommandDescription("list", summary: "recordings the pool holds, and the captures in progress", options: [
             .flag("--json", "print the listing as JSON"),
+            .flag("-H", "print a row for scripts per item (TYPE NAME DESTINATION SIZE DONE; TYPE capture, held, landing or "
+                  + "recovered): tab-separated, no header"),
+            .flag("-p", "print those rows with exact byte counts (-Hp as `zpool list -Hp`)"),
         ]),
         CommandDescription("move", arguments: "HELD [DEST]",
                            summary: "move a recording the pool holds to its destination (or DEST)", options: [
