@@ -22,7 +22,7 @@ import Testing
             #expect(result.status == 0 && result.stderr.isEmpty, "\(result.stderr)")
             // 100 MiB at 8 Mbit/s: 104.8576 s, whole seconds rounded down.
             #expect(rows(result.stdout) == [[pool, "104857600", "\(status["remainingCapacity"] as? Int64 ?? -1)",
-                                             "\(status["reservedBytesOnDisk"] as? Int64 ?? -1)", "-", "0", "0", "800000000",
+                                             "\(status["reservedBytesOnDisk"] as? Int64 ?? -1)", "-", "0", "0", "800000000", "no",
                                              status["filesystem"] as? String ?? "?", status["engine"] as? String ?? "?",
                                              "104"]], "\(result.stdout)")
             // Separate flags in any order give the same; -H alone keeps the rounded sizes.

@@ -187,6 +187,10 @@ enum Commands {
     /// nothing (a root monitoring job never places takes) and say what waits for `recover`.
     static func openPool(_ path: String, lookingOnly: Bool = false) throws -> Pool {
         let pool = try Pool.open(at: path, salvaging: !lookingOnly)
+        if lookingOnly && pool.isReadOnly {
+            CommandLineProgram.printError("note: the pool's filesystem is read-only: the pool can be read, not changed "
+                                          + "(no capture can start, nothing can be salvaged or replenished)")
+        }
         let dead = lookingOnly ? try pool.deadCaptures() : []
         if !dead.isEmpty {
             CommandLineProgram.printError("note: \(dead.count) capture(s) left by recorders that died wait to be "
@@ -221,6 +225,7 @@ enum Commands {
         try arguments.finish()
         if salvageTo?.isEmpty == true { throw UsageError("--salvage-to needs a directory") }
         let pool = try Pool.open(at: path)
+        try pool.requireWritable()  // else nothing is salvaged, and "nothing to recover" would be untrue
         if let failure = pool.repairFailure { throw failure }
         if let salvageTo { _ = try pool.salvageWithoutJournal(into: salvageTo) }
         for recording in pool.salvaged where recording.note != nil {

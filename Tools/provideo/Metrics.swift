@@ -19,6 +19,8 @@ struct Metrics {
         out.gauge("provideo_remaining_bytes", "bytes captures can still write (remainingCapacity)", status.remainingCapacity)
         out.gauge("provideo_reserved_on_disk_bytes", "bytes the filesystem allocated for the reserve and running captures",
                   status.reservedBytesOnDisk)
+        out.gauge("provideo_read_only", "1 when the pool's filesystem is read-only: it can be read, not changed",
+                  status.readOnly == true ? 1 : 0)
         out.header("provideo_busy", "1 while the pool is busy for the reason", type: "gauge")
         for reason in Self.busyReasons {
             out.sample("provideo_busy", ["reason": reason], status.busyReasons.names.contains(reason) ? 1 : 0)

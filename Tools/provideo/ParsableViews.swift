@@ -13,15 +13,17 @@ struct ParsableViews {
 
     /// One row: the pool's path, capacity, remaining capacity, bytes allocated on disk, busy
     /// reasons (comma-separated, `-` for none), running captures, the bitrate they declared, the
-    /// admissible bitrate (`-` without a bandwidth), filesystem and engine; with a `rate`, the
+    /// admissible bitrate (`-` without a bandwidth), READONLY (`yes` on a read-only filesystem,
+    /// else `no`), filesystem and engine; with a `rate`, the
     /// recording time left at it (`-` for a bitrate of 0).
     func status(_ status: PoolStatus, rate recordingRate: RecordingRate?) -> String {
         var columns = ["PATH", "CAPACITY", "REMAINING", "ALLOCATED", "BUSY", "CAPTURES", "DECLARED", "ADMISSIBLE",
-                       "FILESYSTEM", "ENGINE"]
+                       "READONLY", "FILESYSTEM", "ENGINE"]
         var row: [String?] = [
             status.path, size(status.initialCapacity), size(status.remainingCapacity), size(status.reservedBytesOnDisk),
             status.busyReasons.isEmpty ? nil : status.busyReasons.names.joined(separator: ","), "\(status.captures.count)",
-            rate(status.admittedBitrate), status.admissibleBitrate.map(rate), status.filesystem, status.engine,
+            rate(status.admittedBitrate), status.admissibleBitrate.map(rate), status.readOnly == true ? "yes" : "no",
+            status.filesystem, status.engine,
         ]
         if let recordingRate {
             columns.append("TIMELEFT")

@@ -25,7 +25,7 @@ let program = ProgramDescription(
             .flag("--json", "print the status as JSON (sizes in bytes)"),
             .flag("--bytes", "show byte counts beside the rounded sizes"),
             .flag("-H", "print the status as one row for scripts (PATH CAPACITY REMAINING ALLOCATED BUSY CAPTURES DECLARED "
-                  + "ADMISSIBLE FILESYSTEM ENGINE, then TIMELEFT with --bitrate or --codec): tab-separated, no header"),
+                  + "ADMISSIBLE READONLY FILESYSTEM ENGINE, then TIMELEFT with --bitrate or --codec): tab-separated, no header"),
             .flag("-p", "print that row with exact numbers: bytes, bit/s, seconds (-Hp as `zpool list -Hp`)"),
             OptionDescription("--bitrate", "RATE", "show the recording time left at RATE (880M = 880,000,000 bit/s)"),
             OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)"),
