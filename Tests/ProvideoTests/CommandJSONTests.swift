@@ -56,6 +56,8 @@ import Testing
             let result = try FS.provideo(pool, "record", destination, stdin: Data(TestSupport.pattern(1_000_000, seed: 3)))
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.contains("; copied to another filesystem and verified at \(destination);"), "\(result.stdout)")
+            // A copy took nothing from the reserve for good: no word about replenishing.
+            #expect(!result.stdout.contains("reserve") && result.stdout.split(separator: "\n").count == 1, "\(result.stdout)")
             // A copy shorter than the progress interval prints no progress line in a log.
             #expect(result.stderr.isEmpty, "\(result.stderr)")
         }

@@ -99,5 +99,10 @@ enum CommandReports {
         var droppedReads: Int
         var storageFull: Bool
         var stoppedBySignal: Bool
+        /// After a take renamed on the pool's filesystem (whose space came out of the reserve),
+        /// and after `--replenish`; absent for a take copied to another filesystem or landing.
+        var remainingCapacity: Int64?
+        /// `--replenish`: bytes it added back to the reserve.
+        var replenishedBytes: Int64?
     }
 }

@@ -143,12 +143,14 @@ enum Commands {
             options.landing = landing
         }
         let json = arguments.flag("--json")
+        let replenish = arguments.flag("--replenish")
         let destination = try arguments.positional("DEST")
         try arguments.finish()
         // An empty word would resolve to the current directory and be refused as existing,
         // which hides the typing mistake (an unset shell variable, most often).
         if destination.isEmpty { throw UsageError("record needs a destination path (DEST), e.g. /media/card/take1.mov; got ''") }
-        let capture = try openPool(path).startCapture(to: destination, options: options)
+        let pool = try openPool(path)
+        let capture = try pool.startCapture(to: destination, options: options)
         StopSignals.install(restart: false)
         let outcome: Recorder.Outcome
         let copyProgress = CopyProgressDisplay()
@@ -164,7 +166,28 @@ enum Commands {
             }
             throw error
         }
-        try Recorder.report(outcome, poolPath: path, json: json)
+        try Recorder.report(outcome, poolPath: path, json: json, reserve: reserveAfter(outcome.result, pool, replenish: replenish))
+    }
+
+    /// What a take left on the pool's filesystem did to the reserve (nil for one copied to
+    /// another filesystem or landing in the background: it took nothing for good), after
+    /// `replenish` (`record --replenish`) when asked. A replenish that fails is a warning: the
+    /// recording is whole either way.
+    private static func reserveAfter(_ result: RecordingResult, _ pool: Pool, replenish: Bool) -> Recorder.ReserveNote? {
+        guard result.landingTo == nil, !Recorder.wasCopied(result, poolPath: pool.path) else { return nil }
+        var replenished: ReplenishResult?
+        if replenish {
+            do {
+                replenished = try pool.replenish()
+            } catch let error as ProVideoError {
+                CommandLineProgram.printError("warning: the recording is whole, but replenishing the reserve failed: "
+                                              + "\(error.message); run `provideo replenish` later")
+            } catch {
+                CommandLineProgram.printError("warning: replenishing the reserve failed: \(error)")
+            }
+        }
+        guard let remaining = replenished?.remainingCapacity ?? (try? pool.remainingCapacity) else { return nil }
+        return Recorder.ReserveNote(remainingCapacity: remaining, capacity: pool.initialCapacity, replenished: replenished)
     }
 
     /// A capacity as typed, at least `Pool.minimumCapacity` and at most `Pool.maximumCapacity`.

@@ -50,6 +50,7 @@ let program = ProgramDescription(
             OptionDescription("--land", "WHEN", "a destination on another filesystem: copy it in finish, or land it in the "
                               + "background (`provideo land`); auto (default): in the background for network filesystems",
                               choices: ["auto", "finish", "background"]),
+            .flag("--replenish", "afterwards, refill the reserve from free space for the take's share (as `provideo replenish`)"),
             .flag("--json", "print the summary as JSON"),
         ]),
         CommandDescription("demo", summary: "record a generated ProRes 422 HQ clip end to end", options: [
