@@ -56,6 +56,8 @@ import Testing
             let result = try FS.provideo(pool, "record", destination, stdin: Data(TestSupport.pattern(1_000_000, seed: 3)))
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.contains("; copied to another filesystem and verified at \(destination);"), "\(result.stdout)")
+            // A copy took nothing from the reserve for good: no word about replenishing.
+            #expect(!result.stdout.contains("reserve") && result.stdout.split(separator: "\n").count == 1, "\(result.stdout)")
             // A copy shorter than the progress interval prints no progress line in a log.
             #expect(result.stderr.isEmpty, "\(result.stderr)")
         }
@@ -114,6 +116,60 @@ import Testing
             let result = try FS.provideo(dir + "/none", "destroy")
             #expect(result.status == 1)
             #expect(result.stderr == "provideo: no pool at \(dir)/none: nothing to destroy\n", "\(result.stderr)")
+        }
+    }
+
+    /// The error object a failed `--json` run prints on standard output, with the exit status.
+    private func errorObject(_ result: TestSupport.ProcessResult, _ context: String,
+                             sourceLocation: SourceLocation = #_sourceLocation) throws -> (code: String?, message: String?) {
+        let lines = result.stdout.split(separator: "\n")
+        #expect(lines.count == 1, "\(context): one line, not \(result.stdout)", sourceLocation: sourceLocation)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any],
+                                  "\(context): \(result.stdout)", sourceLocation: sourceLocation)
+        #expect(object.keys.sorted() == ["error"], sourceLocation: sourceLocation)
+        let error = object["error"] as? [String: Any]
+        return (error?["code"] as? String, error?["message"] as? String)
+    }
+
+    /// A command run with `--json` that fails prints one JSON error object on standard output
+    /// (the code is the ProVideoError code's name, or "usage") and its message on standard error,
+    /// with the exit statuses unchanged; without `--json` standard output stays empty.
+    @Test func failuresWithJSONPrintAnErrorObject() throws {
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
+            let missing = try FS.provideo(dir + "/none", "status", "--json")
+            #expect(missing.status == 1)
+            let notFound = try errorObject(missing, "status of no pool")
+            #expect(notFound.code == "poolNotFound" && missing.stderr == "provideo: \(notFound.message ?? "?")\n",
+                    "\(missing.stderr)")
+            #expect(try FS.provideo(dir + "/none", "status").stdout.isEmpty)
+
+            let usage = try FS.provideo(pool, "list", "--json", "--bogus")
+            #expect(usage.status == 2)
+            let refused = try errorObject(usage, "an unknown option")
+            #expect(refused.code == "usage" && refused.message == "unexpected argument '--bogus'")
+            #expect(usage.stderr.hasPrefix("provideo: unexpected argument '--bogus'\n"), "\(usage.stderr)")
+
+            let empty = try FS.provideo(pool, "record", dir + "/take.mov", "--json", stdin: Data())
+            #expect(empty.status == 1)
+            #expect(try errorObject(empty, "record without input").code == "invalidArgument")
+
+            let bandwidth = try FS.provideo(pool, "set-bandwidth", "0", "--json")
+            let zero = try errorObject(bandwidth, "a bandwidth of 0")
+            #expect(bandwidth.status == 2 && zero.code == "usage")
+        }
+    }
+
+    /// `set-bandwidth --json`: the bandwidth and what may be declared, in bits per second, null
+    /// after `none`; the pool's status agrees.
+    @Test func setBandwidthReportsJSON() throws {
+        try FS.withScratchPool(capacity: "8M") { _, pool in
+            let set = try object(try FS.provideo(pool, "set-bandwidth", "2G", "--json"), "set-bandwidth 2G")
+            #expect(set["path"] as? String == pool && set["bandwidth"] as? Int64 == 2_000_000_000)
+            #expect(set["admissibleBitrate"] as? Int64 == 1_600_000_000)
+            #expect(try TestSupport.poolStatus(pool).bandwidth == 2_000_000_000)
+            let none = try object(try FS.provideo(pool, "set-bandwidth", "none", "--json"), "set-bandwidth none")
+            #expect(none["bandwidth"] is NSNull && none["admissibleBitrate"] is NSNull, "\(none)")
+            #expect(try TestSupport.poolStatus(pool).bandwidth == nil)
         }
     }
 }

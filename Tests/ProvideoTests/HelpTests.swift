@@ -38,6 +38,15 @@ import Testing
         #expect(usage.contains("\n  \(synopsis)\n"), "the usage lacks `\(synopsis)`")
     }
 
+    /// `help --help` and `help help` describe `help` itself (they were usage errors, exit 2).
+    @Test(arguments: [["help", "--help"], ["help", "help"], ["help", "-h"]])
+    func helpOfHelp(_ words: [String]) throws {
+        let result = try TestSupport.run("provideo", words)
+        #expect(result.status == 0 && result.stderr.isEmpty, "\(result)")
+        #expect(result.stdout.hasPrefix("usage: provideo help [COMMAND]\n") && result.stdout.contains("--completion bash|zsh"),
+                "\(result.stdout)")
+    }
+
     /// The README's CLI block is the usage's synopses, one a line.
     @Test func readmeListsEveryCommandAsHelpDoes() throws {
         let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()

@@ -21,6 +21,36 @@ import ProVideoStorage
         (try? TestSupport.run("/usr/bin/python3", ["-c", "import prometheus_client"]).status) == 0
     }
 
+    static let promtool = "/usr/bin/promtool"
+    static var hasPromtool: Bool { FileManager.default.isExecutableFile(atPath: promtool) }
+
+    /// `promtool check metrics`: the Prometheus project's linter (base units, unit suffix last,
+    /// `_total` on counters, HELP on every family) prints each problem and exits 1.
+    func expectPromtoolAccepts(_ text: String) throws {
+        let result = try TestSupport.run(Self.promtool, ["check", "metrics"], stdin: Data(text.utf8))
+        #expect(result.status == 0 && result.stdout.isEmpty && result.stderr.isEmpty,
+                "promtool check metrics refused the output: \(result.stdout)\(result.stderr)")
+    }
+
+    /// With a capture running (every family has samples) and on an idle pool, the output
+    /// passes `promtool check metrics`.
+    @Test(.enabled(if: hasPromtool, "promtool is not installed (apt-get install prometheus)"))
+    func promtoolAcceptsTheMetrics() throws {
+        try FS.withScratchPool(capacity: "16M") { dir, pool in
+            let idle = try FS.provideo(pool, "metrics")
+            #expect(idle.status == 0, "\(idle.stderr)")
+            try expectPromtoolAccepts(idle.stdout)
+            let (recorder, input) = try FS.startRecorder(pool, dir + "/take.mov", ["--bitrate", "80M"])
+            defer { if recorder.isRunning { recorder.terminate() }; recorder.waitUntilExit() }
+            try input.write(contentsOf: Data(TestSupport.pattern(1_000_000, seed: 3)))
+            for _ in 0..<100 where (try TestSupport.poolStatus(pool)).captures.isEmpty { usleep(50_000) }
+            let busy = try FS.provideo(pool, "metrics")
+            #expect(busy.stdout.contains("provideo_capture_declared_rate_bytes_per_second{"), "\(busy.stdout)")
+            try expectPromtoolAccepts(busy.stdout)
+            try input.close()
+        }
+    }
+
     struct Sample {
         var name: String
         var labels: [String: String]
@@ -71,8 +101,8 @@ import ProVideoStorage
             let labels = ["destination": destination, "pid": "\(capture.pid)"]
             #expect(value("provideo_capture_written_bytes", labels) == Double(after.captures.first?.bytesWritten ?? -1))
             #expect(value("provideo_capture_committed_bytes", labels) == 6_000_000)
-            #expect(value("provideo_capture_bitrate_bits_per_second", labels) == 80_000_000)
-            let seconds = try #require(value("provideo_capture_recording_seconds_remaining", labels))
+            #expect(value("provideo_capture_declared_rate_bytes_per_second", labels) == 10_000_000)
+            let seconds = try #require(value("provideo_capture_recording_remaining_seconds", labels))
             #expect(abs(seconds - Double(after.remainingCapacity) * 8 / 80e6) < 1e-6)
             // The capture's own counters, published in its progress block, as status shows them.
             let counters = try #require(after.captures.first?.counters)
@@ -89,6 +119,7 @@ import ProVideoStorage
             #expect(samples.first { $0.name == "provideo_capture_write_completion_seconds_bucket" }?.type == "histogram")
             #expect(samples.first { $0.name == "provideo_salvaged_recordings_total" }?.type == "counter")
             #expect(value("provideo_salvaged_recordings_total") == 0)
+            if Self.hasPromtool { try expectPromtoolAccepts(metrics.stdout) }
             try input.close()
         }
     }
@@ -102,9 +133,45 @@ import ProVideoStorage
             let text = try String(contentsOfFile: dir + "/provideo.prom", encoding: .utf8)
             #expect(text == (try FS.provideo(pool, "metrics").stdout))
             #expect(text.contains("\nprovideo_capacity_bytes{pool=\"\(pool)\"} 8388608\n"))
-            #expect(!FileManager.default.fileExists(atPath: dir + "/provideo.prom.tmp"))
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["pool", "provideo.prom"])
+            let mode = try FileManager.default.attributesOfItem(atPath: dir + "/provideo.prom")[.posixPermissions] as? Int
+            #expect(mode == 0o644)
             let refused = try FS.provideo(pool, "metrics", "--output", dir + "/missing/provideo.prom")
-            #expect(refused.status == 1 && refused.stderr.hasPrefix("provideo: cannot write the metrics"), "\(refused.stderr)")
+            #expect(refused.status == 1 && refused.stderr.hasPrefix("provideo: cannot write the metrics to \(dir)/missing/provideo.prom: ")
+                    && refused.stderr.contains("No such file or directory"), "\(refused.stderr)")
+        }
+    }
+
+    /// Two writers publishing one file at once (two processes, each running `metrics --output`
+    /// in a loop) both succeed every time, and a reader polling the file meanwhile never reads it
+    /// empty or cut short; no temporary file is left behind.
+    @Test func concurrentWritersNeverPublishAPartialFile() throws {
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
+            let output = dir + "/provideo.prom"
+            let expected = try FS.provideo(pool, "metrics").stdout
+            try #require(expected.hasSuffix("provideo_salvaged_recordings_total{pool=\"\(pool)\"} 0\n"))
+            let loop = "for i in $(seq 150); do \"$0\" --pool \"$1\" metrics --output \"$2\" || exit 1; done"
+            let writers = try (0..<2).map { _ in
+                try TestSupport.start("/bin/sh", ["-c", loop, TestSupport.productsDirectory + "/provideo", pool, output])
+            }
+            defer { for writer in writers { if writer.isRunning { writer.terminate() }; writer.waitUntilExit() } }
+            var reads = 0
+            var wrong: [String] = []
+            while writers.contains(where: \.isRunning) {
+                // Missing only until the first writer has published.
+                guard let text = try? String(contentsOfFile: output, encoding: .utf8) else { continue }
+                reads += 1
+                if text != expected { wrong.append(text) }
+            }
+            for writer in writers {
+                writer.waitUntilExit()
+                let errors = String(decoding: (writer.standardError as! Pipe).fileHandleForReading.readDataToEndOfFile(),
+                                    as: UTF8.self)
+                #expect(writer.terminationStatus == 0, "a writer failed: \(errors)")
+            }
+            #expect(reads > 100)
+            #expect(wrong.isEmpty, "\(wrong.count) of \(reads) reads were not the whole file, e.g. \(wrong.first?.count ?? 0) bytes")
+            #expect(try FileManager.default.contentsOfDirectory(atPath: dir).sorted() == ["pool", "provideo.prom"])
         }
     }
 }

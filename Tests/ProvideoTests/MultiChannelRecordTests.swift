@@ -194,8 +194,14 @@ import Testing
             _ = try Self.waitForStatus(pool, "two running captures") { $0.captures.count == 2 }
             let refused = try FS.provideo(pool, "record", scratch + "/c.mov", "--bitrate", "400M", stdin: Data())
             #expect(refused.status == 1)
-            #expect(refused.stderr.contains("2 × 400 Mbit/s running, 800 Mbit/s of 800 Mbit/s admissible"), "\(refused.stderr)")
-            #expect(refused.stderr.contains("this one needs 400 Mbit/s"), "\(refused.stderr)")
+            // What was refused and why, first; then the numbers.
+            #expect(refused.stderr.hasPrefix("provideo: not enough bandwidth to start a capture at 400 Mbit/s: the running "
+                                              + "captures (2 × 400 Mbit/s) declare 800 Mbit/s of the 800 Mbit/s admissible "
+                                              + "(80% of the pool's bandwidth, 1 Gbit/s), and this one would take them to "
+                                              + "1.2 Gbit/s. "), "\(refused.stderr)")
+            let refusedJSON = try FS.provideo(pool, "record", scratch + "/c.mov", "--bitrate", "400M", "--json", stdin: Data())
+            #expect(refusedJSON.status == 1 && refusedJSON.stdout.hasPrefix("{\"error\":{\"code\":\"bandwidthExceeded\","),
+                    "\(refusedJSON.stdout)")
             #expect(!FileManager.default.fileExists(atPath: scratch + "/c.mov"))
             let forced = try Recorder(pool, scratch + "/c.mov", bitrate: "400M", extra: ["--force"])
             let status = try Self.waitForStatus(pool, "three running captures") { $0.captures.count == 3 }

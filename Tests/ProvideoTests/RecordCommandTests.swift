@@ -21,6 +21,37 @@ import Testing
         }
     }
 
+    /// Input that arrives at once (a file) gets no rate (it was 157532.5 Mbit/s over 0.0 s);
+    /// the summary says the disk kept up, and that the take's space came out of the reserve with
+    /// how to refill it; `--replenish` refills it.
+    @Test func summarySaysWhatHappened() throws {
+        try FS.withScratchPool(capacity: "16M") { dir, pool in
+            let input = Data(TestSupport.pattern(3_000_000, seed: 12))
+            let result = try FS.provideo(pool, "record", dir + "/a.mov", stdin: input)
+            #expect(result.status == 0, "\(result.stderr)")
+            let lines = result.stdout.split(separator: "\n").map(String.init)
+            try #require(lines.count == 2, "\(result.stdout)")
+            #expect(lines[0].hasPrefix("recorded 2.9 MiB (3000000 bytes) to \(dir)/a.mov; the input came all at once (in 0."),
+                    "\(lines[0])")
+            #expect(lines[0].contains(" s, as from a file: no stream rate to show); the disk kept up; engine "), "\(lines[0])")
+            #expect(!lines[0].contains("Mbit/s"), "\(lines[0])")
+            let remaining = try TestSupport.poolStatus(pool).remainingCapacity
+            #expect(remaining < 16 << 20 - 3_000_000)
+            #expect(lines[1] == "the take's space came out of the pool's reserve: \(ByteFormat.human(remaining)) of 16.0 MiB "
+                    + "remain; `provideo replenish` (or `record --replenish`) refills it from the filesystem's free space")
+
+            let replenished = try FS.provideo(pool, "record", dir + "/b.mov", "--replenish", "--json", stdin: input)
+            let report = try #require(try JSONSerialization.jsonObject(with: Data(replenished.stdout.utf8)) as? [String: Any],
+                                      "\(replenished.stdout) \(replenished.stderr)")
+            #expect(report["remainingCapacity"] as? Int64 == 16 << 20)
+            #expect((report["replenishedBytes"] as? Int64 ?? 0) >= 2 * 3_000_000)
+            #expect(try TestSupport.poolStatus(pool).remainingCapacity == 16 << 20)
+            let human = try FS.provideo(pool, "record", dir + "/c.mov", "--replenish", stdin: input)
+            #expect(human.stdout.hasSuffix(": 16.0 MiB of 16.0 MiB remain\n") && human.stdout.contains("\nreplenished the reserve by "),
+                    "\(human.stdout)")
+        }
+    }
+
     /// A read error mid-take (the encoder's connection reset) ends the take like end of input:
     /// every byte received is at the destination, and the exit status (1) and message say the
     /// input failed. An input that fails at once (a directory) records nothing and leaves no

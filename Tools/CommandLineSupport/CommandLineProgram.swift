@@ -5,10 +5,13 @@ import ProVideoStorage
 public enum CommandLineProgram {
     /// Answers `--version`, `help [COMMAND]`, `help --man`, `help --completion bash|zsh`,
     /// `--help` and `COMMAND --help` from `program`, else runs `body`; prints errors to
-    /// standard error after the program's name and exits with the matching status.
+    /// standard error after the program's name and exits with the matching status. A command
+    /// run with `--json` that fails before printing its JSON also prints one JSON error object on
+    /// standard output (`ErrorReport`), as `zpool -j` and `lsblk -J` do.
     public static func run(_ program: ProgramDescription, _ body: (inout Arguments) throws -> Void) -> Never {
+        let words = Array(CommandLine.arguments.dropFirst())
         do {
-            var arguments = Arguments(Array(CommandLine.arguments.dropFirst()))
+            var arguments = Arguments(words)
             if let text = try builtInAnswer(program, &arguments) {
                 print(text)
             } else {
@@ -17,15 +20,42 @@ public enum CommandLineProgram {
             exit(0)
         } catch let error as UsageError {
             // The one line that says what was wrong, not buried under the whole usage text.
-            printError("\(program.name): \(error.description)\nsee `\(program.name) --help`")
-            exit(2)
+            fail(ErrorReport(code: "usage", message: error.description), words,
+                 "\(program.name): \(error.description)\nsee `\(program.name) --help`", status: 2)
         } catch let error as ProVideoError {
-            printError("\(program.name): \(error.message)")
-            exit(1)
+            fail(ErrorReport(code: error.code.rawValue, message: error.message), words, "\(program.name): \(error.message)",
+                 status: 1)
         } catch {
-            printError("\(program.name): \(error)")
-            exit(1)
+            fail(ErrorReport(code: "error", message: "\(error)"), words, "\(program.name): \(error)", status: 1)
         }
+    }
+
+    /// What `--json` prints on standard output for a command that failed:
+    /// `{"error": {"code": "busy", "message": "…"}}`. `code` is the `ProVideoError` code's name,
+    /// or "usage" for a usage error (exit status 2).
+    struct ErrorReport: Encodable {
+        struct Detail: Encodable {
+            var code: String
+            var message: String
+        }
+        var error: Detail
+
+        init(code: String, message: String) { error = Detail(code: code, message: message) }
+    }
+
+    /// Whether this run printed a JSON document (`printJSON`): a command that printed its report
+    /// and then failed (`check` with problems, `record` that dropped frames) prints no second one.
+    nonisolated(unsafe) private static var printedJSON = false
+
+    /// The report goes on one line, so that it is also one line of `land --watch --json`'s stream.
+    private static func fail(_ report: ErrorReport, _ words: [String], _ message: String, status: Int32) -> Never {
+        if words.contains("--json") && !printedJSON {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.sortedKeys, .withoutEscapingSlashes]
+            if let data = try? encoder.encode(report) { print(String(decoding: data, as: UTF8.self)) }
+        }
+        printError(message)
+        exit(status)
     }
 
     /// What `--version` and the help forms print; nil when the words ask for something else.
@@ -34,6 +64,9 @@ public enum CommandLineProgram {
         if words.contains("--version") { return "\(program.name) \(ProVideoStorageVersion.current)" }
         if words.first == "help" {
             _ = arguments.flag("help")
+            if arguments.flag("--help") || arguments.flag("-h") || arguments.remaining.first == "help" {
+                return program.helpForHelp
+            }
             if arguments.flag("--man") { return program.manPage }
             if let shell = try arguments.option("--completion") { return try program.completion(shell) }
             let name = arguments.remaining.first
@@ -55,5 +88,6 @@ public enum CommandLineProgram {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
         print(String(decoding: try encoder.encode(value), as: UTF8.self))
+        printedJSON = true
     }
 }

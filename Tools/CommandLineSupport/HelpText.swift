@@ -36,6 +36,13 @@ extension ProgramDescription {
         return lines.joined(separator: "\n")
     }
 
+    /// `help --help` and `help help`: what `help` itself takes.
+    public var helpForHelp: String {
+        ["usage: \(name) help [COMMAND]", "the usage, or one command's options (the same as `\(name) COMMAND --help`)",
+         "options:", "  --man", "      the man page", "  --completion bash|zsh", "      a shell completion script"]
+            .joined(separator: "\n")
+    }
+
     /// The text for `help [COMMAND]`.
     /// - Throws: `UsageError` for an unknown command, naming the known ones.
     public func helpText(for name: String?) throws -> String {

@@ -51,11 +51,13 @@ enum Captures {
     }
 
     static func setBandwidth(_ path: String, _ arguments: inout Arguments) throws {
+        let json = arguments.flag("--json")
         let text = try arguments.positional("RATE (e.g. 3.2G) or none")
         try arguments.finish()
         let bandwidth = text == "none" ? nil : try SizeParser.bitrate(text)
         if let bandwidth, bandwidth < 1 { throw UsageError("the bandwidth must be more than 0 bit/s") }
         try Commands.openPool(path).setBandwidth(bandwidth)
+        if json { return try CommandLineProgram.printJSON(CommandReports.Bandwidth(path: path, bandwidth: bandwidth)) }
         print(bandwidth.map { "captures are admitted against \(BitRateFormat.human($0)) (80% of it may be declared)" }
               ?? "captures are no longer admitted against a bandwidth")
     }

@@ -24,6 +24,31 @@ enum CommandReports {
         var remainingCapacity: Int64
     }
 
+    /// `set-bandwidth`: in bits per second; both null after `set-bandwidth none`.
+    struct Bandwidth: Encodable {
+        var path: String
+        /// The bandwidth captures are admitted against.
+        var bandwidth: Int64?
+        /// The share of it captures may declare together (`Pool.admissibleShare`).
+        var admissibleBitrate: Int64?
+
+        init(path: String, bandwidth: Int64?) {
+            self.path = path
+            self.bandwidth = bandwidth
+            admissibleBitrate = bandwidth.map { Int64(Double($0) * Pool.admissibleShare) }
+        }
+
+        enum Key: String, CodingKey { case path, bandwidth, admissibleBitrate }
+
+        /// Writes null rather than leaving the keys out, so a script reads "no bandwidth".
+        func encode(to encoder: Encoder) throws {
+            var container = encoder.container(keyedBy: Key.self)
+            try container.encode(path, forKey: .path)
+            try container.encode(bandwidth, forKey: .bandwidth)
+            try container.encode(admissibleBitrate, forKey: .admissibleBitrate)
+        }
+    }
+
     /// `recover`.
     struct Recover: Encodable {
         var path: String
@@ -76,5 +101,10 @@ enum CommandReports {
         var droppedReads: Int
         var storageFull: Bool
         var stoppedBySignal: Bool
+        /// After a take renamed on the pool's filesystem (whose space came out of the reserve),
+        /// and after `--replenish`; absent for a take copied to another filesystem or landing.
+        var remainingCapacity: Int64?
+        /// `--replenish`: bytes it added back to the reserve.
+        var replenishedBytes: Int64?
     }
 }

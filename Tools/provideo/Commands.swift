@@ -35,9 +35,13 @@ enum Commands {
     static func status(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
         let exactBytes = arguments.flag("--bytes")
+        let parsable = ParsableOptions.read(&arguments)
         let rate = try RecordingRate.read(&arguments)
         let watch = try arguments.optionalNumber("--watch", whenBare: "1")
         try arguments.finish()
+        if parsable.any && (json || watch != nil) {
+            throw UsageError("-H and -p print one table; they do not go with \(json ? "--json" : "--watch")")
+        }
         if let watch {
             guard let interval = Double(watch), interval >= 0.1, interval <= 86_400 else {
                 throw UsageError("--watch takes seconds between views, from 0.1 to 86400, not '\(watch)'")
@@ -47,25 +51,20 @@ enum Commands {
         }
         let status = try openPool(path, lookingOnly: true).status()
         if json { return try CommandLineProgram.printJSON(StatusReport(status: status, rate: rate)) }
+        if parsable.any { return print(ParsableViews(options: parsable).status(status, rate: rate), terminator: "") }
         print(StatusView(status: status, rate: rate, exactBytes: exactBytes).lines.joined(separator: "\n"))
     }
 
     /// `metrics`: the pool's state in the Prometheus text format, on standard output or
-    /// written atomically to `--output FILE` (a textfile collector never reads half a file).
+    /// published whole at `--output FILE` (`MetricsFile`).
     static func metrics(_ path: String, _ arguments: inout Arguments) throws {
         let output = try arguments.option("--output")
         try arguments.finish()
+        if output?.isEmpty == true { throw UsageError("--output needs a file name, e.g. /var/lib/node_exporter/provideo.prom") }
         let pool = try openPool(path, lookingOnly: true)
         let text = Metrics(status: try pool.status(), listing: try pool.listing(), deadCaptures: try pool.deadCaptures().count).text
         guard let output else { return print(text, terminator: "") }
-        let temporary = output + ".tmp"
-        do {
-            try text.write(toFile: temporary, atomically: false, encoding: .utf8)
-            guard rename(temporary, output) == 0 else { throw CocoaError(.fileWriteUnknown) }
-        } catch {
-            try? FileManager.default.removeItem(atPath: temporary)
-            throw ProVideoError(.ioError, "cannot write the metrics to \(output): check that its directory exists and is writable")
-        }
+        try MetricsFile.publish(text, at: output)
     }
 
     /// `codecs`: every name `status --codec` takes, with its bitrate.
@@ -148,12 +147,14 @@ enum Commands {
             options.landing = landing
         }
         let json = arguments.flag("--json")
+        let replenish = arguments.flag("--replenish")
         let destination = try arguments.positional("DEST")
         try arguments.finish()
         // An empty word would resolve to the current directory and be refused as existing,
         // which hides the typing mistake (an unset shell variable, most often).
         if destination.isEmpty { throw UsageError("record needs a destination path (DEST), e.g. /media/card/take1.mov; got ''") }
-        let capture = try openPool(path).startCapture(to: destination, options: options)
+        let pool = try openPool(path)
+        let capture = try pool.startCapture(to: destination, options: options)
         StopSignals.install(restart: false)
         let outcome: Recorder.Outcome
         let copyProgress = CopyProgressDisplay()
@@ -169,7 +170,28 @@ enum Commands {
             }
             throw error
         }
-        try Recorder.report(outcome, poolPath: path, json: json)
+        try Recorder.report(outcome, poolPath: path, json: json, reserve: reserveAfter(outcome.result, pool, replenish: replenish))
+    }
+
+    /// What a take left on the pool's filesystem did to the reserve (nil for one copied to
+    /// another filesystem or landing in the background: it took nothing for good), after
+    /// `replenish` (`record --replenish`) when asked. A replenish that fails is a warning: the
+    /// recording is whole either way.
+    private static func reserveAfter(_ result: RecordingResult, _ pool: Pool, replenish: Bool) -> Recorder.ReserveNote? {
+        guard result.landingTo == nil, !Recorder.wasCopied(result, poolPath: pool.path) else { return nil }
+        var replenished: ReplenishResult?
+        if replenish {
+            do {
+                replenished = try pool.replenish()
+            } catch let error as ProVideoError {
+                CommandLineProgram.printError("warning: the recording is whole, but replenishing the reserve failed: "
+                                              + "\(error.message); run `provideo replenish` later")
+            } catch {
+                CommandLineProgram.printError("warning: replenishing the reserve failed: \(error)")
+            }
+        }
+        guard let remaining = replenished?.remainingCapacity ?? (try? pool.remainingCapacity) else { return nil }
+        return Recorder.ReserveNote(remainingCapacity: remaining, capacity: pool.initialCapacity, replenished: replenished)
     }
 
     /// A capacity as typed, at least `Pool.minimumCapacity` and at most `Pool.maximumCapacity`.
@@ -192,6 +214,10 @@ enum Commands {
     /// nothing (a root monitoring job never places takes) and say what waits for `recover`.
     static func openPool(_ path: String, lookingOnly: Bool = false) throws -> Pool {
         let pool = try Pool.open(at: path, salvaging: !lookingOnly)
+        if lookingOnly && pool.isReadOnly {
+            CommandLineProgram.printError("note: the pool's filesystem is read-only: the pool can be read, not changed "
+                                          + "(no capture can start, nothing can be salvaged or replenished)")
+        }
         let dead = lookingOnly ? try pool.deadCaptures() : []
         if !dead.isEmpty {
             CommandLineProgram.printError("note: \(dead.count) capture(s) left by recorders that died wait to be "
@@ -226,6 +252,7 @@ enum Commands {
         try arguments.finish()
         if salvageTo?.isEmpty == true { throw UsageError("--salvage-to needs a directory") }
         let pool = try Pool.open(at: path)
+        try pool.requireWritable()  // else nothing is salvaged, and "nothing to recover" would be untrue
         if let failure = pool.repairFailure { throw failure }
         if let salvageTo { _ = try pool.salvageWithoutJournal(into: salvageTo) }
         for recording in pool.salvaged where recording.note != nil {
@@ -263,10 +290,13 @@ enum Commands {
 
     static func list(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
+        let parsable = ParsableOptions.read(&arguments)
         try arguments.finish()
+        if parsable.any && json { throw UsageError("-H and -p print a table; they do not go with --json") }
         let pool = try openPool(path, lookingOnly: true)
         let listing = try pool.listing()
         if json { return try CommandLineProgram.printJSON(listing) }
+        if parsable.any { return print(ParsableViews(options: parsable).list(listing), terminator: "") }
         for capture in listing.captures { print(Captures.line(capture, size: ByteFormat.significant)) }
         if listing.recordings.isEmpty { print("the pool holds no recordings") }
         for held in listing.recordings {

@@ -19,6 +19,8 @@ struct Metrics {
         out.gauge("provideo_remaining_bytes", "bytes captures can still write (remainingCapacity)", status.remainingCapacity)
         out.gauge("provideo_reserved_on_disk_bytes", "bytes the filesystem allocated for the reserve and running captures",
                   status.reservedBytesOnDisk)
+        out.gauge("provideo_read_only", "1 when the pool's filesystem is read-only: it can be read, not changed",
+                  status.readOnly == true ? 1 : 0)
         out.header("provideo_busy", "1 while the pool is busy for the reason", type: "gauge")
         for reason in Self.busyReasons {
             out.sample("provideo_busy", ["reason": reason], status.busyReasons.names.contains(reason) ? 1 : 0)
@@ -28,8 +30,11 @@ struct Metrics {
         let perCapture: [(String, String, (PoolStatus.Capture) -> Double)] = [
             ("provideo_capture_written_bytes", "bytes of the capture that reached the disk", { Double($0.bytesWritten) }),
             ("provideo_capture_committed_bytes", "bytes of the capture a crash cannot lose", { Double($0.committedBytes) }),
-            ("provideo_capture_bitrate_bits_per_second", "the capture's declared bitrate", { Double($0.bitrate) }),
-            ("provideo_capture_recording_seconds_remaining", "recording time the remaining capacity holds at the capture's bitrate",
+            // Prometheus names take base units (bytes, not bits) with the unit last (its naming
+            // guide; `promtool check metrics`): the declared bitrate is exported in bytes per second.
+            ("provideo_capture_declared_rate_bytes_per_second", "the capture's declared bitrate (--bitrate), in bytes per second",
+             { Double($0.bitrate) / 8 }),
+            ("provideo_capture_recording_remaining_seconds", "recording time the remaining capacity holds at the capture's bitrate",
              { RecordingTime.seconds(bytes: status.remainingCapacity, atBitrate: $0.bitrate) ?? .nan }),
             ("provideo_capture_buffers_in_flight", "capture buffers handed to the disk and not yet landed",
              { Double($0.counters?.buffersInFlight ?? 0) }),

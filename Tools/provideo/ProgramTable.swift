@@ -24,10 +24,13 @@ let program = ProgramDescription(
         CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
             .flag("--json", "print the status as JSON (sizes in bytes)"),
             .flag("--bytes", "show byte counts beside the rounded sizes"),
+            .flag("-H", "print the status as one row for scripts (PATH CAPACITY REMAINING ALLOCATED BUSY CAPTURES DECLARED "
+                  + "ADMISSIBLE READONLY FILESYSTEM ENGINE, then TIMELEFT with --bitrate or --codec): tab-separated, no header"),
+            .flag("-p", "print that row with exact numbers: bytes, bit/s, seconds (-Hp as `zpool list -Hp`)"),
             OptionDescription("--bitrate", "RATE", "show the recording time left at RATE (880M = 880,000,000 bit/s)"),
             OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)"),
             OptionDescription("--watch", "SECONDS", "show the status again every SECONDS (default 1) with each capture's rate, "
-                              + "until Ctrl-C", valueOptional: true),
+                              + "until q (on a terminal) or Ctrl-C", valueOptional: true),
         ]),
         CommandDescription("resize", arguments: "SIZE", summary: "set the capacity and grow or shrink the reserve", options: [
             .flag("--json", "print the new capacity as JSON"),
@@ -47,6 +50,7 @@ let program = ProgramDescription(
             OptionDescription("--land", "WHEN", "a destination on another filesystem: copy it in finish, or land it in the "
                               + "background (`provideo land`); auto (default): in the background for network filesystems",
                               choices: ["auto", "finish", "background"]),
+            .flag("--replenish", "afterwards, refill the reserve from free space for the take's share (as `provideo replenish`)"),
             .flag("--json", "print the summary as JSON"),
         ]),
         CommandDescription("demo", summary: "record a generated ProRes 422 HQ clip end to end", options: [
@@ -58,6 +62,9 @@ let program = ProgramDescription(
         ]),
         CommandDescription("list", summary: "recordings the pool holds, and the captures in progress", options: [
             .flag("--json", "print the listing as JSON"),
+            .flag("-H", "print a row for scripts per item (TYPE NAME DESTINATION SIZE DONE; TYPE capture, held, landing or "
+                  + "recovered): tab-separated, no header"),
+            .flag("-p", "print those rows with exact byte counts (-Hp as `zpool list -Hp`)"),
         ]),
         CommandDescription("move", arguments: "HELD [DEST]",
                            summary: "move a recording the pool holds to its destination (or DEST)", options: [
@@ -86,7 +93,9 @@ let program = ProgramDescription(
             .flag("--json", "print what landed and what failed as a JSON list (with --watch, one object per line)"),
         ]),
         CommandDescription("set-bandwidth", arguments: "RATE|none",
-                           summary: "set the bandwidth captures are admitted against (80% of it), or none", options: []),
+                           summary: "set the bandwidth captures are admitted against (80% of it), or none", options: [
+            .flag("--json", "print the bandwidth and the admissible bitrate as JSON (bits per second; null for none)"),
+        ]),
         CommandDescription("measure-bandwidth", summary: "measure the pool's durable write bandwidth until it settles, and set it", options: [
             .flag("--json", "print the burst and sustained rates (bit/s), bytes, seconds and whether it settled as JSON"),
         ]),

@@ -95,9 +95,29 @@ enum Recorder {
                        inputSeconds: inputSeconds)
     }
 
-    /// Prints the one-line summary (or, with `json`, the summary as JSON); throws (exit 1)
-    /// when the recording is not the whole input.
-    static func report(_ outcome: Outcome, poolPath: String, json: Bool = false) throws {
+    /// A take renamed on the pool's filesystem keeps the blocks the reserve granted it: the
+    /// remaining capacity stays lower by its size until a replenish.
+    struct ReserveNote {
+        var remainingCapacity: Int64
+        var capacity: Int64
+        /// Set with `record --replenish`.
+        var replenished: ReplenishResult?
+
+        var line: String {
+            guard let replenished else {
+                return "the take's space came out of the pool's reserve: \(ByteFormat.human(remainingCapacity)) of "
+                    + "\(ByteFormat.human(capacity)) remain; `provideo replenish` (or `record --replenish`) refills it "
+                    + "from the filesystem's free space"
+            }
+            return "replenished the reserve by \(ByteFormat.human(replenished.added)): \(ByteFormat.human(remainingCapacity)) of "
+                + "\(ByteFormat.human(capacity)) remain"
+                + (replenished.missing > 0 ? " (\(ByteFormat.human(replenished.missing)) short: free space on the filesystem)" : "")
+        }
+    }
+
+    /// Prints the one-line summary (or, with `json`, the summary as JSON) and what the take did
+    /// to the reserve; throws (exit 1) when the recording is not the whole input.
+    static func report(_ outcome: Outcome, poolPath: String, json: Bool = false, reserve: ReserveNote? = nil) throws {
         let result = outcome.result
         let stats = result.statistics
         let seconds = outcome.inputSeconds
@@ -111,13 +131,11 @@ enum Recorder {
                 appendLatencyP99Nanoseconds: stats.appendLatency.percentile(0.99),
                 appendLatencyMaxNanoseconds: stats.appendLatency.maximum, droppedBytes: outcome.droppedBytes,
                 droppedReads: outcome.droppedReads,
-                storageFull: outcome.storageFull, stoppedBySignal: outcome.stoppedBySignal))
+                storageFull: outcome.storageFull, stoppedBySignal: outcome.stoppedBySignal,
+                remainingCapacity: reserve?.remainingCapacity, replenishedBytes: reserve?.replenished?.added))
         } else {
-            print("recorded \(ByteFormat.human(result.length)) (\(result.length) bytes) of input at "
-                  + String(format: "%.1f Mbit/s over %.1f s", bitrate / 1e6, seconds)
-                  + (copied ? "; copied to another filesystem and verified at " : " to ") + result.path
-                  + "; engine \(stats.engine), \(stats.frames) appends, waited for the disk \(stats.overruns) times, "
-                  + "append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs")
+            print(summary(outcome, copied: copied))
+            if let reserve { print(reserve.line) }
             if let destination = result.landingTo {
                 print("landing at \(destination) in the background: `provideo land` (or provideo-land.service) copies it there")
             }
@@ -139,6 +157,34 @@ enum Recorder {
                                 + "were dropped (--overrun fail), so \(result.path) has gaps; use --overrun wait to hold the "
                                 + "input back instead")
         }
+    }
+
+    /// Below this, the input's length says nothing of a stream's rate: it came as fast as it
+    /// could be read (a file, a pipe from another program).
+    static let shortestRatedInput = 1.0
+
+    /// The summary line: what was recorded where, how fast the input came, and whether the
+    /// disk kept up, held the input back (`--overrun wait`) or made reads be dropped (`fail`).
+    static func summary(_ outcome: Outcome, copied: Bool) -> String {
+        let result = outcome.result
+        let stats = result.statistics
+        let seconds = outcome.inputSeconds
+        var line = "recorded \(ByteFormat.human(result.length)) (\(result.length) bytes)"
+            + (copied ? "; copied to another filesystem and verified at " : " to ") + result.path + "; "
+        line += seconds >= shortestRatedInput
+            ? String(format: "the input came at %.1f Mbit/s over %.1f s", Double(result.length) * 8 / seconds / 1e6, seconds)
+            : String(format: "the input came all at once (in %.2f s, as from a file: no stream rate to show)", seconds)
+        // `overruns` counts every append that found each buffer in flight: the refused ones
+        // (`overrunFailures`, each a dropped read) and those that waited for a buffer.
+        let waits = max(stats.overruns - stats.overrunFailures, 0)
+        var disk: [String] = []
+        if waits > 0 { disk.append("the disk fell behind and held the input back \(waits) time(s)") }
+        if outcome.droppedReads > 0 {
+            disk.append("the disk fell behind and \(outcome.droppedReads) read(s) (\(ByteFormat.human(outcome.droppedBytes))) "
+                        + "were dropped: no buffer was free for them in time")
+        }
+        line += "; " + (disk.isEmpty ? "the disk kept up" : disk.joined(separator: ", and "))
+        return line + "; engine \(stats.engine), \(stats.frames) appends, append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs"
     }
 
     /// Whether the recording is on another filesystem than its pool (st_dev differs): it was

@@ -22,7 +22,8 @@ struct StatusView {
             " (\(TimeFormat.clock($0)) at the running captures' \(BitRateFormat.human(status.admittedBitrate)))"
         } ?? ""
         var lines = [
-            "pool        \(status.path) (\(status.filesystem)\(device.path.map { " on \($0)" } ?? ""))",
+            "pool        \(status.path) (\(status.filesystem)\(device.path.map { " on \($0)" } ?? "")"
+                + (status.readOnly == true ? ", read-only: it can be read, not changed" : "") + ")",
             "capacity    \(size(status.initialCapacity))",
             "remaining   \(size(status.remainingCapacity))\(atCapture)",
         ]

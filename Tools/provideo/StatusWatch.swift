@@ -6,7 +6,7 @@ import ProVideoStorage
 /// `status --watch [SECONDS]`: the status view again every interval, like `iostat 1`, with
 /// each capture's write rate since the last view. On a terminal the view is redrawn in place;
 /// otherwise each view follows the last after a timestamp line. Ends cleanly (exit 0) on
-/// Ctrl-C, SIGTERM or SIGHUP.
+/// `q` (when standard input is a terminal: `TerminalKeys`), Ctrl-C, SIGTERM or SIGHUP.
 struct StatusWatch {
     var pool: Pool
     var interval: Double
@@ -16,8 +16,13 @@ struct StatusWatch {
     func run() throws {
         StopSignals.install(restart: false)
         let terminal = isatty(STDOUT_FILENO) == 1
+        // Restored by the defer on every way out: q, a signal, a failed status.
+        let keys = TerminalKeys()
+        defer { keys?.restore() }
+        let stopWords = keys == nil ? "Ctrl-C to stop" : "q or Ctrl-C to stop"
+        var quit = false
         var previous: (written: [String: Int64], at: Double)?
-        while !StopSignals.requested {
+        while !StopSignals.requested && !quit {
             let now = ProgressLine.monotonicSeconds()
             let status = try pool.status()
             var view = StatusView(status: status, rate: rate, exactBytes: exactBytes)
@@ -30,10 +35,17 @@ struct StatusWatch {
             previous = (written, now)
             let stamp = ISO8601DateFormatter().string(from: Date())
             // Home and clear-to-end on a terminal: one view that changes in place.
-            print((terminal ? "\u{1B}[H\u{1B}[J" : "") + "\(stamp)  every \(interval) s, Ctrl-C to stop")
+            print((terminal ? "\u{1B}[H\u{1B}[J" : "") + "\(stamp)  every \(interval) s, \(stopWords)")
             print(view.lines.joined(separator: "\n") + (terminal ? "" : "\n"))
             fflush(nil)  // a pipe reader sees each view as it is made
-            while !StopSignals.requested && ProgressLine.monotonicSeconds() - now < interval { usleep(50_000) }
+            while !StopSignals.requested && !quit && ProgressLine.monotonicSeconds() - now < interval {
+                if let keys {
+                    quit = keys.key(within: 50).map { $0 == UInt8(ascii: "q") || $0 == UInt8(ascii: "Q") } ?? false
+                } else {
+                    usleep(50_000)
+                }
+            }
         }
+        if terminal { print("") }  // the shell's prompt after the view, not on its last line
     }
 }

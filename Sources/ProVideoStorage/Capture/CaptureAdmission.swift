@@ -65,12 +65,15 @@ extension Pool {
         let declared = running.map(\.journal.bitrate).saturatingSum()
         guard [declared, options.bitrate].saturatingSum() > admissible else { return }
         guard options.admitOverBandwidth else {
-            throw ProVideoError(.bandwidthExceeded, "cannot start a capture at \(BitRateFormat.human(options.bitrate)): "
-                                + "\(Self.describe(running.map(\.journal.bitrate))) running, "
-                                + "\(BitRateFormat.human(declared)) of \(BitRateFormat.human(admissible)) admissible "
-                                + "(\(Int(Self.admissibleShare * 100))% of the pool's \(BitRateFormat.human(bandwidth))); "
-                                + "this one needs \(BitRateFormat.human(options.bitrate)). Record it into another pool, "
-                                + "lower its bitrate, or start it anyway (`record --force`) and risk dropped frames",
+            // What was refused and why come first: the numbers after them.
+            throw ProVideoError(.bandwidthExceeded, "not enough bandwidth to start a capture at "
+                                + "\(BitRateFormat.human(options.bitrate)): the running captures "
+                                + "(\(Self.describe(running.map(\.journal.bitrate)))) declare \(BitRateFormat.human(declared)) "
+                                + "of the \(BitRateFormat.human(admissible)) admissible "
+                                + "(\(Int(Self.admissibleShare * 100))% of the pool's bandwidth, \(BitRateFormat.human(bandwidth))), "
+                                + "and this one would take them to "
+                                + "\(BitRateFormat.human([declared, options.bitrate].saturatingSum())). Record it into another "
+                                + "pool, lower its bitrate, or start it anyway (`record --force`) and risk dropped frames",
                                 path: path)
         }
         journal.admittedOverBandwidth = true

@@ -9,7 +9,8 @@ package struct LandingProgress: Codable, Sendable, Equatable {
     package var landedBytes: Int64
     /// Whether a `provideo land` process is transferring it now.
     package var transferring: Bool
-    /// The transfer's rate over its last chunk, in bytes per second.
+    /// The transfer's rate sustained since its attempt started (sleeps of `land --rate` and
+    /// flushes included), in bytes per second, as of its last chunk.
     package var bytesPerSecond: Double?
     /// Seconds left at that rate.
     package var etaSeconds: Double?

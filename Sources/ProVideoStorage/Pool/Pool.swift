@@ -368,6 +368,17 @@ public final class Pool: @unchecked Sendable {
     /// - Throws: `.ioError` when the lock file cannot be queried.
     public var busyReasons: BusyReasons { get throws { try lock.heldByOthers() } }
 
+    /// Whether the pool's filesystem refused to open its lock file for writing (EROFS: a
+    /// read-only mount, or one the kernel remounted read-only after an error) when the pool was
+    /// opened: reading it (status, listing, check) works; every change throws `.ioError`
+    /// saying so, and opening it salvages nothing.
+    package var isReadOnly: Bool { lock.readOnly }
+
+    /// - Throws: `.ioError` (EROFS) saying what to do when the pool is read-only (`isReadOnly`).
+    package func requireWritable() throws {
+        if isReadOnly { throw lock.readOnlyError }
+    }
+
     /// A snapshot of everything `provideo status` shows.
     public func status() throws -> PoolStatus {
         let reserveFile = reserve(layout.reserve)
@@ -390,7 +401,7 @@ public final class Pool: @unchecked Sendable {
         let landing = try landings()
         return PoolStatus(
             path: path, initialCapacity: current.initialCapacity, remainingCapacity: remaining,
-            busyReasons: try busyReasons, filesystem: storage.filesystem,
+            busyReasons: try busyReasons, readOnly: isReadOnly, filesystem: storage.filesystem,
             directIOAlignment: storage.directIOAlignment, device: storage.device,
             reservedBytesOnDisk: allocated, zeroFilled: current.zeroFilled,
             engine: captures.first.flatMap { $0.engine.isEmpty ? nil : $0.engine } ?? WriteEngineFactory.availableEngineName(),

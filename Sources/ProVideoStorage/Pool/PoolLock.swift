@@ -12,14 +12,36 @@ import Glibc
 /// Threads sharing one `PoolLock` share its open file description, which never conflicts with
 /// itself: `threads` gives the mutation and reserve bytes the same exclusion between threads
 /// of this process (a `Pool` shared between tasks) that the OFD lock gives between processes.
+///
+/// On a read-only filesystem (a read-only bind mount, one the kernel remounted read-only after
+/// an error) the file is opened read-only: the pool can be read, not changed. The reserve byte is
+/// then taken shared (`F_RDLCK` needs only read access), which still waits for a grant made
+/// through a writable path to the same pool; a mutation is refused (`readOnlyError`).
 final class PoolLock {
     private let file: FileDescriptor
     private let threads = (mutation: NSRecursiveLock(), reserve: NSRecursiveLock())
     private static let mutationByte: Int64 = 0
     private static let reserveByte: Int64 = 16
+    /// The lock file's filesystem refused a write open (EROFS).
+    let readOnly: Bool
 
+    /// - Throws: the open's error (`.ioError`, `.permissionDenied`); on a read-only filesystem,
+    ///   the read-only open's (a lock file missing there cannot be created).
     init(path: String, access: PoolAccess) throws {
-        file = try access.openCreating(path, O_RDWR)
+        do {
+            file = try access.openCreating(path, O_RDWR)
+            readOnly = false
+        } catch let error as ProVideoError where error.errno == EROFS {
+            file = try FileDescriptor.open(path, O_RDONLY)
+            readOnly = true
+        }
+    }
+
+    /// What a change to a pool on a read-only filesystem fails with.
+    var readOnlyError: ProVideoError {
+        ProVideoError(.ioError, "the pool's filesystem is read-only (\(file.path)): the pool can be read (status, list, "
+                      + "metrics, check) but not changed; mount it read-write (`mount -o remount,rw`), after checking it "
+                      + "if the kernel remounted it read-only after an error", errno: EROFS, path: file.path)
     }
 
     private static func byte(_ reason: BusyReasons) -> Int64 {
@@ -34,7 +56,8 @@ final class PoolLock {
     /// another process has it (polling every 5 ms: `F_OFD_SETLKW` has no timeout).
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withMutation<T>(_ body: () throws -> T) throws -> T {
-        try holding(Self.mutationByte, threads.mutation, "lock", pollMicroseconds: 5_000, body) {
+        if readOnly { throw readOnlyError }
+        return try holding(Self.mutationByte, threads.mutation, "lock", pollMicroseconds: 5_000, body) {
             "another process has held the pool's lock (\(file.path)) for \($0) s: a create writing zeros, a move copying "
                 + "a recording, or a process stopped inside one; try again when it is done"
         }
@@ -54,12 +77,13 @@ final class PoolLock {
 
     /// Runs `body` holding `byte` and this process's `threadLock` for it, polling for the byte
     /// until `mutationWaitLimit`; `refusal` says why it gave up, given the seconds waited.
+    /// Shared on a read-only lock file (`readOnly`): such a process only reads.
     private func holding<T>(_ byte: Int64, _ threadLock: NSRecursiveLock, _ what: String, pollMicroseconds: UInt32,
                             _ body: () throws -> T, refusal: (UInt64) -> String) throws -> T {
         let deadline = MonotonicTime.now() + mutationWaitLimit
         try hold(threadLock, what, until: deadline, pollMicroseconds: pollMicroseconds)
         defer { threadLock.unlock() }
-        while try !file.lock(byte, 1, wait: false) {
+        while try !(readOnly ? file.lockShared(byte, 1) : file.lock(byte, 1, wait: false)) {
             guard MonotonicTime.now() < deadline else {
                 throw ProVideoError(.busy, refusal(mutationWaitLimit / 1_000_000_000), path: file.path)
             }
@@ -71,8 +95,9 @@ final class PoolLock {
 
     /// Runs `body` holding the mutation lock if no other process holds it; nil without
     /// running it otherwise.
+    /// nil too on a read-only lock file: nothing can be changed there.
     func withMutationIfFree<T>(_ body: () throws -> T) throws -> T? {
-        guard threads.mutation.try() else { return nil }
+        guard !readOnly, threads.mutation.try() else { return nil }
         defer { threads.mutation.unlock() }
         guard try file.lock(Self.mutationByte, 1, wait: false) else { return nil }
         defer { file.unlock(Self.mutationByte, 1) }

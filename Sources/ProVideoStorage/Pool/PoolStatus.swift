@@ -27,6 +27,9 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     public var remainingCapacity: Int64
     /// What the pool was doing, as `Pool.busyReasons` (in JSON, the reasons' names).
     public var busyReasons: BusyReasons
+    /// true when the pool's filesystem is read-only (a read-only mount, or one the kernel
+    /// remounted read-only after an error): the pool can be read, not changed (`Pool.isReadOnly`).
+    package var readOnly: Bool?
     package var filesystem: String
     package var directIOAlignment: DirectIOAlignment
     package var device: DeviceTopology
