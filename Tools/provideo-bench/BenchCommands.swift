@@ -140,11 +140,14 @@ enum BenchCommands {
         var settings = Sizing.Settings(codec: codecName?.lowercased(), bitrate: bitrate, fps: fps,
                                        streams: streamsMin...(streamsMaxOption ?? 1000), minimumTrial: minimum,
                                        maximumTrial: 3 * minimum + 60_000_000_000)
-        // A scratch pool holds the most streams asked for, or 64 when the bandwidth decides.
+        // A pool must hold --streams-min; a scratch pool holds the most streams asked for (64 when
+        // the bandwidth decides) or what the free space allows. The search stays within what
+        // the pool holds.
         let wanted = Int64(streamsMaxOption ?? 64)
         let noiseBytes: Int64 = noise == "writer" ? 4 << 30 : noise == "land" ? 4 << 30 : 0
-        let workspace = try BenchWorkspace(path: poolPath, log: log) { capacity in
-            min(wanted * settings.poolBytesPerStream(capacity: capacity), Self.scratchLimit(noiseBytes: noiseBytes))
+        let scratchBytes = min(wanted * settings.poolBytesPerStream(capacity: .max), Self.scratchLimit(noiseBytes: noiseBytes))
+        let workspace = try BenchWorkspace(path: poolPath, scratchBytes: scratchBytes, log: log) { capacity in
+            Int64(streamsMin) * settings.poolBytesPerStream(capacity: capacity)
         }
         defer { workspace.release() }
         let pool = workspace.pool
