@@ -168,8 +168,10 @@ import Testing
         }
     }
 
-    /// A short search into a small pool: every trial passes at 40 Mbit/s, so it climbs to
-    /// --streams-max and says more were not tried; the pool is whole afterwards.
+    /// A short search into a small pool at 40 Mbit/s, searching 1…2 streams: its answer is the
+    /// largest number whose trial passed, each trial's verdict follows from its own figures
+    /// (no drop, p99.9 under a frame interval), and the pool is whole afterwards. Whether 2
+    /// pass is the disk's business (other tests share it), so both outcomes are checked.
     @Test func aShortSearchAnswersInOneSentence() throws {
         try TestSupport.withScratch { directory in
             let pool = try Pool.create(at: directory + "/pool", capacity: 256 << 20)
@@ -179,16 +181,26 @@ import Testing
                 "--json", "--plot", directory + "/size.svg"])
             #expect(result.status == 0, "\(result.stderr)")
             let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
-            #expect(object["streams"] as? Int == 2)
-            #expect(object["failedAt"] == nil)
             let trials = object["trials"] as? [[String: Any]] ?? []
             #expect(!trials.isEmpty && trials.allSatisfy { ($0["streams"] as? Int).map { (1...2).contains($0) } ?? false })
-            #expect(trials.allSatisfy { $0["passed"] as? Bool == true && $0["framesDropped"] as? Int == 0 }, "\(trials)")
+            for trial in trials {
+                let p999 = (trial["appendLatencyNs"] as? [String: Any])?["p999"] as? Int ?? .max
+                let verdict = trial["framesDropped"] as? Int == 0 && p999 < trial["frameIntervalNs"] as? Int ?? 0
+                #expect(trial["passed"] as? Bool == verdict, "\(trial)")
+            }
+            let passes = trials.filter { $0["passed"] as? Bool == true }.compactMap { $0["streams"] as? Int }
+            let streams = try #require(object["streams"] as? Int)
+            #expect(streams == passes.max() ?? 0)
             let answer = object["answer"] as? String ?? ""
-            #expect(answer.hasPrefix("2 streams of 40 Mbit/s at 25.0 fps: 0 dropped over ") && answer.hasSuffix("(--streams-max 2)"),
-                    "\(answer)")
-            let svg = try String(contentsOfFile: directory + "/size.svg", encoding: .utf8)
-            #expect(svg.contains(">2 streams</text>"))
+            if streams == 2 {
+                #expect(answer.hasPrefix("2 streams of 40 Mbit/s at 25.0 fps: 0 dropped over ") && answer.hasSuffix("(--streams-max 2)"),
+                        "\(answer)")
+                let svg = try String(contentsOfFile: directory + "/size.svg", encoding: .utf8)
+                #expect(svg.contains(">2 streams</text>"))
+            } else {
+                #expect(object["failedAt"] as? Int == streams + 1, "\(answer)")
+                #expect(answer.contains("; \(streams + 1) dropped") || answer.contains("; \(streams + 1) dropped none"), "\(answer)")
+            }
             #expect(try pool.remainingCapacity == 256 << 20)
         }
     }

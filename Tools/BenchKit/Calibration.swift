@@ -7,13 +7,14 @@ import ProVideoStorage
 /// commit every `durabilityInterval`, as a recording runs). The durable figure is the one to
 /// size streams against: on a disk with a volatile write cache each commit's cache flush makes
 /// the cache drain (measured here: 2.9 GB/s raw against 1.1–1.3 GB/s durable over 20 GiB).
-/// Each repeat starts a capture (so the pool is busy and no recorder can take the reserve
-/// meanwhile), runs fio and our raw side over the same bytes of the capture's file, then fio's
-/// and our durable sides (fio with `--fdatasync=N`, N writes being one commit interval at our
-/// durable rate), and cancels the capture (its capacity returns). On a virtual disk whichever
-/// side runs second in a pass ran 2–2.5× faster, so the order alternates and, with fio, the
-/// passes are an even number: each order runs equally often, and the efficiency is the
-/// geometric mean of the paired ratios, reported for each order too.
+/// Each side of a repeat (our raw and durable sides, fio's raw and durable sides, fio with
+/// `--fdatasync=N`, N writes being one commit interval at our durable rate) starts a capture of
+/// its own (so the pool is busy and no recorder can take the reserve meanwhile), writes its
+/// freshly granted file and cancels it (its capacity returns): every side writes blocks a grant
+/// has just allocated, as a recording does. The order alternates and, with fio, the passes are
+/// an even number: each order runs equally often, and the efficiency is the geometric mean of
+/// the paired ratios, reported for each order too (sides sharing one file measured the order:
+/// the second ran 1.5–2.5× faster over blocks the first had converted from unwritten).
 package enum Calibration {
     package struct Settings: Sendable {
         /// Bytes written per pass.
@@ -148,51 +149,50 @@ package enum Calibration {
         if repeats != settings.repeats {
             log("\(repeats) passes instead of \(settings.repeats): each order (ours first, fio first) runs equally often")
         }
+        // Each side writes a capture's freshly granted file of its own, as a recording does:
+        // sides that shared one file measured the order (the second overwrote blocks the first
+        // had already converted from unwritten, and ran 1.5–2.5× faster).
+        func ourSide(_ options: CaptureOptions) throws -> (bandwidth: Double, commits: Int64) {
+            try withCapture(pool, destination, options) { capture in
+                engine = capture.statistics.engine
+                let bandwidth = try settled(capture.file) { try ourPass(capture, source: source, bytes: settings.bytes) }
+                return (bandwidth, capture.statistics.commits)
+            }
+        }
+        func fioSide(_ options: CaptureOptions, fdatasyncEvery: Int?) throws -> Double {
+            try withCapture(pool, destination, options) { capture in
+                try capture.ensureGranted(settings.bytes)
+                let fio = FioRun(file: capture.file, bytes: settings.bytes, blockSize: settings.writeSize,
+                                 queueDepth: settings.queueDepth, fixedBuffers: engine == "io_uring",
+                                 hugePages: settings.fioHugePages, fdatasyncEvery: fdatasyncEvery)
+                if fdatasyncEvery == nil { fioArguments = fio.arguments }
+                return try settled(capture.file) { try fio.run() }
+            }
+        }
+        // Writes per commit interval at our durable rate.
+        func writesPerCommit(_ rate: Double) -> Int {
+            max(Int((rate * Double(settings.durabilityInterval) / 1e9 / Double(settings.writeSize)).rounded()), 1)
+        }
         for index in 0..<repeats {
             let fioFirst = index % 2 == 1
-            let (ours, fioBandwidth) = try withCapture(pool, destination, raw) { capture -> (Double, Double?) in
-                engine = capture.statistics.engine
-                try capture.ensureGranted(settings.bytes)
-                let captureData = capture.file
-                let fio = FioRun(file: captureData, bytes: settings.bytes, blockSize: settings.writeSize,
-                                 queueDepth: settings.queueDepth, fixedBuffers: engine == "io_uring",
-                                 hugePages: settings.fioHugePages)
-                fioArguments = fio.arguments
-                var fioBandwidth: Double?
-                if settings.withFio && fioFirst { fioBandwidth = try settled(captureData) { try fio.run() } }
-                try Interruption.check()
-                let ours = try settled(captureData) { try ourPass(capture, source: source, bytes: settings.bytes) }
-                if settings.withFio && !fioFirst { fioBandwidth = try settled(captureData) { try fio.run() } }
-                try Interruption.check()
-                return (ours, fioBandwidth)
+            var fioBandwidth: Double?, fioDurable: Double?, fdatasync: Int?
+            if settings.withFio && fioFirst { fioBandwidth = try fioSide(raw, fdatasyncEvery: nil) }
+            try Interruption.check()
+            let ours = try ourSide(raw).bandwidth
+            if settings.withFio && !fioFirst { fioBandwidth = try fioSide(raw, fdatasyncEvery: nil) }
+            try Interruption.check()
+            // The first pass runs ours first, so a durable fio side run first has a cadence.
+            if settings.withFio && fioFirst, let durableRate {
+                fdatasync = writesPerCommit(durableRate)
+                fioDurable = try fioSide(durable, fdatasyncEvery: fdatasync)
             }
-            let (durableBandwidth, durableCommits, fioDurable, fdatasync) = try withCapture(pool, destination, durable) {
-                capture -> (Double, Int64, Double?, Int?) in
-                try capture.ensureGranted(settings.bytes)
-                // Writes per commit interval at our durable rate (ours runs first in the first pass).
-                func fio(_ rate: Double) -> FioRun {
-                    let every = max(Int((rate * Double(settings.durabilityInterval) / 1e9 / Double(settings.writeSize)).rounded()), 1)
-                    return FioRun(file: capture.file, bytes: settings.bytes, blockSize: settings.writeSize,
-                                  queueDepth: settings.queueDepth, fixedBuffers: engine == "io_uring",
-                                  hugePages: settings.fioHugePages, fdatasyncEvery: every)
-                }
-                var fioDurable: Double?, fdatasync: Int?
-                if settings.withFio && fioFirst, let durableRate {
-                    let run = fio(durableRate)
-                    fdatasync = run.fdatasyncEvery
-                    fioDurable = try settled(capture.file) { try run.run() }
-                }
-                try Interruption.check()
-                let bandwidth = try settled(capture.file) { try ourPass(capture, source: source, bytes: settings.bytes) }
-                let commits = capture.statistics.commits
-                if settings.withFio && fioDurable == nil {
-                    let run = fio(bandwidth)
-                    fdatasync = run.fdatasyncEvery
-                    fioDurable = try settled(capture.file) { try run.run() }
-                }
-                try Interruption.check()
-                return (bandwidth, commits, fioDurable, fdatasync)
+            try Interruption.check()
+            let (durableBandwidth, durableCommits) = try ourSide(durable)
+            if settings.withFio && fioDurable == nil {
+                fdatasync = writesPerCommit(durableBandwidth)
+                fioDurable = try fioSide(durable, fdatasyncEvery: fdatasync)
             }
+            try Interruption.check()
             durableRate = durableBandwidth
             let pass = Pass(bandwidth: ours, durableBandwidth: durableBandwidth, durableCommits: durableCommits,
                             fioBandwidth: fioBandwidth, efficiency: fioBandwidth.map { ours / $0 },
