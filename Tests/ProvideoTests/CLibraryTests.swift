@@ -88,11 +88,7 @@ import Testing
     /// a regular MOV (mdat, then moov; no fragments) whose mdat size was patched by a seek back.
     @Test func ffmpegMuxerWritesTheSameMovThroughThePool() throws {
         try TestSupport.withScratch { scratch in
-            let (remux, source) = try FFmpegRemux.build(in: scratch)
-            let reference = scratch + "/reference.mov"
-            try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact -f mov \(reference)")
-            let pool = scratch + "/pool", take = scratch + "/take.mov"
-            try FS.createPool(pool, capacity: "32M")
+            let (remux, source, reference, pool, take) = try FFmpegRemux.prepare(in: scratch, poolCapacity: "32M")
             let result = try TestSupport.run(remux, ["--pool", pool, source, take])
             #expect(result.status == 0, "\(result.stderr)")
             #expect(result.stdout.contains("25 packets"), "\(result.stdout)")
@@ -123,12 +119,9 @@ import Testing
     /// (provideo_capture_read), and the take is byte for byte ffmpeg's own +faststart file.
     @Test func ffmpegFaststartReadsBackFromTheCapture() throws {
         try TestSupport.withScratch { scratch in
-            let (remux, source) = try FFmpegRemux.build(in: scratch)
-            let reference = scratch + "/reference.mov"
-            try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact -movflags +faststart -f mov \(reference)")
+            let (remux, source, reference, pool, take) = try FFmpegRemux.prepare(in: scratch, movflags: "+faststart",
+                                                                                 poolCapacity: "32M")
             #expect(Probe.atoms(reference).map(\.0) == ["ftyp", "moov", "wide", "mdat"])
-            let pool = scratch + "/pool", take = scratch + "/take.mov"
-            try FS.createPool(pool, capacity: "32M")
             let result = try TestSupport.run(remux, ["--movflags", "+faststart", "--pool", pool, source, take])
             #expect(result.status == 0, "\(result.stderr)")
             let identical = TestSupport.readFile(take) == TestSupport.readFile(reference)
@@ -152,11 +145,7 @@ import Testing
     /// the placeholder 0 the trailer would have patched).
     @Test func ffmpegKeepsThePartialTakeWhenThePoolIsFull() throws {
         try TestSupport.withScratch { scratch in
-            let (remux, source) = try FFmpegRemux.build(in: scratch)
-            let reference = scratch + "/reference.mov"
-            try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact -f mov \(reference)")
-            let pool = scratch + "/pool", take = scratch + "/take.mov"
-            try FS.createPool(pool, capacity: "4M")
+            let (remux, source, reference, pool, take) = try FFmpegRemux.prepare(in: scratch, poolCapacity: "4M")
             let result = try TestSupport.run(remux, ["--pool", pool, source, take])
             #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
             #expect(result.stderr.contains("storage full") && result.stderr.contains("the partial take (")
@@ -185,6 +174,19 @@ enum FFmpegRemux {
         try TestSupport.shell("ffmpeg -v error -f lavfi -i testsrc2=size=1280x720:rate=25 -frames:v 25 -c:v prores_ks "
                               + "-profile:v 3 -fflags +bitexact -flags +bitexact -f mov \(source)")
         return (remux, source)
+    }
+
+    /// The example and its input built, ffmpeg's own MOV of the input at `reference` (with
+    /// `movflags`), a pool of `poolCapacity`, and the take's path.
+    static func prepare(in scratch: String, movflags: String? = nil, poolCapacity: String) throws
+        -> (remux: String, source: String, reference: String, pool: String, take: String) {
+        let (remux, source) = try build(in: scratch)
+        let reference = scratch + "/reference.mov"
+        try TestSupport.shell("ffmpeg -v error -i \(source) -c copy -fflags +bitexact "
+                              + (movflags.map { "-movflags \($0) " } ?? "") + "-f mov \(reference)")
+        let pool = scratch + "/pool"
+        try FS.createPool(pool, capacity: poolCapacity)
+        return (remux, source, reference, pool, scratch + "/take.mov")
     }
 }
 
