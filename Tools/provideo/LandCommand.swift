@@ -19,6 +19,10 @@ enum LandCommand {
         StopSignals.install(restart: true)
         let stop: @Sendable () -> Bool = { StopSignals.requested }
         let pool = try Commands.openPool(path)
+        let pending = try !pool.landings().isEmpty
+        if watch || pending, let note = SchedulerLines.landNote(pool.ioSchedulers, capped: rate != nil, bandwidth: pool.bandwidth) {
+            CommandLineProgram.printError(note)
+        }
         guard watch else {
             let results = try pool.landPending(parallel: Int(parallel), rate: rate, retryAfter: retry, shouldStop: stop)
             // One run, one JSON document: a list of the takes tried, `[]` when there was none

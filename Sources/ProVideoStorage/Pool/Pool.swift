@@ -399,6 +399,7 @@ public final class Pool: @unchecked Sendable {
         let storage = current.storage
         let admitted = captures.map(\.bitrate).saturatingSum()
         let landing = try landings()
+        let schedulers = ioSchedulers
         return PoolStatus(
             path: path, initialCapacity: current.initialCapacity, remainingCapacity: remaining,
             busyReasons: try busyReasons, readOnly: isReadOnly, filesystem: storage.filesystem,
@@ -409,7 +410,8 @@ public final class Pool: @unchecked Sendable {
             maxCaptures: current.captureLimit, bandwidth: current.bandwidth,
             admissibleBitrate: current.bandwidth.map { Int64(Double($0) * Self.admissibleShare) },
             admittedBitrate: admitted, captures: captures, landing: landing,
-            landingBytes: landing.reduce(0) { $0 + $1.length })
+            landingBytes: landing.reduce(0) { $0 + $1.length },
+            ioSchedulers: schedulers.isEmpty ? nil : schedulers)
     }
 
     // MARK: Resize and replenish
