@@ -405,12 +405,12 @@ public final class Pool: @unchecked Sendable {
         for (files, journal) in try runningCaptures() {
             let facts = try? FileSystem.facts(files.data)
             allocated += facts.map { Int64($0.allocated_bytes) } ?? 0
+            let progress = CaptureJournal.snapshot(commit: files.commit, progress: files.progress)
             captures.append(PoolStatus.Capture(
                 id: files.id, destination: journal.destination, engine: journal.engine,
-                bytesWritten: CaptureJournal.readCounter(files.progress),
-                committedBytes: CaptureJournal.readCommitted(files.commit), grantedBytes: facts.map { Int64($0.size) } ?? 0,
-                bitrate: journal.bitrate, pid: journal.pid, admittedOverBandwidth: journal.admittedOverBandwidth ?? false,
-                counters: (try? FileSystem.readSmallFile(files.progress)).flatMap(CaptureCounters.init(block:))))
+                bytesWritten: progress.written, committedBytes: progress.committed,
+                grantedBytes: facts.map { Int64($0.size) } ?? 0, bitrate: journal.bitrate, pid: journal.pid,
+                admittedOverBandwidth: journal.admittedOverBandwidth ?? false, counters: progress.counters))
         }
         let remaining = try remainingCapacity
         let current = (try? PoolConfiguration.load(layout.configuration)) ?? configuration
