@@ -66,7 +66,7 @@ import Testing
     @Test func createHelpListsItsOptions() throws {
         let help = try TestSupport.run("provideo", ["create", "--help"]).stdout
         #expect(help.hasPrefix("usage: provideo [--pool PATH] create --capacity SIZE [--zero] [--group NAME] [--max-captures N] "
-                               + "[--bandwidth RATE] [--json]\n"), "\(help)")
+                               + "[--bandwidth RATE] [--force] [--json]\n"), "\(help)")
         #expect(help.contains("\n  --group NAME\n      the group whose members may use the pool"), "\(help)")
     }
 

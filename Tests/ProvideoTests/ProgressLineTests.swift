@@ -50,4 +50,20 @@ import Testing
         progress.finish()
         #expect(recorder.written.isEmpty)
     }
+
+    /// A resumed transfer starts at its `baseline`: the rate counts only what this run did, and a
+    /// line that ends short says where.
+    @Test func theBaselineIsLeftOutOfTheRate() {
+        let recorder = Recorder()
+        var progress = ProgressLine("landing /m/take.mov", total: 1_000_000_000, terminal: true, clock: { recorder.now },
+                                    write: { recorder.written.append($0) })
+        progress.baseline = 600_000_000
+        recorder.now = 10
+        progress.update(800_000_000)
+        // 200 MB in 10 s: 20 MB/s, and 200 MB left at that rate: 10 s (not 80 MB/s and 2 s).
+        #expect(recorder.written.last == "\r\u{1B}[Klanding /m/take.mov: 80% (763 MiB of 954 MiB), 20 MB/s, 0:00:10 left")
+        recorder.now = 12
+        progress.finish(at: 820_000_000)
+        #expect(recorder.written.last == "\r\u{1B}[Klanding /m/take.mov: 82% (782 MiB of 954 MiB), 18 MB/s, 0:00:09 left\n")
+    }
 }

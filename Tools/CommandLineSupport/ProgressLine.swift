@@ -8,6 +8,9 @@ import ProVideoStorage
 public struct ProgressLine {
     public var label: String
     public var total: Int64
+    /// Bytes already done before this line started (where a resumed transfer starts): left out
+    /// of the rate.
+    public var baseline: Int64 = 0
     private let terminal: Bool
     private let interval: Double
     private let clock: () -> Double
@@ -44,9 +47,11 @@ public struct ProgressLine {
     }
 
     /// Ends the line: the final figure on a terminal, or one last line when any was shown.
-    public mutating func finish() {
+    /// - Parameter done: where the operation ended, when it stopped short of `total`.
+    public mutating func finish(at done: Int64? = nil) {
         let now = clock()
-        if terminal { write("\r\u{1B}[K" + text(total, at: now) + "\n") } else if shownOnce { write(text(total, at: now) + "\n") }
+        let last = text(done ?? total, at: now)
+        if terminal { write("\r\u{1B}[K" + last + "\n") } else if shownOnce { write(last + "\n") }
     }
 
     /// "zero-filling the reserve: 45% (920 MiB of 2.00 GiB), 310 MB/s, 0:00:04 left".
@@ -54,8 +59,8 @@ public struct ProgressLine {
         let elapsed = now - started
         let percent = total > 0 ? Int(Double(done) * 100 / Double(total)) : 100
         var line = "\(label): \(percent)% (\(ByteFormat.significant(done)) of \(ByteFormat.significant(total)))"
-        guard elapsed > 0, done > 0 else { return line }
-        let rate = Double(done) / elapsed
+        guard elapsed > 0, done > baseline else { return line }
+        let rate = Double(done - baseline) / elapsed
         line += String(format: ", %.0f MB/s", rate / 1e6)
         if done < total {
             let left = Int(Double(total - done) / rate)

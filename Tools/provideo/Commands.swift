@@ -13,14 +13,15 @@ enum Commands {
         let group = try arguments.option("--group")
         let maxCaptures = try arguments.option("--max-captures").map(Captures.maxCaptures)
         let bandwidth = try arguments.option("--bandwidth").map(SizeParser.bitrate)
+        let force = arguments.flag("--force")
         try arguments.finish()
         if group?.isEmpty == true { throw UsageError("--group needs a group name") }
         var progress = ProgressLine("zero-filling the reserve", total: capacity)
         let pool = try Pool.create(at: path, capacity: capacity, zeroFill: zero, group: group, maxCaptures: maxCaptures,
-                                   bandwidth: bandwidth) { done, total in
+                                   bandwidth: bandwidth, progress: { done, total in
             progress.total = total
             progress.update(done)
-        }
+        }, fstab: fstab, onUnmountedFilesystem: force, systemCalls: .live)
         if zero { progress.finish() }
         let measured = bandwidth == nil ? try Captures.measure(pool) : nil  // nil: given, or too small to measure
         if json {
@@ -114,9 +115,9 @@ enum Commands {
         try arguments.finish()
         var remainsOnly = false
         do {
-            try openPool(path).destroy()
+            try openPool(path).destroy(fstab: fstab)
         } catch let error as ProVideoError where error.code == .poolNotFound {
-            guard try Pool.removeRemains(at: path) else {
+            guard try Pool.removeRemains(at: path, fstab: fstab) else {
                 throw ProVideoError(.poolNotFound, "no pool at \(path): nothing to destroy", path: path)
             }
             remainsOnly = true
@@ -194,6 +195,16 @@ enum Commands {
         return Recorder.ReserveNote(remainingCapacity: remaining, capacity: pool.initialCapacity, replenished: replenished)
     }
 
+    /// The fstab naming the mount points a pool must not be created beneath while unmounted,
+    /// nor removed with one: /etc/fstab; in a debug build, `PROVIDEO_FSTAB` when set, so that
+    /// the tests can name a mount point without editing the system's table.
+    static var fstab: String {
+        #if DEBUG
+        if let path = ProcessInfo.processInfo.environment["PROVIDEO_FSTAB"], !path.isEmpty { return path }
+        #endif
+        return FstabEntry.systemTable
+    }
+
     /// A capacity as typed, at least `Pool.minimumCapacity` and at most `Pool.maximumCapacity`.
     static func capacity(_ text: String) throws -> Int64 {
         let bytes = try SizeParser.bytes(text)
@@ -213,7 +224,11 @@ enum Commands {
     /// the commands that only look at the pool (status, list, metrics, check), which salvage
     /// nothing (a root monitoring job never places takes) and say what waits for `recover`.
     static func openPool(_ path: String, lookingOnly: Bool = false) throws -> Pool {
-        let pool = try Pool.open(at: path, salvaging: !lookingOnly)
+        let pool = try Pool.open(at: path, systemCalls: .live, salvaging: !lookingOnly, fstab: fstab)
+        if let entry = FstabEntry.unmounted(holding: pool.path, table: fstab) {
+            CommandLineProgram.printError("warning: \(entry.notMounted(pool.path, table: fstab)); this pool is there, "
+                                          + "and hidden once `mount \(entry.mountPoint)` mounts it")
+        }
         if lookingOnly && pool.isReadOnly {
             CommandLineProgram.printError("note: the pool's filesystem is read-only: the pool can be read, not changed "
                                           + "(no capture can start, nothing can be salvaged or replenished)")
@@ -251,7 +266,7 @@ enum Commands {
         let salvageTo = try arguments.option("--salvage-to")
         try arguments.finish()
         if salvageTo?.isEmpty == true { throw UsageError("--salvage-to needs a directory") }
-        let pool = try Pool.open(at: path)
+        let pool = try Pool.open(at: path, systemCalls: .live, fstab: fstab)
         try pool.requireWritable()  // else nothing is salvaged, and "nothing to recover" would be untrue
         if let failure = pool.repairFailure { throw failure }
         if let salvageTo { _ = try pool.salvageWithoutJournal(into: salvageTo) }

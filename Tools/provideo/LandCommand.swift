@@ -19,8 +19,14 @@ enum LandCommand {
         StopSignals.install(restart: true)
         let stop: @Sendable () -> Bool = { StopSignals.requested }
         let pool = try Commands.openPool(path)
+        let pending = try !pool.landings().isEmpty
+        if watch || pending, let note = SchedulerLines.landNote(pool.ioSchedulers, capped: rate != nil, bandwidth: pool.bandwidth) {
+            CommandLineProgram.printError(note)
+        }
+        let progress = LandProgressDisplay()
         guard watch else {
-            let results = try pool.landPending(parallel: Int(parallel), rate: rate, retryAfter: retry, shouldStop: stop)
+            let results = try pool.landPending(parallel: Int(parallel), rate: rate, retryAfter: retry, shouldStop: stop,
+                                               observer: progress.observer)
             // One run, one JSON document: a list of the takes tried, `[]` when there was none
             // (an empty output is not JSON). Only --watch, which never ends, streams lines.
             if json {
@@ -42,7 +48,7 @@ enum LandCommand {
         }
         while !stop() {
             let results = try pool.landPending(parallel: Int(parallel), rate: rate, dueOnly: true, retryAfter: retry,
-                                               shouldStop: stop)
+                                               shouldStop: stop, observer: progress.observer)
             try report(results, json: json)
             for _ in 0..<Int(interval * 10) where !stop() { usleep(100_000) }
         }

@@ -19,9 +19,11 @@ let program = ProgramDescription(
                               + "time, as Apple's AVProVideoStorage)"),
             OptionDescription("--bandwidth", "RATE", "the durable write bandwidth captures are admitted against "
                               + "(default: measured until the rate settles, at most 120 s)"),
+            .flag("--force", "create it even under a mount point /etc/fstab names whose filesystem is not mounted "
+                  + "(the pool then takes the filesystem beneath)"),
             .flag("--json", "print the new pool's path, capacity and bandwidth as JSON"),
         ]),
-        CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, engine", options: [
+        CommandDescription("status", summary: "capacity, remaining capacity, busy reasons, filesystem, alignment, I/O scheduler, engine", options: [
             .flag("--json", "print the status as JSON (sizes in bytes)"),
             .flag("--bytes", "show byte counts beside the rounded sizes"),
             .flag("-H", "print the status as one row for scripts (PATH CAPACITY REMAINING ALLOCATED BUSY CAPTURES DECLARED "

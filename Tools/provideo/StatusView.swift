@@ -34,6 +34,7 @@ struct StatusView {
             "direct I/O  aligned to \(status.directIOAlignment.offset) B (offset), \(status.directIOAlignment.memory) B (memory)",
             "device      sectors \(device.logicalSectorSize) B logical, \(device.physicalSectorSize) B physical; "
                 + "optimal I/O \(device.optimalIOSize) B",
+        ] + SchedulerLines.status(status) + [
             "engine      \(status.engine)",
         ]
         lines.append(Captures.admissionLine(status))

@@ -6,7 +6,25 @@ extension CaptureJournal {
     /// holds a count no pool could reach (above `Pool.maximumCapacity`): it is read from disk, so
     /// it is range-checked before any arithmetic uses it.
     static func readCounter(_ path: String) -> Int64 {
-        guard let bytes = try? FileSystem.readSmallFile(path), bytes.count >= 8 else { return 0 }
+        counter(in: (try? FileSystem.readSmallFile(path)) ?? [])
+    }
+
+    /// A running capture's length (bytes written), committed length and counters as one
+    /// snapshot for another process: the commit record is read first, then the progress block,
+    /// once. The capture commits only bytes it has written, but it publishes its length at
+    /// most every 250 ms, while a commit record is written as soon as its fdatasync completes:
+    /// read the other way round, or between a commit and the next publication, a capture showed
+    /// more committed than written. Committed bytes were written: the length is never less.
+    /// - Returns: bytes written and committed; the counters, nil before the first publication.
+    static func snapshot(commit: String, progress: String) -> (written: Int64, committed: Int64, counters: CaptureCounters?) {
+        let committed = readCommitted(commit)
+        let block = (try? FileSystem.readSmallFile(progress)) ?? []
+        return (max(counter(in: block), committed), committed, CaptureCounters(block: block))
+    }
+
+    /// The length in a progress block's first 8 bytes; 0 when it is short or out of range.
+    private static func counter(in bytes: [UInt8]) -> Int64 {
+        guard bytes.count >= 8 else { return 0 }
         let count = word(bytes, at: 0)
         return count <= UInt64(Pool.maximumCapacity) ? Int64(count) : 0
     }

@@ -22,6 +22,9 @@ struct LandingTransfer: Sendable {
     let retryAfter: Double
     /// Checked between reads; true ends the transfer with `Stopped` (it resumes later).
     let shouldStop: @Sendable () -> Bool
+    /// Gets the bytes copied (from where a resumed transfer starts) and read back, of the
+    /// take's length; its cancellation is not used (`shouldStop` is).
+    var control: OperationControl = .none
 
     /// The transfer was asked to stop (a signal); it resumes where it stopped.
     struct Stopped: Error {}
@@ -150,6 +153,7 @@ struct LandingTransfer: Sendable {
         // `started` moves with the rate cap's credit; the rate shown is over the whole attempt.
         let attemptStarted = started
         var sent: Int64 = 0
+        control.report(.copying, offset, length)
         while offset < length {
             let end = min(offset + chunk, length)
             let hash = try SHA256()
@@ -170,6 +174,7 @@ struct LandingTransfer: Sendable {
                 }
                 at += Int64(n)
                 sent += Int64(n)
+                control.report(.copying, at, length)
                 throttle(sent: sent, since: &started)
             }
             try target.sync(calls)
@@ -193,8 +198,9 @@ struct LandingTransfer: Sendable {
         guard Int64(try file.facts().size) == length, record.digests.count == chunks(length) else { return false }
         file.dropCachedPages(offset: 0, length: length)
         for (index, expected) in record.digests.enumerated() {
-            let start = Int64(index) * LandingRecord.chunk
-            if try chunkDigest(file, from: start, to: min(start + LandingRecord.chunk, length)) != expected { return false }
+            let start = Int64(index) * LandingRecord.chunk, end = min(start + LandingRecord.chunk, length)
+            if try chunkDigest(file, from: start, to: end) != expected { return false }
+            control.report(.verifying, end, length)
         }
         return true
     }

@@ -14,6 +14,13 @@ package struct LandingResult: Codable, Sendable, Equatable {
     package var error: String?
 }
 
+/// Reports a landing's progress, on each transfer's thread: the take's destination, then its
+/// step (`.copying`: bytes copied, from where a resumed transfer starts; `.verifying`: bytes read
+/// back) with bytes done and the take's length, or a nil step once its attempt has ended
+/// (landed, failed, stopped or left to another process).
+package typealias LandingObserver = @Sendable (_ destination: String, _ step: OperationControl.Step?, _ done: Int64,
+                                               _ total: Int64) -> Void
+
 /// Landing: recordings whose destination is on another filesystem, kept durable in the pool at
 /// `finish()` (`LandingMode.background`) and copied there by `provideo land` in the
 /// background. They are held recordings (`recordings/`, note `landing: true`) with a progress
@@ -45,10 +52,12 @@ extension Pool {
     ///     failure, up to 5 minutes.
     ///   - shouldStop: checked between reads; true stops every transfer where it is (they resume
     ///     at the next landing).
+    ///   - observer: gets each transfer's progress (`LandingObserver`).
     /// - Returns: one result per recording tried; a recording another process is landing is
     ///   skipped.
     package func landPending(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
-                            shouldStop: @escaping @Sendable () -> Bool = { false }) throws -> [LandingResult] {
+                            shouldStop: @escaping @Sendable () -> Bool = { false },
+                            observer: LandingObserver? = nil) throws -> [LandingResult] {
         let now = Date().timeIntervalSince1970
         let due = try landingRecordings().filter {
             !dueOnly || (LandingRecord.load(forHeld: $0.path).nextAttemptAt ?? 0) <= now
@@ -61,8 +70,14 @@ extension Pool {
                 let index = next.withLock { value -> Int in defer { value += 1 }; return value }
                 guard index < due.count else { return }
                 let held = due[index]
-                let transfer = LandingTransfer(held: held, calls: calls, access: access, rate: rate,
+                var transfer = LandingTransfer(held: held, calls: calls, access: access, rate: rate,
                                                retryAfter: retryAfter, shouldStop: shouldStop)
+                if let observer {
+                    transfer.control = OperationControl(observer: { step, done, total in
+                        observer(held.destination, step, done, total)
+                    })
+                }
+                defer { observer?(held.destination, nil, 0, held.length) }
                 var result = LandingResult(path: held.path, destination: held.destination, length: held.length,
                                            landed: false, error: nil)
                 do {

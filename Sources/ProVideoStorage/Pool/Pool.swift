@@ -111,7 +111,8 @@ public final class Pool: @unchecked Sendable {
     ///   - progress: called with (bytes done, bytes total) while zero-filling.
     /// - Throws: `.poolExists`, `.unsupported` (with the reason), `.invalidArgument` for a
     ///   capacity ≤ 0 or above `maximumCapacity`, a path that is not a directory or an unknown group,
-    ///   `.permissionDenied` when this user may not give the pool that group (not a member),
+    ///   a path under a mount point of /etc/fstab whose filesystem is not mounted (the pool would
+    ///   take the filesystem beneath: the root filesystem, as a rule), `.permissionDenied` when this user may not give the pool that group (not a member),
     ///   `.notEnoughSpace` (the capacity and the pool's own files must fit), `.ioError`.
     public static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
                               maxCaptures: Int? = nil, bandwidth: Int64? = nil,
@@ -120,11 +121,14 @@ public final class Pool: @unchecked Sendable {
                    bandwidth: bandwidth, progress: progress, systemCalls: .live)
     }
 
-    /// `create(at:capacity:zeroFill:group:progress:)` with system calls a test swapped, and a
-    /// control that may stop the zero-fill.
+    /// `create(at:capacity:zeroFill:group:progress:)` with system calls a test swapped, a
+    /// control that may stop the zero-fill, the fstab to read (`fstab`, a test's own) and
+    /// whether to create the pool under a mount point whose filesystem is not mounted
+    /// (`provideo create --force`).
     package static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
                                maxCaptures: Int? = nil, bandwidth: Int64? = nil,
                                progress: ((Int64, Int64) -> Void)? = nil, control: OperationControl = .none,
+                               fstab: String = FstabEntry.systemTable, onUnmountedFilesystem: Bool = false,
                                systemCalls: SystemCalls) throws -> Pool {
         guard !path.isEmpty else { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = FileSystem.absolute(path)
@@ -143,6 +147,11 @@ public final class Pool: @unchecked Sendable {
         if FileSystem.exists(layout.configuration) {
             throw ProVideoError(.poolExists, "a pool already exists at \(path); use `provideo resize` to change "
                                 + "its capacity or `provideo destroy` first", path: path)
+        }
+        if !onUnmountedFilesystem, let entry = FstabEntry.unmounted(holding: path, table: fstab) {
+            throw ProVideoError(.invalidArgument, "cannot create a pool at \(path): \(entry.notMounted(path, table: fstab)); "
+                                + "mount it (`mount \(entry.mountPoint)`) and create the pool again, or pass --force to "
+                                + "create it on the filesystem beneath", path: path)
         }
         let parent = FileSystem.parent(of: path)
         guard FileSystem.isDirectory(parent) else {
@@ -228,8 +237,9 @@ public final class Pool: @unchecked Sendable {
 
     /// Opens the pool at `path` (see `resolvePath(_:environment:)`), then repairs what a killed
     /// process left behind.
-    /// - Throws: `.poolNotFound` (with the command that creates one), `.invalidArgument` when
-    ///   the path is a file, `.corruptState` for an unreadable or newer `pool.json`,
+    /// - Throws: `.poolNotFound` (with the command that creates one; under a mount point of
+    ///   /etc/fstab whose filesystem is not mounted, saying so), `.invalidArgument` when the
+    ///   path is a file, `.corruptState` for an unreadable or newer `pool.json`,
     ///   `.permissionDenied` for a user outside the pool's group (the message names it). A
     ///   repair that finds no space or inode does not fail the open: see `repairFailure`.
     ///
@@ -243,7 +253,7 @@ public final class Pool: @unchecked Sendable {
     /// `open(at:)` with system calls a test swapped; `control` gets the progress of a salvaged
     /// take's copy to another filesystem.
     package static func open(at path: String?, systemCalls: SystemCalls, salvaging: Bool = true,
-                             control: OperationControl = .none) throws -> Pool {
+                             control: OperationControl = .none, fstab: String = FstabEntry.systemTable) throws -> Pool {
         if path?.isEmpty == true { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = resolvePath(path)
         if FileSystem.exists(path) && !FileSystem.isDirectory(path) {
@@ -252,6 +262,10 @@ public final class Pool: @unchecked Sendable {
         let layout = PoolLayout(directory: path)
         try PoolAccess.requireAccess(to: path)
         guard FileSystem.exists(layout.configuration) else {
+            if let entry = FstabEntry.unmounted(holding: path, table: fstab) {
+                throw ProVideoError(.poolNotFound, "no pool at \(path): \(entry.notMounted(path, table: fstab)); mount it "
+                                    + "(`mount \(entry.mountPoint)`) to see the pool on it", path: path)
+            }
             throw ProVideoError(.poolNotFound, "no pool at \(path); create one with "
                                 + "`provideo --pool \(path) create --capacity 64G`", path: path)
         }
@@ -266,11 +280,15 @@ public final class Pool: @unchecked Sendable {
         return pool
     }
 
-    /// Removes the pool and its reserve.
+    /// Removes the pool and its reserve, and its directory unless /etc/fstab names it as a mount
+    /// point (the administrator's, mounted or not).
     /// - Throws: `.busy` naming the reasons; `.invalidArgument` while the pool still holds
     ///   recordings (they are never deleted by destroy); `.permissionDenied` for anyone but the
     ///   pool's owner and root.
-    public func destroy() throws {
+    public func destroy() throws { try destroy(fstab: FstabEntry.systemTable) }
+
+    /// `destroy()` reading the fstab at `fstab` (a test's own).
+    package func destroy(fstab: String) throws {
         guard ProcessIdentity.isRoot || ProcessIdentity.user == access.owner else {
             throw ProVideoError(.permissionDenied, "only the pool's owner (\(ProcessIdentity.userName(access.owner))) or "
                                 + "root may destroy the pool at \(path); its group may use it but not remove it", path: path)
@@ -297,16 +315,16 @@ public final class Pool: @unchecked Sendable {
             try FileSystem.removeDirectory(layout.captures)
         }
         try FileSystem.remove(layout.lock)
-        try? FileSystem.removeDirectory(path)
+        if !FstabEntry.isMountPoint(path, table: fstab) { try? FileSystem.removeDirectory(path) }
     }
 
     /// Finishes a destroy that was killed after it removed `pool.json`, or clears what a failed
     /// create left: removes what only a pool leaves (`pool.lock`, `pool.json.tmp`, `reserve`,
-    /// `reserve.new`, an empty `recordings/`) and the directory.
-    /// Anything else in the directory is left alone.
+    /// `reserve.new`, an empty `recordings/`) and the directory, unless it is a mount point of
+    /// the fstab at `fstab`. Anything else in the directory is left alone.
     /// - Returns: false when `path` holds no such remains (then it is not a pool at all).
     /// - Throws: `.ioError` when a remain cannot be removed.
-    package static func removeRemains(at path: String) throws -> Bool {
+    package static func removeRemains(at path: String, fstab: String = FstabEntry.systemTable) throws -> Bool {
         let layout = PoolLayout(directory: resolvePath(path))
         guard !FileSystem.exists(layout.configuration), FileSystem.exists(layout.lock) else { return false }
         for file in [layout.lock, layout.configuration + ".tmp", layout.reserve, layout.newReserve, layout.spare] {
@@ -314,7 +332,7 @@ public final class Pool: @unchecked Sendable {
         }
         try? FileSystem.removeDirectory(layout.recordings)
         try? FileSystem.removeDirectory(layout.captures)
-        try? FileSystem.removeDirectory(layout.directory)
+        if !FstabEntry.isMountPoint(layout.directory, table: fstab) { try? FileSystem.removeDirectory(layout.directory) }
         return true
     }
 
@@ -387,18 +405,19 @@ public final class Pool: @unchecked Sendable {
         for (files, journal) in try runningCaptures() {
             let facts = try? FileSystem.facts(files.data)
             allocated += facts.map { Int64($0.allocated_bytes) } ?? 0
+            let progress = CaptureJournal.snapshot(commit: files.commit, progress: files.progress)
             captures.append(PoolStatus.Capture(
                 id: files.id, destination: journal.destination, engine: journal.engine,
-                bytesWritten: CaptureJournal.readCounter(files.progress),
-                committedBytes: CaptureJournal.readCommitted(files.commit), grantedBytes: facts.map { Int64($0.size) } ?? 0,
-                bitrate: journal.bitrate, pid: journal.pid, admittedOverBandwidth: journal.admittedOverBandwidth ?? false,
-                counters: (try? FileSystem.readSmallFile(files.progress)).flatMap(CaptureCounters.init(block:))))
+                bytesWritten: progress.written, committedBytes: progress.committed,
+                grantedBytes: facts.map { Int64($0.size) } ?? 0, bitrate: journal.bitrate, pid: journal.pid,
+                admittedOverBandwidth: journal.admittedOverBandwidth ?? false, counters: progress.counters))
         }
         let remaining = try remainingCapacity
         let current = (try? PoolConfiguration.load(layout.configuration)) ?? configuration
         let storage = current.storage
         let admitted = captures.map(\.bitrate).saturatingSum()
         let landing = try landings()
+        let schedulers = ioSchedulers
         return PoolStatus(
             path: path, initialCapacity: current.initialCapacity, remainingCapacity: remaining,
             busyReasons: try busyReasons, readOnly: isReadOnly, filesystem: storage.filesystem,
@@ -409,7 +428,8 @@ public final class Pool: @unchecked Sendable {
             maxCaptures: current.captureLimit, bandwidth: current.bandwidth,
             admissibleBitrate: current.bandwidth.map { Int64(Double($0) * Self.admissibleShare) },
             admittedBitrate: admitted, captures: captures, landing: landing,
-            landingBytes: landing.reduce(0) { $0 + $1.length })
+            landingBytes: landing.reduce(0) { $0 + $1.length },
+            ioSchedulers: schedulers.isEmpty ? nil : schedulers)
     }
 
     // MARK: Resize and replenish

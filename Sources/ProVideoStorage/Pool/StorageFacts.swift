@@ -128,15 +128,16 @@ struct MountInfo {
     /// device number stat reports is an anonymous one that mountinfo does not show.
     static func find(mountID: UInt64) -> MountInfo? {
         guard mountID != 0 else { return nil }
-        return lines().first { $0.id == mountID }
+        return all().first { $0.id == mountID }
     }
 
     /// The last (topmost) mount whose device number is `major:minor`.
     static func find(major: UInt32, minor: UInt32) -> MountInfo? {
-        lines().last { $0.major == major && $0.minor == minor }
+        all().last { $0.major == major && $0.minor == minor }
     }
 
-    private static func lines() -> [MountInfo] {
+    /// Every mount this process sees, in mount order.
+    static func all() -> [MountInfo] {
         guard let bytes = try? FileSystem.readSmallFile("/proc/self/mountinfo") else { return [] }
         return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
             let fields = line.split(separator: " ")
@@ -144,7 +145,7 @@ struct MountInfo {
                   let id = UInt64(fields[0]) else { return nil }
             let numbers = fields[2].split(separator: ":")
             guard numbers.count == 2, let major = UInt32(numbers[0]), let minor = UInt32(numbers[1]) else { return nil }
-            return MountInfo(id: id, major: major, minor: minor, mountPoint: String(fields[4]),
+            return MountInfo(id: id, major: major, minor: minor, mountPoint: FstabEntry.unescape(fields[4]),
                              type: String(fields[dash + 1]), source: String(fields[dash + 2]))
         }
     }
