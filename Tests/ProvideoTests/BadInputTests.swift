@@ -38,7 +38,14 @@ import Testing
             #expect(message.contains(phrase.lowercased()), "\(context): the message lacks '\(phrase)': \(outcome.stderr)",
                     sourceLocation: sourceLocation)
         }
-        #expect(outcome.stdout.isEmpty, "\(context): printed \(outcome.stdout)", sourceLocation: sourceLocation)
+        // Standard output is empty, or (a command run with --json) one JSON error object whose
+        // message is the one on standard error.
+        guard !outcome.stdout.isEmpty else { return }
+        let object = try? JSONSerialization.jsonObject(with: Data(outcome.stdout.utf8)) as? [String: Any]
+        let error = object?["error"] as? [String: Any]
+        let errorMessage = error?["message"] as? String ?? ""
+        #expect(error?["code"] is String && !errorMessage.isEmpty && outcome.stderr.contains(errorMessage),
+                "\(context): printed \(outcome.stdout)", sourceLocation: sourceLocation)
     }
 
     @Test(arguments: badSizes)
