@@ -152,16 +152,18 @@ import Testing
             let options = CaptureOptions(bitrate: 80_000_000, overrunPolicy: .wait(nanoseconds: 10_000_000_000), grantSize: 4 << 20)
             let writer = try SegmentedPoolWriter(pool: pool, destination: directory + "/take", options: options,
                                                  segmentBytes: 8 << 20, firstSegmentBytes: 4 << 20, leadBytes: 6 << 20)
-            for _ in 0..<40 {
+            // Frames until three takes have been switched to (a start's time is the machine's;
+            // 80 MiB at most, which the pool holds with the grants), then close.
+            var frames = 0
+            while writer.segments < 3 && frames < 80 {
                 #expect(try writer.append(UnsafeRawBufferPointer(frame.bytes)))
+                frames += 1
                 usleep(5_000)
                 #expect(try pool.status().captures.count <= 3)
             }
             try writer.close()
-            // Every boundary reached either switched or, the next capture still starting, was
-            // counted late (a start's timing is the machine's).
-            #expect(writer.segments >= 2 && writer.segments + writer.lateSwitches >= 5,
-                    "\(writer.segments) takes, \(writer.lateSwitches) late switches")
+            #expect(writer.segments >= 3, "\(writer.segments) takes, \(writer.lateSwitches) late switches in \(frames) MiB")
+            #expect(writer.failure == nil)
             #expect(try pool.status().captures.isEmpty)
             #expect(try pool.remainingCapacity == 128 << 20)
             #expect(try FileManager.default.contentsOfDirectory(atPath: directory).sorted() == ["pool"])
@@ -174,7 +176,7 @@ import Testing
     /// pass is the disk's business (other tests share it), so both outcomes are checked.
     @Test func aShortSearchAnswersInOneSentence() throws {
         try TestSupport.withScratch { directory in
-            let pool = try Pool.create(at: directory + "/pool", capacity: 256 << 20)
+            let pool = try Pool.create(at: directory + "/pool", capacity: 224 << 20)
             defer { try? pool.destroy() }
             let result = try TestSupport.run("provideo-bench", [
                 "--pool", pool.path, "size", "--bitrate", "40M", "--fps", "25", "--minutes", "0.03", "--streams-max", "2",
@@ -201,7 +203,7 @@ import Testing
                 #expect(object["failedAt"] as? Int == streams + 1, "\(answer)")
                 #expect(answer.contains("; \(streams + 1) dropped") || answer.contains("; \(streams + 1) dropped none"), "\(answer)")
             }
-            #expect(try pool.remainingCapacity == 256 << 20)
+            #expect(try pool.remainingCapacity == 224 << 20)
         }
     }
 

@@ -11,8 +11,10 @@ package struct DeviceWrites: Sendable {
     package init?(path: String) {
         var facts = stat()
         guard stat(path, &facts) == 0 else { return nil }
-        let major = (facts.st_dev >> 8) & 0xfff | (facts.st_dev >> 32) & ~0xfff
-        let minor = facts.st_dev & 0xff | (facts.st_dev >> 12) & ~0xff
+        // glibc's gnu_dev_major and gnu_dev_minor (sys/sysmacros.h): 32-bit numbers.
+        let device = UInt64(facts.st_dev)
+        let major = UInt32(truncatingIfNeeded: (device & 0x0000_0000_000f_ff00) >> 8 | (device & 0xffff_f000_0000_0000) >> 32)
+        let minor = UInt32(truncatingIfNeeded: (device & 0x0000_0000_0000_00ff) | (device & 0x0000_0fff_fff0_0000) >> 12)
         guard major != 0 else { return nil }
         statPath = "/sys/dev/block/\(major):\(minor)/stat"
         guard bytes() != nil else { return nil }

@@ -8,7 +8,9 @@ import Synchronization
 /// finished one is cancelled (its capacity returns). A sizing trial thus runs for minutes in a
 /// pool that holds seconds of each stream. Capture starts and cancels never run on the
 /// recorder's thread; when the next capture is not ready at the boundary the recorder goes on
-/// in the current one and the switch is counted late.
+/// in the current one and the switch is counted late. A take that cannot start, or an append
+/// that fails other than by an overrun (a full pool), is kept in `failure` (readable from any
+/// thread): the recorder goes on where it can, and frames it cannot place are refused.
 package final class SegmentedPoolWriter: FrameWriter {
     private let pool: Pool
     private let destination: String
@@ -26,7 +28,11 @@ package final class SegmentedPoolWriter: FrameWriter {
     private final class Handoff: Sendable {
         let next = Mutex<Result<Capture, Error>?>(nil)
         let cancelError = Mutex<Error?>(nil)
+        let failure = Mutex<Error?>(nil)
     }
+
+    /// The first take that could not start or append that failed, nil while none did.
+    package var failure: Error? { handoff.failure.withLock { $0 } }
     private let handoff = Handoff()
     private var completion: LatencySummary
     package private(set) var segments = 1
@@ -58,15 +64,20 @@ package final class SegmentedPoolWriter: FrameWriter {
 
     package func append(_ frame: UnsafeRawBufferPointer) throws -> Bool {
         if written >= segmentEnd - leadBytes && !preparing { prepareNext() }
-        if written >= segmentEnd { try switchCapture() }
+        if written >= segmentEnd { switchCapture() }
         do {
             try current.append(frame)
             written += Int64(frame.count)
             return true
         } catch let error as ProVideoError where error.code == .overrun {
             return false
+        } catch {
+            fail(error)
+            return false
         }
     }
+
+    private func fail(_ error: Error) { handoff.failure.withLock { $0 = $0 ?? error } }
 
     /// Starts the next capture on the queue.
     private func prepareNext() {
@@ -79,7 +90,9 @@ package final class SegmentedPoolWriter: FrameWriter {
     }
 
     /// Switches to the next capture if it is ready; the finished one is cancelled on the queue.
-    private func switchCapture() throws {
+    /// A next capture that could not start is a failure; the stream goes on in the current one
+    /// and tries again an eighth of a take later.
+    private func switchCapture() {
         guard let ready = handoff.next.withLock({ value -> Result<Capture, Error>? in
             defer { value = nil }
             return value
@@ -88,8 +101,14 @@ package final class SegmentedPoolWriter: FrameWriter {
             segmentEnd += max(segmentBytes / 8, 1)
             return
         }
+        guard case .success(let next) = ready else {
+            if case .failure(let error) = ready { fail(error) }
+            preparing = false
+            segmentEnd += max(segmentBytes / 8, 1)
+            return
+        }
         let finished = current
-        current = try ready.get()
+        current = next
         completion = Percentiles.worst(completion, finished.statistics.completionLatency.summary)
         segments += 1
         preparing = false

@@ -3,9 +3,9 @@ import ProVideoStorage
 
 /// "How many streams of this codec can this machine record?": trials of N concurrent pool
 /// captures, each long enough to pass the device's write cache, bisected from the pool's
-/// sustained bandwidth to the largest N with no dropped frame and every stream's append
-/// p99.9 under one frame interval (`provideo-bench size`, Docs/BENCHMARKS.md "How to size a
-/// machine").
+/// sustained bandwidth to the largest N with no dropped frame and an append p99.9, over every
+/// stream's appends, under one frame interval (`provideo-bench size`, Docs/BENCHMARKS.md "How
+/// to size a machine").
 package enum Sizing {
     package struct Settings: Sendable {
         /// The codec's name, for the report (nil: `--bitrate`/`--fps` given).
@@ -22,6 +22,9 @@ package enum Sizing {
         /// Nanoseconds of stream per take (`SegmentedPoolWriter`).
         package var segment: UInt64 = 8_000_000_000
         package var inputQueueFrames = 2
+        /// Why the search stops at `streams.upperBound`, for the answer ("--streams-max 6",
+        /// "what the pool holds").
+        package var upperBoundReason = "--streams-max"
 
         package init(codec: String?, bitrate: Int64, fps: Double, streams: ClosedRange<Int>, minimumTrial: UInt64,
                      maximumTrial: UInt64) {
@@ -44,18 +47,20 @@ package enum Sizing {
             CaptureOptions(bitrate: bitrate, overrunPolicy: .fail, admitOverBandwidth: true, grantSize: max(bitrate / 8, 1 << 20))
         }
 
-        /// Reserve bytes one stream takes: its take, the grants its capture and the next one
-        /// hold ahead (three steps each), and 16 MiB for padding and rounding.
+        /// Reserve bytes one stream takes: its take, the grants its capture holds ahead (three
+        /// steps, each up to twice the configured one after slow grants), the next capture's
+        /// three, and 16 MiB for padding and rounding.
         package func poolBytesPerStream(capacity: Int64) -> Int64 {
             let step = captureOptions.grantStep(unit: 1, capacity: capacity)
-            return segmentBytes + 2 * RunPlan.grantsAhead * step + (16 << 20)
+            return segmentBytes + 3 * RunPlan.grantsAhead * step + (16 << 20)
         }
     }
 
     /// One trial: `streams` captures at once.
     package struct Trial: Codable, Sendable {
         package var streams: Int
-        /// No frame dropped and every stream's append p99.9 under one frame interval.
+        /// No frame dropped, no capture failed, and the append p99.9 over every stream's appends
+        /// under one frame interval.
         package var passed: Bool
         package var framesDropped: Int
         package var framesLate: Int
@@ -72,7 +77,8 @@ package enum Sizing {
         /// Takes recorded, and switches that found the next capture not ready.
         package var segments: Int
         package var lateSwitches: Int
-        /// "steady", "dropped", "longest trial", "interrupted".
+        /// "steady", "dropped", "longest trial", or "a capture failed: …" (a take that could
+        /// not start, a full pool).
         package var ended: String
     }
 
@@ -113,37 +119,44 @@ package enum Sizing {
 
     /// Runs the search. `bandwidth` is the pool's measurement, `directory` a scratch directory
     /// on the pool's filesystem (the takes' destinations; every take is cancelled).
-    /// - Returns: the report and each trial's run, in the order they ran.
+    /// - Returns: the report, and the runs of the answer's trial and of the smallest number
+    ///   that failed (those that exist).
     package static func run(_ settings: Settings, pool: Pool, directory: String, bandwidth: BandwidthMeasurement,
                             noise: String, log: (String) -> Void) throws -> (Report, [ModeRun]) {
         let started = MonotonicClock.nanoseconds()
         let estimate = Int(Double(bandwidth.sustained) / Double(settings.bitrate))
-        var trials: [Trial] = [], runs: [ModeRun] = []
+        var trials: [Trial] = []
+        // Only the runs a plot may draw: the largest pass and the smallest failure so far.
+        var runs: [Int: ModeRun] = [:]
         var passed: Int?, failed: Int?
         while let streams = nextCandidate(passed: passed, failed: failed, range: settings.streams, estimate: estimate) {
             let (trial, run) = try self.trial(streams: streams, settings: settings, pool: pool, directory: directory, log: log)
             trials.append(trial)
-            runs.append(run)
             if trial.passed { passed = max(passed ?? 0, streams) } else { failed = min(failed ?? .max, streams) }
+            runs[streams] = run
+            runs = runs.filter { $0.key == passed || $0.key == failed }
             try Interruption.check()
         }
         let name = settings.codec ?? "\(BitRateFormat.human(settings.bitrate)) at \(settings.fps) fps"
         let best = passed.flatMap { count in trials.last { $0.streams == count } }
         let worst = failed.flatMap { count in trials.last { $0.streams == count } }
         var answer = best.map { "\($0.streams) stream\($0.streams == 1 ? "" : "s") of \(name): 0 dropped over "
-            + minutes($0.seconds) } ?? "not even \(settings.streams.lowerBound) stream(s) of \(name) recorded without a drop"
+            + minutes($0.seconds) } ?? "not even \(settings.streams.lowerBound) stream(s) of \(name) passed"
         if let worst {
-            answer += "; \(worst.streams) " + (worst.framesDropped > 0
-                ? "dropped \(worst.framesDropped) frame\(worst.framesDropped == 1 ? "" : "s") at \(worst.firstDropSecond ?? 0) s"
+            let when = worst.firstDropSecond.map { "at \($0) s" } ?? "in its last second"
+            answer += "; \(worst.streams) " + (worst.ended.hasPrefix("a capture failed")
+                ? "failed: " + worst.ended.dropFirst("a capture failed: ".count)
+                : worst.framesDropped > 0
+                ? "dropped \(worst.framesDropped) frame\(worst.framesDropped == 1 ? "" : "s") \(when)"
                 : "dropped none but an append p99.9 took \(milliseconds(worst.appendLatencyNs.p999)), over one frame interval")
         } else if let best, best.streams == settings.streams.upperBound {
-            answer += "; more were not tried (--streams-max \(settings.streams.upperBound))"
+            answer += "; more were not tried (\(settings.upperBoundReason))"
         }
         let report = Report(codec: settings.codec, bitrate: settings.bitrate, fps: settings.fps, noise: noise,
                             bandwidth: bandwidth, estimate: estimate, streams: passed ?? 0, failedAt: failed,
                             searched: settings.streams, trials: trials,
                             seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, answer: answer)
-        return (report, runs)
+        return (report, [passed, failed].compactMap { $0.flatMap { runs[$0] } })
     }
 
     /// One trial of `streams` captures, ended once the device settled past `minimumTrial`,
@@ -158,12 +171,15 @@ package enum Sizing {
         var writers: [SegmentedPoolWriter] = []
         log("trial: \(streams) stream(s), at least \(settings.minimumTrial / 1_000_000_000) s")
         let device = DeviceWrites(path: pool.path)
+        if device == nil { log("  the pool is on no block device this can read: trials end at --minutes, unchecked for steadiness") }
         let deviceStart = device?.bytes() ?? 0
-        // 10-s windows; a trial shorter than 20 s (a test's) uses windows of half its length.
         var rate = SteadyRate(window: min(10_000_000_000, max(settings.minimumTrial / 2, 1_000_000_000)),
                               minimum: settings.minimumTrial)
         let progress = ModeRunner.Progress()
-        var elapsed = 0, firstDrop: Int?, ended = "longest trial"
+        // Nanoseconds from here on the monotonic clock (ticks come about once a second, not exactly).
+        let started = MonotonicClock.nanoseconds()
+        var elapsed: UInt64 = 0, stoppedAt: UInt64?, firstDrop: Int?, ended = "longest trial", lastLog = 0
+        func failure() -> Error? { writers.lazy.compactMap(\.failure).first }
         let run = try ModeRunner.run(.pool, plan: plan, pool: pool, progress: progress, writers: { index in
             // Each stream's first take is a share of one, so the streams switch takes in turn.
             let writer = try SegmentedPoolWriter(
@@ -173,30 +189,39 @@ package enum Sizing {
             writers.append(writer)
             return writer
         }, tick: {
-            elapsed += 1
-            if let device, let bytes = device.bytes() { rate.record(time: UInt64(elapsed) * 1_000_000_000, bytes: bytes - deviceStart) }
+            elapsed = MonotonicClock.nanoseconds() - started
+            let second = Int(elapsed / 1_000_000_000)
+            if let device, let bytes = device.bytes() { rate.record(time: elapsed, bytes: bytes - deviceStart) }
             let dropped = progress.dropped.load(ordering: .relaxed)
-            if dropped > 0 && firstDrop == nil { firstDrop = elapsed }
-            if elapsed % 10 == 0 {
-                log("  \(streams) stream(s): \(elapsed) s, \(dropped) dropped"
+            if dropped > 0 && firstDrop == nil { firstDrop = second }
+            if second / 10 > lastLog / 10 {
+                lastLog = second
+                log("  \(streams) stream(s): \(second) s, \(dropped) dropped"
                     + (rate.lastWindow.map { String(format: ", device %.0f MB/s", $0 / 1e6) } ?? ""))
             }
             guard !progress.stopRequested.load(ordering: .relaxed) else { return }
-            if let firstDrop, elapsed >= firstDrop + 5 {
+            if let failure = failure() {
+                ended = "a capture failed: \(failure)"
+            } else if let firstDrop, second >= firstDrop + 5 {
                 ended = "dropped"
-            } else if UInt64(elapsed) * 1_000_000_000 >= settings.minimumTrial && (device == nil || rate.steady != nil) {
+            } else if elapsed >= settings.minimumTrial && (device == nil || rate.steady != nil) {
                 ended = "steady"
             } else {
                 return
             }
+            stoppedAt = elapsed
             progress.stopRequested.store(true, ordering: .relaxed)
         })
-        if Interruption.requested { ended = "interrupted" }
+        // A failure after the last tick still fails the trial.
+        if !ended.hasPrefix("a capture failed"), let failure = failure() { ended = "a capture failed: \(failure)" }
         let append = Percentiles.summary(run.samples.map(\.latency))
         let interval = UInt64((1e9 / settings.fps).rounded())
-        let trial = Trial(streams: streams, passed: run.accounting.dropped == 0 && append.p999 < interval,
+        // The trial lasts until its stop (or its last frame); the captures' cancels after it do not count.
+        let seconds = min(Double(stoppedAt ?? UInt64.max) / 1e9, run.seconds)
+        let trial = Trial(streams: streams,
+                          passed: run.accounting.dropped == 0 && append.p999 < interval && !ended.hasPrefix("a capture failed"),
                           framesDropped: run.accounting.dropped, framesLate: run.accounting.late, firstDropSecond: firstDrop,
-                          appendLatencyNs: append, frameIntervalNs: interval, seconds: run.seconds,
+                          appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
                           segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },
                           ended: ended)

@@ -152,25 +152,37 @@ enum BenchCommands {
         defer { workspace.release() }
         let pool = workspace.pool
         let perStream = settings.poolBytesPerStream(capacity: pool.initialCapacity)
-        let holds = Int(try pool.remainingCapacity / perStream)
+        let remaining = try pool.remainingCapacity
+        // Each stream runs two captures while it switches takes.
+        let holds = min(Int(remaining / perStream), pool.maxCaptures.map { $0 / 2 } ?? .max)
+        func grownSize(_ streams: Int) -> String {
+            "\((Int64(streams) * perStream + pool.initialCapacity - remaining + (1 << 20) - 1) >> 20)M"
+        }
         guard holds >= streamsMin else {
-            throw BenchError("the pool at \(pool.path) holds \(holds) stream(s) of this rate (\(ByteFormat.human(perStream)) each: "
-                             + "a take of \(settings.segment / 1_000_000_000) s and the grants held ahead); grow it to "
-                             + "\((Int64(streamsMin) * perStream + pool.initialCapacity - (try pool.remainingCapacity)) >> 20)M "
-                             + "(`provideo --pool \(pool.path) resize SIZE`) or lower --streams-min")
+            let why = pool.maxCaptures.map { "(it runs at most \($0) captures at once, two a stream) " } ?? ""
+            throw BenchError("the pool at \(pool.path) holds \(holds) stream(s) of this rate \(why)(\(ByteFormat.human(perStream)) "
+                             + "each: a take of \(settings.segment / 1_000_000_000) s and the grants held ahead); "
+                             + (poolPath == nil ? "free space for a larger scratch pool, or name one with --pool"
+                                : "grow it to \(grownSize(streamsMin)) (`provideo --pool \(pool.path) resize SIZE`)")
+                             + " or lower --streams-min")
         }
         log("measuring the pool's sustained bandwidth (until it settles, at most 120 s)")
+        var shown = 0.0
         let bandwidth = try pool.measureBandwidth { seconds, _, rate in
-            if Int(seconds) % 10 == 0 { log(String(format: "  %.0f s: %@ over the last 10 s", seconds, BitRateFormat.human(rate))) }
+            guard seconds - shown >= 10 else { return }
+            shown = seconds
+            log(String(format: "  %.0f s: %@ over the last 10 s", seconds, BitRateFormat.human(rate)))
         }
         log("  sustained \(BitRateFormat.human(bandwidth.sustained)) (burst \(BitRateFormat.human(bandwidth.burst)))"
             + (bandwidth.unsettledReason.map { "; not settled: \($0)" } ?? ""))
         let carried = Int(Double(bandwidth.sustained) / Double(bitrate))
         var upper = streamsMaxOption ?? max(2 * carried, streamsMin + 1)
+        settings.upperBoundReason = streamsMaxOption.map { "--streams-max \($0)" } ?? "twice what the sustained bandwidth carries"
         if upper > holds {
-            log("the pool holds \(holds) stream(s) (\(ByteFormat.human(perStream)) each): trying at most \(holds); grow it to "
-                + "\((Int64(upper) * perStream + pool.initialCapacity - (try pool.remainingCapacity)) >> 20)M to try \(upper)")
+            log("the pool holds \(holds) stream(s) (\(ByteFormat.human(perStream)) each): trying at most \(holds)"
+                + (pool.maxCaptures == nil ? "; grow it to \(grownSize(upper)) to try \(upper)" : ""))
             upper = holds
+            settings.upperBoundReason = "the most the pool holds"
         }
         settings.streams = streamsMin...max(upper, streamsMin)
         var neighbour: NoisyNeighbour?
@@ -191,11 +203,9 @@ enum BenchCommands {
         landerChecked = true
         try lander?.stop(log: log)
         if let plotPath {
-            let shown = [report.streams, report.failedAt].compactMap { count in
-                count.flatMap { n in report.trials.lastIndex { $0.streams == n } }
-            }
-            var plotted = shown.map { runs[$0] }
-            let labels = shown.map { "\(report.trials[$0].streams) streams" }
+            // The runs are the answer's trial and the smallest number that failed, in that order.
+            var plotted = runs
+            let labels = [report.streams > 0 ? report.streams : nil, report.failedAt].compactMap { $0 }.map { "\($0) streams" }
             for index in plotted.indices { plotted[index].mode = index == 0 ? .pool : .buffered }
             let svg = LatencyPlot.svg(plotted, frameInterval: UInt64(1e9 / fps), title: "Append latency: " + report.answer,
                                       legends: labels)

@@ -21,8 +21,8 @@ enum Captures {
             let measurement = try pool.measureBandwidth { seconds, bytes, rate in
                 guard terminal || seconds - shown >= 10 else { return }
                 shown = seconds
-                let line = String(format: "measuring the durable bandwidth: %.0f s, %@ written, %@ over the last 10 s",
-                                  seconds, ByteFormat.significant(bytes), BitRateFormat.human(rate))
+                let line = String(format: "measuring the durable bandwidth: %.0f s, %@ written, %@ %@", seconds,
+                                  ByteFormat.significant(bytes), BitRateFormat.human(rate), seconds < 10 ? "so far" : "over the last 10 s")
                 // On a terminal one line redrawn in place; in a log a line every 10 s.
                 FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
             }
@@ -30,8 +30,6 @@ enum Captures {
             try pool.setBandwidth(measurement.sustained)
             return measurement
         } catch let error as ProVideoError where error.code == .notEnoughSpace {
-            CommandLineProgram.printError("the pool is too small to measure its bandwidth: captures are not admitted against one "
-                                          + "(`provideo set-bandwidth RATE` sets it)")
             return nil
         }
     }

@@ -30,7 +30,12 @@ enum Commands {
                                                                             maxCaptures: pool.maxCaptures, measurement: measured))
         }
         print("created a pool of \(ByteFormat.human(pool.initialCapacity)) (\(pool.initialCapacity) bytes) at \(pool.path)")
-        if let measured { print(Captures.sentence(measured)) }
+        if let measured {
+            print(Captures.sentence(measured))
+        } else if bandwidth == nil {
+            print("the pool is too small to measure its bandwidth: captures are not admitted against one "
+                  + "(`provideo set-bandwidth RATE` sets it)")
+        }
     }
 
     static func status(_ path: String, _ arguments: inout Arguments) throws {

@@ -22,11 +22,12 @@ package struct BandwidthMeasurement: Codable, Sendable, Equatable {
 
 /// The pool's durable write bandwidth: what captures are admitted against (`Pool.bandwidth`).
 extension Pool {
-    /// Measures the durable write bandwidth of the pool's device by writing its own reserve as
-    /// a capture writes: `O_DIRECT` writes of 4 MiB, four in flight, through the engine
-    /// captures use (io_uring, else pwrite), and an fdatasync every `commitInterval` (a
-    /// capture's default durability interval, 1 s) after the writes before it completed, which
-    /// the time includes. It writes until the rate settles (`SteadyRate`: two 10-s windows within
+    /// Measures the durable write bandwidth of the pool's device by writing its own reserve at a
+    /// capture's commit cadence: `O_DIRECT` writes of 4 MiB, four in flight, through the engine
+    /// captures use (io_uring, else pwrite), and every `commitInterval` (a capture's default
+    /// durability interval, 1 s) the writes in flight drained and an fdatasync, which the time
+    /// includes. (A capture keeps writing beside its data sync; draining first makes this figure
+    /// a little lower than a capture's, on the safe side for admission.) It writes until the rate settles (`SteadyRate`: two 10-s windows within
     /// 10 %, after 20 s at least), for at most `limit` nanoseconds (120 s by default) or 16
     /// times the reserve's size (at least 64 MiB), whichever comes first: a small pool cannot
     /// be written past a device's cache without rewriting its own blocks, and says so.
@@ -107,7 +108,7 @@ extension Pool {
                 }
                 try engine.submit()
             }
-            try sync()
+            // The loop ends right after a sync: every write is on the media and counted.
             let settled = rate.steady
             var reason: String?
             if settled == nil {
