@@ -194,12 +194,16 @@ enum FFmpegRemux {
 @Suite(.serialized) struct GStreamerSinkTests {
     struct Plugin {
         let environment: [String: String]
+        /// gst-run (Tools/c-library/gst-run.c): a pipeline straight to PLAYING, its peak RSS.
+        let runner: String
         init(scratch: String) throws {
             let library = try CLibrary(scratch: scratch)
             let directory = scratch + "/gst"
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             try library.compile("gstprovideosink.c", to: directory + "/libgstprovideosink.so",
                                 packages: ["gstreamer-1.0", "gstreamer-base-1.0"], shared: true)
+            runner = scratch + "/gst-run"
+            try library.compile("gst-run.c", to: runner, packages: ["gstreamer-1.0"])
             // A registry of its own: the test neither reads nor rewrites the user's cache.
             environment = ["GST_PLUGIN_PATH": directory, "GST_REGISTRY": scratch + "/registry.bin"]
         }

@@ -60,4 +60,30 @@ import Testing
             #expect(exact, "the thread's recording differs from its frames")
         }
     }
+
+    /// The README's SwiftPM manifest (the ```swift block under "## The library" that starts
+    /// with the tools version) resolves as written: a package beside a checkout named
+    /// `pro-video-storage` (here a link to this repository) finds the `ProVideoStorage`
+    /// product (`swift package show-dependencies` loads the package graph, and fails on a
+    /// product or package name it does not find).
+    @Test func readmeManifestResolvesTheProduct() throws {
+        let readme = try String(contentsOfFile: Self.root + "/README.md", encoding: .utf8)
+        let section = try #require(readme.components(separatedBy: "\n## The library\n").dropFirst().first?
+            .components(separatedBy: "\n## ").first)
+        let manifest = try #require(section.components(separatedBy: "```swift\n").dropFirst()
+            .first { $0.hasPrefix("// swift-tools-version") }?.components(separatedBy: "```\n").first)
+        #expect(manifest.contains(".product(name: \"ProVideoStorage\", package: \"pro-video-storage\")"))
+        try TestSupport.withScratch { scratch in
+            try FileManager.default.createSymbolicLink(atPath: scratch + "/pro-video-storage", withDestinationPath: Self.root)
+            let recorder = scratch + "/recorder"
+            try FileManager.default.createDirectory(atPath: recorder + "/Sources/Recorder", withIntermediateDirectories: true)
+            try manifest.write(toFile: recorder + "/Package.swift", atomically: true, encoding: .utf8)
+            try "import ProVideoStorage\nprint(Pool.defaultPath)\n".write(toFile: recorder + "/Sources/Recorder/main.swift",
+                                                                         atomically: true, encoding: .utf8)
+            let resolved = try TestSupport.run("/usr/bin/env", ["swift", "package", "--package-path", recorder,
+                                                                "show-dependencies"])
+            #expect(resolved.status == 0, "\(resolved.stderr)")
+            #expect(resolved.stdout.contains("pro-video-storage<\(scratch)/pro-video-storage"), "\(resolved.stdout)")
+        }
+    }
 }

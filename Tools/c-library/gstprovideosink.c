@@ -5,9 +5,18 @@
  *       ! provideosink pool=/srv/pool location=/media/take1.mov bitrate=880000000
  *
  * Properties: location (the destination), pool (the pool directory; unset: $PROVIDEO_POOL,
- * else /var/lib/provideo), bitrate (bit/s, sizes the capture's buffers), landing (automatic,
- * finish or background: when a location on another filesystem than the pool gets the
- * recording; background leaves it in the pool for `provideo land`).
+ * else /var/lib/provideo), bitrate (bit/s, see below), landing (automatic, finish or
+ * background: when a location on another filesystem than the pool gets the recording;
+ * background leaves it in the pool for `provideo land`).
+ *
+ * Buffers: a muxer's output carries no bitrate (qtmux forwards no bitrate tag, its caps have
+ * none), so the bitrate property sizes the capture's buffers: three seconds of it, as the
+ * library's default. Unset (0): 32 MiB, the library's smallest default (three seconds at
+ * 89 Mbit/s), and the capture declares the library's default 880 Mbit/s to the pool's
+ * admission (an unknown stream is admitted as a large one). When every buffer is in flight,
+ * render waits for the disk up to the library's 30 s stall limit, as filesink's write
+ * blocks: the pipeline's queues decide what to drop, and a stall longer than the buffers
+ * does not fail the take.
  *
  * Like filesink: a buffer at the end is appended; a BYTES segment event (qtmux, mp4mux and
  * matroskamux seek back to patch sizes in headers) moves the write position, and the buffers
@@ -15,6 +24,15 @@
  * (the recording moves to `location`) before the EOS goes on; stopping without EOS (an error,
  * a cancelled pipeline) cancels it. Every failure posts an element error whose message is the
  * library's (busy pool, full pool, existing or bad destination).
+ *
+ * The pool opens and the capture starts at the first buffer (at EOS for a stream without
+ * one), not in start(), which only checks the properties, as cheap as filesink's open:
+ * splitmuxsink starts each take's sink on its streaming thread just before it posts the
+ * pipeline's PAUSED, and our work there (a first pool open, a capture start pinning its
+ * buffers: 12 ms for 32 MiB) made a GStreamer race that hangs gst-launch-1.0 at the end
+ * (gst-run.c) likelier: 34 of 150 runs hung, filesink 20 (Docs/C-LIBRARY.md). So a missing
+ * pool, a busy one or an existing destination fails the first buffer, with the library's
+ * message, before anything is written.
  *
  * Build (a plugin, loaded through GST_PLUGIN_PATH):
  *   cc -shared -fPIC -o libgstprovideosink.so gstprovideosink.c \
@@ -30,6 +48,11 @@
 #define PACKAGE "provideo"
 #define VERSION "1.0.0"
 
+/* The library's smallest default buffer budget (provideo.h, buffer_budget). */
+#define SMALL_BUFFER_BUDGET (32 << 20)
+/* The longest overrun wait the library accepts (provideo.h, overrun_wait_ns). */
+#define STALL_LIMIT_NS 30000000000ULL
+
 GST_DEBUG_CATEGORY_STATIC(provideo_sink_debug);
 #define GST_CAT_DEFAULT provideo_sink_debug
 
@@ -39,12 +62,13 @@ typedef struct {
     gchar *pool_path;
     gint64 bitrate;
     gchar *landing;
+    provideo_capture_options options; /* for the capture the first buffer starts */
     provideo_pool *pool;
     provideo_capture *capture;
     gint64 position; /* where the next buffer goes */
     gint64 length;   /* bytes in the recording */
     gboolean finished;
-    gboolean failed; /* a write failed: the capture is cancelled, EOS must not finish it */
+    gboolean failed; /* a write or the start failed: EOS must not finish anything */
 } ProvideoSink;
 
 typedef struct {
@@ -89,37 +113,49 @@ static void post_error(ProvideoSink *self, const char *action, const provideo_er
 
 static gboolean provideo_sink_start(GstBaseSink *base) {
     ProvideoSink *self = (ProvideoSink *)base;
-    provideo_error err;
     if (!self->location) {
         GST_ELEMENT_ERROR(self, RESOURCE, NOT_FOUND, ("No location set: provideosink needs location=DESTINATION"), (NULL));
         return FALSE;
     }
-    provideo_capture_options options;
-    provideo_capture_options_init(&options);
-    if (self->bitrate > 0) options.bitrate = self->bitrate;
+    provideo_capture_options *options = &self->options;
+    provideo_capture_options_init(options);
+    if (self->bitrate > 0)
+        options->bitrate = self->bitrate;
+    else
+        options->buffer_budget = SMALL_BUFFER_BUDGET;
+    options->overrun_policy = PROVIDEO_OVERRUN_WAIT;
+    options->overrun_wait_ns = STALL_LIMIT_NS;
     if (!self->landing || strcmp(self->landing, "automatic") == 0) {
-        options.landing = PROVIDEO_LANDING_AUTOMATIC;
+        options->landing = PROVIDEO_LANDING_AUTOMATIC;
     } else if (strcmp(self->landing, "finish") == 0) {
-        options.landing = PROVIDEO_LANDING_FINISH;
+        options->landing = PROVIDEO_LANDING_FINISH;
     } else if (strcmp(self->landing, "background") == 0) {
-        options.landing = PROVIDEO_LANDING_BACKGROUND;
+        options->landing = PROVIDEO_LANDING_BACKGROUND;
     } else {
         GST_ELEMENT_ERROR(self, RESOURCE, SETTINGS, ("landing=%s: use automatic, finish or background", self->landing),
                           (NULL));
         return FALSE;
     }
-    if (provideo_pool_open(self->pool_path, &self->pool, &err) != 0) {
-        post_error(self, "start", &err);
-        return FALSE;
-    }
-    if (provideo_capture_start(self->pool, self->location, &options, &self->capture, &err) != 0) {
-        post_error(self, "start", &err);
-        provideo_pool_close(self->pool, NULL);
-        self->pool = NULL;
-        return FALSE;
-    }
     self->position = self->length = 0;
     self->finished = self->failed = FALSE;
+    return TRUE;
+}
+
+/* Opens the pool and starts the capture if none runs yet; FALSE (the error posted) when
+ * either fails. */
+static gboolean provideo_sink_start_capture(ProvideoSink *self) {
+    provideo_error err;
+    if (self->capture) return TRUE;
+    if (!self->pool && provideo_pool_open(self->pool_path, &self->pool, &err) != 0) {
+        post_error(self, "start", &err);
+        self->failed = TRUE;
+        return FALSE;
+    }
+    if (provideo_capture_start(self->pool, self->location, &self->options, &self->capture, &err) != 0) {
+        post_error(self, "start", &err);
+        self->failed = TRUE;
+        return FALSE;
+    }
     return TRUE;
 }
 
@@ -145,7 +181,7 @@ static GstFlowReturn provideo_sink_render(GstBaseSink *base, GstBuffer *buffer) 
     GstMapInfo map;
     provideo_error err;
     if (self->finished) return GST_FLOW_EOS;
-    if (self->failed) return GST_FLOW_ERROR;
+    if (self->failed || !provideo_sink_start_capture(self)) return GST_FLOW_ERROR;
     if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return GST_FLOW_ERROR;
     const guint8 *data = map.data;
     gint64 size = (gint64)map.size;
@@ -204,13 +240,14 @@ static gboolean provideo_sink_event(GstBaseSink *base, GstEvent *event) {
         break;
     }
     case GST_EVENT_EOS:
-        if (self->failed) { /* the error is posted; the capture was cancelled */
+        /* failed: the error is posted, the capture was cancelled or never started. */
+        if (self->failed || !provideo_sink_start_capture(self)) {
             gst_event_unref(event);
             return FALSE;
         }
         /* Finish before the EOS goes on, so the file is at its destination when the
          * application sees EOS. */
-        if (self->capture && !self->finished) {
+        if (!self->finished) {
             provideo_recording recording;
             if (provideo_capture_finish(self->capture, &recording, &err) != 0) {
                 post_error(self, "finish", &err);
@@ -307,8 +344,10 @@ static void provideo_sink_class_init(ProvideoSinkClass *klass) {
                             G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
     g_object_class_install_property(
         gobject, PROP_BITRATE,
-        g_param_spec_int64("bitrate", "Bitrate", "Expected bitrate in bit/s (sizes the capture buffers)", 1, G_MAXINT64,
-                           880000000, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
+        g_param_spec_int64("bitrate", "Bitrate",
+                           "Expected bitrate in bit/s: three seconds of it size the capture's buffers and the pool "
+                           "admits it; 0: 32 MiB of buffers, admitted as 880 Mbit/s",
+                           0, G_MAXINT64, 0, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
     g_object_class_install_property(
         gobject, PROP_LANDING,
         g_param_spec_string("landing", "Landing",
@@ -327,7 +366,6 @@ static void provideo_sink_class_init(ProvideoSinkClass *klass) {
 }
 
 static void provideo_sink_init(ProvideoSink *self) {
-    self->bitrate = 880000000;
     /* A file sink: write as fast as buffers come, no clock sync. */
     gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
 }
