@@ -41,10 +41,11 @@ package enum Sizing {
 
         /// The captures' options: frames refused when every buffer is in flight (a live
         /// source cannot wait), admitted whatever the pool's bandwidth (the trial looks for
-        /// the limit), and grants of one second of stream, half the default, so that a pool
-        /// holds more streams (the granter still grows its step after slow grants).
+        /// the limit), and otherwise a recorder's defaults. (Grants of one second, half the
+        /// default, made even one stream drop beside the noise writer: a grant waits for the
+        /// filesystem's journal, and one second ahead did not cover the wait.)
         package var captureOptions: CaptureOptions {
-            CaptureOptions(bitrate: bitrate, overrunPolicy: .fail, admitOverBandwidth: true, grantSize: max(bitrate / 8, 1 << 20))
+            CaptureOptions(bitrate: bitrate, overrunPolicy: .fail, admitOverBandwidth: true)
         }
 
         /// Reserve bytes one stream takes: its take, the grants its capture holds ahead (three
