@@ -176,7 +176,7 @@ import Testing
     /// pass is the disk's business (other tests share it), so both outcomes are checked.
     @Test func aShortSearchAnswersInOneSentence() throws {
         try TestSupport.withScratch { directory in
-            let pool = try Pool.create(at: directory + "/pool", capacity: 224 << 20)
+            let pool = try Pool.create(at: directory + "/pool", capacity: 448 << 20)
             defer { try? pool.destroy() }
             let result = try TestSupport.run("provideo-bench", [
                 "--pool", pool.path, "size", "--bitrate", "40M", "--fps", "25", "--minutes", "0.03", "--streams-max", "2",
@@ -203,7 +203,7 @@ import Testing
                 #expect(object["failedAt"] as? Int == streams + 1, "\(answer)")
                 #expect(answer.contains("; \(streams + 1) dropped") || answer.contains("; \(streams + 1) dropped none"), "\(answer)")
             }
-            #expect(try pool.remainingCapacity == 224 << 20)
+            #expect(try pool.remainingCapacity == 448 << 20)
         }
     }
 

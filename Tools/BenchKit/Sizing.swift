@@ -137,6 +137,7 @@ package enum Sizing {
             runs[streams] = run
             runs = runs.filter { $0.key == passed || $0.key == failed }
             try Interruption.check()
+            settle()
         }
         let name = settings.codec ?? "\(BitRateFormat.human(settings.bitrate)) at \(settings.fps) fps"
         let best = passed.flatMap { count in trials.last { $0.streams == count } }
@@ -230,6 +231,17 @@ package enum Sizing {
             + "\(milliseconds(append.p999)) (frame interval \(milliseconds(interval))), \(String(format: "%.0f", trial.seconds)) s, "
             + "ended: \(ended)")
         return (trial, run)
+    }
+
+    /// Lets the filesystem finish the last trial's cancels before the next trial starts: they
+    /// give gigabytes back to the reserve, and a trial started at once met that journal work
+    /// in its first grants (two streams dropped a frame within a second of starting, right after
+    /// a trial of three).
+    static func settle() {
+        // sync(2): syncfs needs _GNU_SOURCE, which the Swift Glibc module does not define; the
+        // neighbour's dirty pages are flushed too, as they would be before the next trial anyway.
+        sync()
+        Thread.sleep(forTimeInterval: 5)
     }
 
     package static func milliseconds(_ nanoseconds: UInt64) -> String { String(format: "%.1f ms", Double(nanoseconds) / 1e6) }
