@@ -1,14 +1,15 @@
+import Foundation
 import Glibc
 
 /// Real-time scheduling for a recorder's thread, as capture applications run the thread that
 /// takes frames from the card: the thread runs before every `SCHED_OTHER` thread (the noisy
 /// neighbour, kernel flushers) whenever it is runnable.
-enum RealtimePriority {
+package enum RealtimePriority {
     /// Puts the calling thread under `SCHED_FIFO` at `priority`. The corresponding C function
     /// is `pthread_setschedparam(3)`.
     /// - Throws: `BenchError` when the process may not (it needs root, `CAP_SYS_NICE` or an
     ///   `RLIMIT_RTPRIO` of at least `priority`).
-    static func apply(_ priority: Int32) throws {
+    package static func apply(_ priority: Int32) throws {
         var parameter = sched_param()
         parameter.sched_priority = priority
         let result = pthread_setschedparam(pthread_self(), Int32(SCHED_FIFO), &parameter)
@@ -17,5 +18,19 @@ enum RealtimePriority {
                              + String(cString: strerror(result)) + " (run as root, or raise RLIMIT_RTPRIO: "
                              + "`ulimit -r \(priority)`)")
         }
+    }
+
+    /// Whether a thread of this process may run under `SCHED_FIFO` at `priority`: tried on a
+    /// thread of its own, which then ends, so no thread here changes its policy.
+    package static func isPermitted(_ priority: Int32) -> Bool {
+        let done = DispatchSemaphore(value: 0)
+        nonisolated(unsafe) var permitted = false
+        let thread = Thread {
+            permitted = (try? apply(priority)) != nil
+            done.signal()
+        }
+        thread.start()
+        done.wait()
+        return permitted
     }
 }

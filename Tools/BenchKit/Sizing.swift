@@ -22,6 +22,15 @@ package enum Sizing {
         /// Nanoseconds of stream per take (`SegmentedPoolWriter`).
         package var segment: UInt64 = 8_000_000_000
         package var inputQueueFrames = 2
+        /// After the search, its answer is confirmed by a trial of this many nanoseconds, one
+        /// stream fewer at a time while the confirmation drops, at most `confirmations` times
+        /// (0: no confirmation). A neighbour that stalls the device every minute or two passes a
+        /// 30-s trial that a 5-min one does not.
+        package var confirmationTrial: UInt64 = 0
+        package var confirmations = 3
+        /// The recorder threads' `SCHED_FIFO` priority, as a capture application runs the thread
+        /// that takes frames from the card (nil: the default policy).
+        package var realtimePriority: Int32?
         /// Why the search stops at `streams.upperBound`, for the answer ("--streams-max 6",
         /// "what the pool holds").
         package var upperBoundReason = "--streams-max"
@@ -81,6 +90,8 @@ package enum Sizing {
         /// "steady", "dropped", "longest trial", or "a capture failed: …" (a take that could
         /// not start, a full pool).
         package var ended: String
+        /// Whether this trial confirmed the search's answer at length (`confirmationTrial`).
+        package var confirming = false
     }
 
     package struct Report: Codable, Sendable {
@@ -97,6 +108,10 @@ package enum Sizing {
         /// The smallest number that failed, nil when every number tried passed.
         package var failedAt: Int?
         package var searched: ClosedRange<Int>
+        /// Whether `streams` held through a confirmation trial; nil when none ran.
+        package var confirmed: Bool?
+        /// The recorder threads' `SCHED_FIFO` priority (nil: the default policy).
+        package var realtimePriority: Int32?
         package var trials: [Trial]
         package var seconds: Double
         package var answer: String
@@ -118,6 +133,31 @@ package enum Sizing {
         }
     }
 
+    /// The search's decisions, apart from running trials: bisection with `trial(streams, false)`,
+    /// then confirmations of the largest pass with `trial(streams, true)`, one stream fewer after
+    /// each that fails. `passed` is the largest number that passed (confirmed, when
+    /// confirmations run), `failed` the smallest that failed, the confirmations' failures included.
+    package static func search(_ settings: Settings, estimate: Int, trial: (_ streams: Int, _ confirming: Bool) throws -> Trial)
+        rethrows -> (trials: [Trial], passed: Int?, failed: Int?, confirmed: Bool?) {
+        var trials: [Trial] = []
+        var passed: Int?, failed: Int?
+        while let streams = nextCandidate(passed: passed, failed: failed, range: settings.streams, estimate: estimate) {
+            let result = try trial(streams, false)
+            trials.append(result)
+            if result.passed { passed = max(passed ?? 0, streams) } else { failed = min(failed ?? .max, streams) }
+        }
+        guard settings.confirmationTrial > 0, var candidate = passed else { return (trials, passed, failed, nil) }
+        for _ in 0..<settings.confirmations {
+            let result = try trial(candidate, true)
+            trials.append(result)
+            if result.passed { return (trials, candidate, failed, true) }
+            failed = candidate
+            guard candidate > settings.streams.lowerBound else { break }
+            candidate -= 1
+        }
+        return (trials, nil, failed, false)
+    }
+
     /// Runs the search. `bandwidth` is the pool's measurement, `directory` a scratch directory
     /// on the pool's filesystem (the takes' destinations; every take is cancelled).
     /// - Returns: the report, and the runs of the answer's trial and of the smallest number
@@ -126,24 +166,28 @@ package enum Sizing {
                             noise: String, log: (String) -> Void) throws -> (Report, [ModeRun]) {
         let started = MonotonicClock.nanoseconds()
         let estimate = Int(Double(bandwidth.sustained) / Double(settings.bitrate))
-        var trials: [Trial] = []
-        // Only the runs a plot may draw: the largest pass and the smallest failure so far.
+        // Each number's latest run: the plot draws the answer's and the smallest failure's.
         var runs: [Int: ModeRun] = [:]
-        var passed: Int?, failed: Int?
-        while let streams = nextCandidate(passed: passed, failed: failed, range: settings.streams, estimate: estimate) {
-            let (trial, run) = try self.trial(streams: streams, settings: settings, pool: pool, directory: directory, log: log)
-            trials.append(trial)
-            if trial.passed { passed = max(passed ?? 0, streams) } else { failed = min(failed ?? .max, streams) }
+        let (trials, passed, failed, confirmed) = try search(settings, estimate: estimate) { streams, confirming in
+            var length = settings
+            if confirming { (length.minimumTrial, length.maximumTrial) = (settings.confirmationTrial, settings.confirmationTrial) }
+            var (trial, run) = try self.trial(streams: streams, settings: length, pool: pool, directory: directory, log: log)
+            trial.confirming = confirming
             runs[streams] = run
-            runs = runs.filter { $0.key == passed || $0.key == failed }
             try Interruption.check()
             settle()
+            return trial
         }
         let name = settings.codec ?? "\(BitRateFormat.human(settings.bitrate)) at \(settings.fps) fps"
         let best = passed.flatMap { count in trials.last { $0.streams == count } }
         let worst = failed.flatMap { count in trials.last { $0.streams == count } }
+        let unconfirmed = trials.filter(\.confirming).map(\.streams)
         var answer = best.map { "\($0.streams) stream\($0.streams == 1 ? "" : "s") of \(name): 0 dropped over "
-            + minutes($0.seconds) } ?? "not even \(settings.streams.lowerBound) stream(s) of \(name) passed"
+            + minutes($0.seconds) }
+            ?? (confirmed == false ? "no number of streams of \(name) held through "
+                + "\(minutes(Double(settings.confirmationTrial) / 1e9)) (tried "
+                + unconfirmed.map(String.init).joined(separator: ", ") + " after shorter trials passed \(unconfirmed.first ?? 0))"
+                : "not even \(settings.streams.lowerBound) stream(s) of \(name) passed")
         if let worst {
             let when = worst.firstDropSecond.map { "at \($0) s" } ?? "in its last second"
             answer += "; \(worst.streams) " + (worst.ended.hasPrefix("a capture failed")
@@ -156,7 +200,8 @@ package enum Sizing {
         }
         let report = Report(codec: settings.codec, bitrate: settings.bitrate, fps: settings.fps, noise: noise,
                             bandwidth: bandwidth, estimate: estimate, streams: passed ?? 0, failedAt: failed,
-                            searched: settings.streams, trials: trials,
+                            searched: settings.streams, confirmed: confirmed, realtimePriority: settings.realtimePriority,
+                            trials: trials,
                             seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, answer: answer)
         return (report, [passed, failed].compactMap { $0.flatMap { runs[$0] } })
     }
@@ -167,11 +212,13 @@ package enum Sizing {
                       log: (String) -> Void) throws -> (Trial, ModeRun) {
         let frames = max(Int(Double(settings.maximumTrial) / 1e9 * settings.fps), 1)
         let sizes = FrameSizes.constant(bitrate: settings.bitrate, fps: settings.fps, count: frames)
-        let plan = RunPlan(streams: streams, bitrate: settings.bitrate, fps: settings.fps, sizes: sizes,
+        var plan = RunPlan(streams: streams, bitrate: settings.bitrate, fps: settings.fps, sizes: sizes,
                            inputQueueFrames: settings.inputQueueFrames, scratchDirectory: directory)
+        plan.realtimePriority = settings.realtimePriority
         let segmentBytes = settings.segmentBytes, options = settings.captureOptions
         var writers: [SegmentedPoolWriter] = []
-        log("trial: \(streams) stream(s), at least \(settings.minimumTrial / 1_000_000_000) s")
+        log("trial: \(streams) stream(s), at least \(settings.minimumTrial / 1_000_000_000) s"
+            + (settings.minimumTrial == settings.maximumTrial ? " (confirming)" : ""))
         let device = DeviceWrites(path: pool.path)
         if device == nil { log("  the pool is on no block device this can read: trials end at --minutes, unchecked for steadiness") }
         let deviceStart = device?.bytes() ?? 0

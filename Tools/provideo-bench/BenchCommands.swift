@@ -110,9 +110,25 @@ enum BenchCommands {
         let noise = try arguments.option("--noise") ?? "none"
         let landTo = try arguments.option("--land-to")
         let minutes = try number(&arguments, "--minutes") ?? 0.5
+        let confirmMinutes = try number(&arguments, "--confirm-minutes") ?? 5
+        let realtimeText = try arguments.option("--realtime")
         let json = arguments.flag("--json")
         let plotPath = try arguments.option("--plot")
         try arguments.finish()
+        let realtime: Int32?
+        switch realtimeText {
+        case "off": realtime = nil
+        case let text?:
+            guard let value = Int32(text), (1...99).contains(value) else {
+                throw UsageError("--realtime is a SCHED_FIFO priority from 1 to 99, or off, not \(text)")
+            }
+            realtime = value
+        case nil:
+            // A capture application runs its input thread real-time (BENCHMARKS, "--realtime"), so
+            // the answer is for such a recorder where the process may; said in the report.
+            realtime = RealtimePriority.isPermitted(50) ? 50 : nil
+            if realtime == nil { log("recorder threads under the default policy: SCHED_FIFO needs root or RLIMIT_RTPRIO (--realtime)") }
+        }
 
         let bitrate: Int64, fps: Double
         switch (codecName, bitrateOption, fpsOption) {
@@ -132,6 +148,9 @@ enum BenchCommands {
             throw UsageError("--streams-max must be from --streams-min (\(streamsMin)) to 1000, not \(streamsMaxOption)")
         }
         guard minutes >= 0.01, minutes <= 60 else { throw UsageError("--minutes must be from 0.01 to 60, not \(minutes)") }
+        guard confirmMinutes == 0 || (0.01...60).contains(confirmMinutes) else {
+            throw UsageError("--confirm-minutes must be 0 (none) or from 0.01 to 60, not \(confirmMinutes)")
+        }
         guard ["none", "writer", "land"].contains(noise) else { throw UsageError("--noise is none, writer or land") }
         if noise == "land" && landTo == nil { throw UsageError("--noise land needs --land-to DIR (another filesystem)") }
         if let plotPath { try checkWritable(plotPath) }
@@ -140,6 +159,8 @@ enum BenchCommands {
         var settings = Sizing.Settings(codec: codecName?.lowercased(), bitrate: bitrate, fps: fps,
                                        streams: streamsMin...(streamsMaxOption ?? 1000), minimumTrial: minimum,
                                        maximumTrial: 3 * minimum + 60_000_000_000)
+        settings.confirmationTrial = UInt64(confirmMinutes * 60e9)
+        settings.realtimePriority = realtime
         // A pool must hold --streams-min; a scratch pool holds the most streams asked for (64 when
         // the bandwidth decides) or what the free space allows. The search stays within what
         // the pool holds.
@@ -212,9 +233,9 @@ enum BenchCommands {
             if (try? svg.write(toFile: plotPath, atomically: true, encoding: .utf8)) != nil { log("wrote \(plotPath)") }
         }
         if json { return try CommandLineProgram.printJSON(report) }
-        let header = ["streams", "result", "dropped", "first drop", "append p99.9", "max", "seconds", "device MB/s", "ended"]
+        let header = ["streams", "trial", "result", "dropped", "first drop", "append p99.9", "max", "seconds", "device MB/s", "ended"]
         let rows = report.trials.map { trial in
-            ["\(trial.streams)", trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)",
+            ["\(trial.streams)", trial.confirming ? "confirm" : "search", trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)",
              trial.firstDropSecond.map { "\($0) s" } ?? "-", Sizing.milliseconds(trial.appendLatencyNs.p999),
              Sizing.milliseconds(trial.appendLatencyNs.max), String(format: "%.0f", trial.seconds),
              trial.deviceBytesPerSecond.map { String(format: "%.0f", $0 / 1e6) } ?? "-", trial.ended]
@@ -225,9 +246,10 @@ enum BenchCommands {
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
         }
         print(report.answer)
-        print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; sustained bandwidth %@, "
-                     + "which carries %d stream(s) with nothing else; %.0f s in all)", 1e3 / fps,
-                     BitRateFormat.human(bandwidth.sustained), report.estimate, report.seconds))
+        print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; recorder threads %@; "
+                     + "sustained bandwidth %@, which carries %d stream(s) with nothing else; %.0f s in all)", 1e3 / fps,
+                     realtime.map { "SCHED_FIFO \($0)" } ?? "SCHED_OTHER", BitRateFormat.human(bandwidth.sustained),
+                     report.estimate, report.seconds))
     }
 
     /// The largest scratch pool a sizing run creates: the free space under /var/tmp less the
