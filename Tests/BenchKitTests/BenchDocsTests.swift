@@ -142,6 +142,50 @@ import Testing
         #expect(passed == 11 && failed == 12 && trials <= 6, "\(trials) trials")
     }
 
+    /// The answer is confirmed at length: against a machine whose short trials pass 11 streams
+    /// but whose long ones hold only 9, the search bisects to 11, then confirms 11 (drops), 10
+    /// (drops) and 9 (holds), and answers 9 with 10 as the smallest failure.
+    @Test func theAnswerIsConfirmedAtLengthOneStreamFewerAtATime() {
+        var settings = Sizing.Settings(codec: nil, bitrate: 884_000_000, fps: 29.97, streams: 1...64,
+                                       minimumTrial: 30_000_000_000, maximumTrial: 150_000_000_000)
+        func machine(short: Int, long: Int) -> (Int, Bool) -> Sizing.Trial {
+            { streams, confirming in
+                let passed = streams <= (confirming ? long : short)
+                return Sizing.Trial(streams: streams, passed: passed, framesDropped: passed ? 0 : 3, framesLate: 0,
+                                    firstDropSecond: passed ? nil : 40, appendLatencyNs: Percentiles.summary([1_000_000]),
+                                    frameIntervalNs: 33_366_700, seconds: confirming ? 300 : 30, steady: true,
+                                    deviceBytesPerSecond: nil, segments: 1, lateSwitches: 0, ended: passed ? "steady" : "dropped",
+                                    confirming: confirming)
+            }
+        }
+        // No confirmation: the short trials' answer.
+        let unconfirmed = Sizing.search(settings, estimate: 17, trial: machine(short: 11, long: 9))
+        #expect(unconfirmed.passed == 11 && unconfirmed.failed == 12 && unconfirmed.confirmed == nil)
+        #expect(!unconfirmed.trials.contains { $0.confirming })
+
+        settings.confirmationTrial = 300_000_000_000
+        let confirmed = Sizing.search(settings, estimate: 17, trial: machine(short: 11, long: 9))
+        #expect(confirmed.passed == 9 && confirmed.failed == 10 && confirmed.confirmed == true)
+        #expect(confirmed.trials.filter(\.confirming).map(\.streams) == [11, 10, 9])
+        #expect(Array(confirmed.trials.prefix { !$0.confirming }.map(\.streams).suffix(1)) == [11])
+
+        // A long trial that holds what the short ones passed: one confirmation.
+        let atOnce = Sizing.search(settings, estimate: 17, trial: machine(short: 11, long: 11))
+        #expect(atOnce.passed == 11 && atOnce.failed == 12 && atOnce.confirmed == true)
+        #expect(atOnce.trials.filter(\.confirming).map(\.streams) == [11])
+
+        // Three confirmations at most, and never below --streams-min.
+        let never = Sizing.search(settings, estimate: 17, trial: machine(short: 11, long: 0))
+        #expect(never.passed == nil && never.failed == 9 && never.confirmed == false)
+        #expect(never.trials.filter(\.confirming).map(\.streams) == [11, 10, 9])
+        settings.streams = 2...64
+        let floor = Sizing.search(settings, estimate: 2, trial: machine(short: 3, long: 0))
+        #expect(floor.trials.filter(\.confirming).map(\.streams) == [3, 2] && floor.confirmed == false)
+        // Nothing passed: nothing to confirm.
+        let none = Sizing.search(settings, estimate: 2, trial: machine(short: 0, long: 0))
+        #expect(none.passed == nil && none.confirmed == nil && !none.trials.contains { $0.confirming })
+    }
+
     /// A stream split into takes: it switches captures, never holds more than its takes, and
     /// gives every byte of capacity back.
     @Test func segmentedCapturesSwitchAndGiveTheirCapacityBack() throws {
@@ -171,7 +215,7 @@ import Testing
     }
 
     /// A short search into a small pool at 40 Mbit/s, searching 1…2 streams: its answer is the
-    /// largest number whose trial passed, each trial's verdict follows from its own figures
+    /// largest number whose confirmation held, each trial's verdict follows from its own figures
     /// (no drop, p99.9 under a frame interval), and the pool is whole afterwards. Whether 2
     /// pass is the disk's business (other tests share it), so both outcomes are checked.
     @Test func aShortSearchAnswersInOneSentence() throws {
@@ -180,7 +224,7 @@ import Testing
             defer { try? pool.destroy() }
             let result = try TestSupport.run("provideo-bench", [
                 "--pool", pool.path, "size", "--bitrate", "40M", "--fps", "25", "--minutes", "0.03", "--streams-max", "2",
-                "--json", "--plot", directory + "/size.svg"])
+                "--confirm-minutes", "0.05", "--realtime", "off", "--json", "--plot", directory + "/size.svg"])
             #expect(result.status == 0, "\(result.stderr)")
             let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
             let trials = object["trials"] as? [[String: Any]] ?? []
@@ -190,9 +234,16 @@ import Testing
                 let verdict = trial["framesDropped"] as? Int == 0 && p999 < trial["frameIntervalNs"] as? Int ?? 0
                 #expect(trial["passed"] as? Bool == verdict, "\(trial)")
             }
-            let passes = trials.filter { $0["passed"] as? Bool == true }.compactMap { $0["streams"] as? Int }
+            // The answer is the confirmation that held (3 s each), after the search's passes.
+            let confirmations = trials.filter { $0["confirming"] as? Bool == true }
+            let searchPassed = trials.contains { $0["confirming"] as? Bool == false && $0["passed"] as? Bool == true }
+            #expect(confirmations.isEmpty == !searchPassed, "\(trials)")
+            let confirmed = confirmations.filter { $0["passed"] as? Bool == true }.compactMap { $0["streams"] as? Int }
             let streams = try #require(object["streams"] as? Int)
-            #expect(streams == passes.max() ?? 0)
+            #expect(streams == confirmed.max() ?? 0)
+            #expect(confirmations.allSatisfy { ($0["seconds"] as? Double ?? 0) >= 2.5 || $0["passed"] as? Bool == false })
+            #expect(object["confirmed"] as? Bool == (searchPassed ? streams > 0 : nil))
+            #expect(object["realtimePriority"] == nil)
             let answer = object["answer"] as? String ?? ""
             if streams == 2 {
                 #expect(answer.hasPrefix("2 streams of 40 Mbit/s at 25.0 fps: 0 dropped over ") && answer.hasSuffix("(--streams-max 2)"),
@@ -214,6 +265,8 @@ import Testing
         (["size", "--codec", "prores-422-hq-2160p29.97", "--minutes", "0"], "--minutes must be from 0.01 to 60"),
         (["size", "--codec", "prores-422-hq-2160p29.97", "--streams-min", "4", "--streams-max", "2"], "--streams-max must be from"),
         (["size", "--codec", "prores-422-hq-2160p29.97", "--noise", "land"], "--noise land needs --land-to"),
+        (["size", "--codec", "prores-422-hq-2160p29.97", "--confirm-minutes", "61"], "--confirm-minutes must be 0 (none)"),
+        (["size", "--codec", "prores-422-hq-2160p29.97", "--realtime", "100"], "--realtime is a SCHED_FIFO priority from 1"),
     ])
     func badSizeArgumentsAreUsageErrors(_ arguments: [String], _ message: String) throws {
         let result = try TestSupport.run("provideo-bench", arguments)

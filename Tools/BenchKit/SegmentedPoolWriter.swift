@@ -3,11 +3,13 @@ import ProVideoStorage
 import Synchronization
 
 /// A recorder that splits its recording into takes of `segmentBytes`, as recorders split long
-/// recordings into files: frames go to one capture while the next is started on a queue of its
-/// own, and at a frame boundary past the segment's end the recorder switches to it and the
+/// recordings into files: frames go to one capture while the next is started, and at a frame boundary past the segment's end the recorder switches to it and the
 /// finished one is cancelled (its capacity returns). A sizing trial thus runs for minutes in a
 /// pool that holds seconds of each stream. Capture starts and cancels never run on the
-/// recorder's thread; when the next capture is not ready at the boundary the recorder goes on
+/// recorder's thread but on a thread of the writer's own, started with it: handing them to a
+/// dispatch queue let the recorder's `async` create a worker thread, whose stack `mmap` waited
+/// for the process's mmap lock behind another take's 330 MB buffer populate (810 ms inside one
+/// append, measured). When the next capture is not ready at the boundary the recorder goes on
 /// in the current one and the switch is counted late. A take that cannot start, or an append
 /// that fails other than by an overrun (a full pool), is kept in `failure` (readable from any
 /// thread): the recorder goes on where it can, and frames it cannot place are refused.
@@ -18,22 +20,14 @@ package final class SegmentedPoolWriter: FrameWriter {
     private let segmentBytes: Int64
     /// Bytes before a segment's end at which the next capture is started.
     private let leadBytes: Int64
-    private let queue: DispatchQueue
+    private let worker: TakeWorker
     private var current: Capture
     private var written: Int64 = 0
     private var segmentEnd: Int64
     private var preparing = false
-    /// What the queue hands back: the next capture (or why it could not start) and the first
-    /// error of a cancel.
-    private final class Handoff: Sendable {
-        let next = Mutex<Result<Capture, Error>?>(nil)
-        let cancelError = Mutex<Error?>(nil)
-        let failure = Mutex<Error?>(nil)
-    }
-
     /// The first take that could not start or append that failed, nil while none did.
     package var failure: Error? { handoff.failure.withLock { $0 } }
-    private let handoff = Handoff()
+    private let handoff = SegmentedPoolWriterHandoff()
     private var completion: LatencySummary
     package private(set) var segments = 1
     /// Switches that found the next capture not started yet.
@@ -55,9 +49,9 @@ package final class SegmentedPoolWriter: FrameWriter {
         self.segmentBytes = segmentBytes
         self.leadBytes = leadBytes
         segmentEnd = firstSegmentBytes
-        queue = DispatchQueue(label: "segments-\(destination.split(separator: "/").last ?? "")")
         current = try pool.startCapture(to: destination + ".0", options: options)
         completion = LatencySummary(p50: 0, p99: 0, p999: 0, max: 0)
+        worker = TakeWorker(pool: pool, destination: destination, options: options, handoff: handoff)
     }
 
     package var engine: String { current.statistics.engine }
@@ -79,14 +73,10 @@ package final class SegmentedPoolWriter: FrameWriter {
 
     private func fail(_ error: Error) { handoff.failure.withLock { $0 = $0 ?? error } }
 
-    /// Starts the next capture on the queue.
+    /// Has the worker start the next capture.
     private func prepareNext() {
         preparing = true
-        let (pool, options, name) = (pool, options, destination + ".\(segments)")
-        queue.async { [handoff] in
-            let result = Result { try pool.startCapture(to: name, options: options) }
-            handoff.next.withLock { $0 = result }
-        }
+        worker.submit { $0.start = self.segments }
     }
 
     /// Switches to the next capture if it is ready; the finished one is cancelled on the queue.
@@ -113,17 +103,15 @@ package final class SegmentedPoolWriter: FrameWriter {
         segments += 1
         preparing = false
         segmentEnd = written + segmentBytes
-        queue.async { [handoff] in
-            do { try finished.cancel() } catch { handoff.cancelError.withLock { $0 = $0 ?? error } }
-        }
+        worker.submit { $0.cancels.append(finished) }
     }
 
     package func close() throws {
         completion = Percentiles.worst(completion, current.statistics.completionLatency.summary)
         var failure: Error?
         do { try current.cancel() } catch { failure = error }
-        // Whatever the queue still starts or cancels ends before close returns.
-        queue.sync {}
+        // Whatever the worker still starts or cancels ends before close returns.
+        if !worker.finish() { failure = failure ?? BenchError("a take's start or cancel took over \(TakeWorker.finishLimit) s") }
         if let pending = handoff.next.withLock({ value -> Result<Capture, Error>? in
             defer { value = nil }
             return value
@@ -134,4 +122,85 @@ package final class SegmentedPoolWriter: FrameWriter {
     }
 
     package var completionLatency: LatencySummary { completion }
+}
+
+/// What the take worker hands back: the next capture (or why it could not start) and the first
+/// error of a cancel; and the writer's first failure.
+private final class SegmentedPoolWriterHandoff: Sendable {
+    let next = Mutex<Result<Capture, Error>?>(nil)
+    let cancelError = Mutex<Error?>(nil)
+    let failure = Mutex<Error?>(nil)
+}
+
+/// The thread that starts and cancels a `SegmentedPoolWriter`'s takes. The recorder's thread
+/// only stores a request and signals: the cancels' array keeps room for four, so no request
+/// allocates.
+private final class TakeWorker: @unchecked Sendable {
+    struct Requests {
+        /// The take to start (its number), nil when none is asked for.
+        var start: Int?
+        var cancels: [Capture] = []
+        var finishing = false
+    }
+
+    /// Seconds `finish` waits for the last starts and cancels.
+    static let finishLimit = 120
+
+    private let condition = MonotonicCondition()
+    private var requests = Requests()
+    private var finished = false
+
+    init(pool: Pool, destination: String, options: CaptureOptions, handoff: SegmentedPoolWriterHandoff) {
+        requests.cancels.reserveCapacity(4)
+        let thread = Thread { [self] in run(pool: pool, destination: destination, options: options, handoff: handoff) }
+        thread.name = "takes"
+        thread.start()
+    }
+
+    /// Changes the requests under the lock and wakes the thread.
+    func submit(_ change: (inout Requests) -> Void) {
+        condition.lock()
+        change(&requests)
+        condition.signal()
+        condition.unlock()
+    }
+
+    /// Asks the thread to end once its requests are done, and waits up to `finishLimit`.
+    /// - Returns: false when they were not done in time.
+    func finish() -> Bool {
+        submit { $0.finishing = true }
+        let deadline = MonotonicTime.now() + UInt64(Self.finishLimit) * 1_000_000_000
+        condition.lock()
+        defer { condition.unlock() }
+        while !finished { guard condition.wait(until: deadline) else { return finished } }
+        return true
+    }
+
+    private func run(pool: Pool, destination: String, options: CaptureOptions, handoff: SegmentedPoolWriterHandoff) {
+        while true {
+            condition.lock()
+            // Woken by each request; the bound only keeps the wait finite.
+            while requests.start == nil && requests.cancels.isEmpty && !requests.finishing {
+                condition.wait(until: MonotonicTime.now() + 1_000_000_000)
+            }
+            let (start, cancels, finishing) = (requests.start, requests.cancels, requests.finishing)
+            requests.start = nil
+            requests.cancels.removeAll(keepingCapacity: true)
+            condition.unlock()
+            if let start {
+                let result = Result { try pool.startCapture(to: destination + ".\(start)", options: options) }
+                handoff.next.withLock { $0 = result }
+            }
+            for capture in cancels {
+                do { try capture.cancel() } catch { handoff.cancelError.withLock { $0 = $0 ?? error } }
+            }
+            if finishing && start == nil && cancels.isEmpty {
+                condition.lock()
+                finished = true
+                condition.broadcast()
+                condition.unlock()
+                return
+            }
+        }
+    }
 }
