@@ -94,6 +94,17 @@ import Testing
         #expect(result.policy == Int32(SCHED_FIFO) && result.priority == 7)
     }
 
+    /// The probe `size` uses for its default: true where the process may, and the caller's own
+    /// policy untouched.
+    @Test(.enabled(if: TestSupport.isRoot, "needs root (or RLIMIT_RTPRIO) for SCHED_FIFO"))
+    func realtimeProbeLeavesTheCallerAlone() throws {
+        #expect(RealtimePriority.isPermitted(50))
+        var policy: Int32 = -1
+        var parameter = sched_param()
+        pthread_getschedparam(pthread_self(), &policy, &parameter)
+        #expect(policy == Int32(SCHED_OTHER) && parameter.sched_priority == 0)
+    }
+
     @Test func realtimePriorityOutOfRangeIsAUsageError() throws {
         let result = try TestSupport.run("provideo-bench", ["--fps", "25", "--duration", "1", "--bitrate", "10M", "--realtime", "0"])
         #expect(result.status == 2)

@@ -146,6 +146,23 @@ import Testing
         }
     }
 
+    /// A pool-mode run writes into the reserve, so the free space beside the pool is not asked
+    /// to hold its frames again: 120 MB of frames into a 240 MiB pool on a filesystem of 320 MB
+    /// (before, it was refused for want of 120 MB and 1 GiB of free space).
+    @Test(.enabled(if: TestSupport.isRoot, "needs root: a loop-mounted ext4"))
+    func poolModeNeedsNoFreeSpaceBesideThePool() throws {
+        try FS.withPool("ext4", capacity: "240M") { fs, pool in
+            let free = try #require(try FileManager.default.attributesOfFileSystem(forPath: fs.mountPoint)[.systemFreeSize] as? NSNumber)
+            #expect(free.int64Value < 120_000_000, "\(free) bytes free")
+            let result = try TestSupport.run("provideo-bench", [
+                "--pool", pool, "--bitrate", "48M", "--fps", "25", "--duration", "20", "--mode", "pool", "--json"])
+            #expect(result.status == 0, "\(result.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            let modes = object?["modes"] as? [String: Any]
+            #expect((modes?["pool"] as? [String: Any])?["bytes"] as? Int == 120_000_000, "\(result.stdout)")
+        }
+    }
+
     /// `--noise land` runs its neighbour (a child process of the bench landing a take to
     /// another filesystem): the run reports bytes landed, more than 0 (the child was once not
     /// dispatched, and the run said "0 B of 4.0 GiB landed" and exited 0).

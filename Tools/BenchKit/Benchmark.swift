@@ -34,11 +34,16 @@ package enum Benchmark {
                            log: @escaping (String) -> Void) throws -> (BenchReport, [ModeRun]) {
         var plan = settings.plan
         plan.scratchDirectory = workspace.directory
-        let needed = plan.sizes.total * Int64(plan.streams) + (settings.noise ? noiseFileLimit : 0)
-            + (settings.landTo != nil ? settings.landSize : 0)
-        guard workspace.availableBytes() > needed + (1 << 30) else {
-            throw BenchError("\(workspace.directory) has \(ByteFormat.human(workspace.availableBytes())) free; a run of the "
-                             + "buffered and direct modes needs \(ByteFormat.human(needed)) plus 1 GiB to spare")
+        // Buffered and direct modes write files beside the pool; pool and mount modes write
+        // into its reserve, which the workspace already holds.
+        let fileModes = settings.modes.filter { $0 == .buffered || $0 == .direct }
+        let needed = (fileModes.isEmpty ? 0 : plan.sizes.total * Int64(plan.streams))
+            + (settings.noise ? noiseFileLimit : 0) + (settings.landTo != nil ? settings.landSize : 0)
+        guard needed == 0 || workspace.availableBytes() > needed + (1 << 30) else {
+            let what = (fileModes.isEmpty ? [] : ["the \(fileModes.map(\.rawValue).joined(separator: " and ")) mode's files"])
+                + (settings.noise ? ["the neighbour's file"] : []) + (settings.landTo != nil ? ["the landing take"] : [])
+            throw BenchError("\(workspace.directory) has \(ByteFormat.human(workspace.availableBytes())) free; "
+                             + what.joined(separator: ", ") + " need \(ByteFormat.human(needed)) plus 1 GiB to spare")
         }
         let delayAccounting = SchedulerDelayAccounting()
         defer { delayAccounting.restore() }

@@ -27,7 +27,7 @@ package enum Sizing {
         /// (0: no confirmation). A neighbour that stalls the device every minute or two passes a
         /// 30-s trial that a 5-min one does not.
         package var confirmationTrial: UInt64 = 0
-        package var confirmations = 3
+        package var confirmations = 4
         /// The recorder threads' `SCHED_FIFO` priority, as a capture application runs the thread
         /// that takes frames from the card (nil: the default policy).
         package var realtimePriority: Int32?

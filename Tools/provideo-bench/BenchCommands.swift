@@ -246,6 +246,9 @@ enum BenchCommands {
                 .joined(separator: "  ").trimmingCharacters(in: .whitespaces))
         }
         print(report.answer)
+        if report.confirmed == false, let lowest = report.trials.last(where: \.confirming)?.streams, lowest > streamsMin {
+            print("(no number held at length: search below it with --streams-max \(lowest - 1))")
+        }
         print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; recorder threads %@; "
                      + "sustained bandwidth %@, which carries %d stream(s) with nothing else; %.0f s in all)", 1e3 / fps,
                      realtime.map { "SCHED_FIFO \($0)" } ?? "SCHED_OTHER", BitRateFormat.human(bandwidth.sustained),
