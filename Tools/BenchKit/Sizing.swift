@@ -4,8 +4,8 @@ import ProVideoStorage
 /// "How many streams of this codec can this machine record?": trials of N concurrent pool
 /// captures, each long enough to pass the device's write cache, bisected from the pool's
 /// sustained bandwidth to the largest N with no dropped frame and an append p99.9, over every
-/// stream's appends, under one frame interval (`provideo-bench size`, Docs/BENCHMARKS.md "How
-/// to size a machine").
+/// stream's appends, under one frame interval, then confirmed by a trial of minutes, one stream
+/// fewer while it fails (`provideo-bench size`, Docs/BENCHMARKS.md "How to size a machine").
 package enum Sizing {
     package struct Settings: Sendable {
         /// The codec's name, for the report (nil: `--bitrate`/`--fps` given).
