@@ -58,6 +58,7 @@ import Testing
             #expect(!grantRefusals.isEmpty, "no frame was refused for want of a grant: \(refusals.prefix(3))")
             #expect(refusals.allSatisfy { !$0.hasPrefix("unexpected") }, "\(refusals.filter { $0.hasPrefix("unexpected") })")
             #expect(capture.statistics.overrunFailures == refusals.count)
+            #expect(capture.statistics.grantOverruns == Int64(grantRefusals.count))
             #expect(capture.length == Int64(accepted.count))
             // Once the grant lands, frames are accepted again.
             usleep(Self.grantDelay + 500_000)

@@ -31,6 +31,9 @@ package final class SegmentedPoolWriter: FrameWriter {
     package private(set) var segments = 1
     /// Switches that found the next capture not started yet.
     package private(set) var lateSwitches = 0
+    /// Frames refused because their take's file was not yet granted that far (the filesystem's
+    /// fallocate behind the stream), over the takes ended so far; read once the writer closed.
+    package private(set) var grantRefusals: Int64 = 0
 
     /// Starts the first capture.
     /// - Parameters:
@@ -99,6 +102,7 @@ package final class SegmentedPoolWriter: FrameWriter {
         let finished = current
         current = next
         completion = Percentiles.worst(completion, finished.statistics.completionLatency.summary)
+        grantRefusals += finished.statistics.grantOverruns
         segments += 1
         preparing = false
         segmentEnd = written + segmentBytes
@@ -107,6 +111,7 @@ package final class SegmentedPoolWriter: FrameWriter {
 
     package func close() throws {
         completion = Percentiles.worst(completion, current.statistics.completionLatency.summary)
+        grantRefusals += current.statistics.grantOverruns
         var failure: Error?
         do { try current.cancel() } catch { failure = error }
         // Whatever the worker still starts or cancels ends before close returns.

@@ -73,6 +73,9 @@ package enum Sizing {
         /// under one frame interval.
         package var passed: Bool
         package var framesDropped: Int
+        /// Of the frames dropped, those refused because their take's file was not yet granted
+        /// that far: the filesystem's fallocate, not the disk's writes, was behind.
+        package var framesAwaitingGrant: Int = 0
         package var framesLate: Int
         /// Seconds from the first frame to the first drop, to one second.
         package var firstDropSecond: Int?
@@ -194,6 +197,8 @@ package enum Sizing {
                 ? "failed: " + worst.ended.dropFirst("a capture failed: ".count)
                 : worst.framesDropped > 0
                 ? "dropped \(worst.framesDropped) frame\(worst.framesDropped == 1 ? "" : "s") \(when)"
+                    + (worst.framesAwaitingGrant == worst.framesDropped ? " (every one awaiting a grant: the filesystem's "
+                        + "fallocate fell behind)" : "")
                 : "dropped none but an append p99.9 took \(milliseconds(worst.appendLatencyNs.p999)), over one frame interval")
         } else if let best, best.streams == settings.streams.upperBound {
             answer += "; more were not tried (\(settings.upperBoundReason))"
@@ -267,14 +272,16 @@ package enum Sizing {
         let interval = UInt64((1e9 / settings.fps).rounded())
         // The trial lasts until its stop (or its last frame); the captures' cancels after it do not count.
         let seconds = min(Double(stoppedAt ?? UInt64.max) / 1e9, run.seconds)
-        let trial = Trial(streams: streams,
+        var trial = Trial(streams: streams,
                           passed: run.accounting.dropped == 0 && append.p999 < interval && !ended.hasPrefix("a capture failed"),
                           framesDropped: run.accounting.dropped, framesLate: run.accounting.late, firstDropSecond: firstDrop,
                           appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
                           segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },
                           ended: ended)
-        log("  \(streams) stream(s): \(trial.passed ? "passed" : "failed"), \(trial.framesDropped) dropped, append p99.9 "
+        trial.framesAwaitingGrant = Int(writers.reduce(0) { $0 + $1.grantRefusals })
+        log("  \(streams) stream(s): \(trial.passed ? "passed" : "failed"), \(trial.framesDropped) dropped"
+            + (trial.framesAwaitingGrant > 0 ? " (\(trial.framesAwaitingGrant) awaiting a grant)" : "") + ", append p99.9 "
             + "\(milliseconds(append.p999)) (frame interval \(milliseconds(interval))), \(String(format: "%.0f", trial.seconds)) s, "
             + "ended: \(ended)")
         return (trial, run)

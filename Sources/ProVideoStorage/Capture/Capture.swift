@@ -489,6 +489,7 @@ public final class Capture {
                                 + "\(end - length)); \(length) bytes were accepted and finish() keeps them", path: destination)
         }
         statistics.overruns += 1
+        statistics.grantOverruns += 1
         throw overrunRefusal("the frame was not accepted", cause: "the pool has not yet granted the space this frame needs "
                              + "(the filesystem's fallocate is slower than the stream)")
     }

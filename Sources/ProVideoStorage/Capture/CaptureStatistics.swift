@@ -17,6 +17,9 @@ public struct CaptureStatistics: Sendable {
     public var overruns: Int64 = 0
     /// Appends refused with `.overrun`.
     public var overrunFailures: Int64 = 0
+    /// Of `overruns`, those whose frame found the file not yet granted that far: the
+    /// filesystem's fallocate, not the disk's writes, was behind the stream.
+    package var grantOverruns: Int64 = 0
     /// Buffers that filled while a commit's flush of their first bytes was in flight: their
     /// write waited for the flush, the recorder did not.
     package var buffersQueuedBehindFlush: Int64 = 0
