@@ -31,7 +31,10 @@ import Testing
 
         let frames = TestSupport.frames(count: 48, size: 250_000, seed: 17)
         let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
-        let recorder = Task {
+        // On a thread of its own, as the observer: on Swift's cooperative pool (two threads on
+        // two cores) the suite's synchronous tests can hold this recorder past the observer's
+        // 300 s (a CI run: the test took 555 s, and the observer stopped while it captured).
+        let recorder = Task(executorPreference: ThreadExecutor.shared) {
             for frame in frames {
                 try capture.append(frame)
                 try capture.poll()

@@ -4,8 +4,8 @@ import ProVideoStorage
 /// "How many streams of this codec can this machine record?": trials of N concurrent pool
 /// captures, each long enough to pass the device's write cache, bisected from the pool's
 /// sustained bandwidth to the largest N with no dropped frame and an append p99.9, over every
-/// stream's appends, under one frame interval, then confirmed by a trial of minutes, one stream
-/// fewer while it fails (`provideo-bench size`, Docs/BENCHMARKS.md "How to size a machine").
+/// stream's appends, under one frame interval, then confirmed by trials of minutes, bisected
+/// again below it while they fail (`provideo-bench size`, Docs/BENCHMARKS.md "How to size a machine").
 package enum Sizing {
     package struct Settings: Sendable {
         /// The codec's name, for the report (nil: `--bitrate`/`--fps` given).
@@ -22,10 +22,10 @@ package enum Sizing {
         /// Nanoseconds of stream per take (`SegmentedPoolWriter`).
         package var segment: UInt64 = 8_000_000_000
         package var inputQueueFrames = 2
-        /// After the search, its answer is confirmed by a trial of this many nanoseconds, one
-        /// stream fewer at a time while the confirmation drops, at most `confirmations` times
-        /// (0: no confirmation). A neighbour that stalls the device every minute or two passes a
-        /// 30-s trial that a 5-min one does not.
+        /// After the search, its answer is confirmed by trials of this many nanoseconds
+        /// (`nextConfirmation`), at most `confirmations` of them (0 ns: no confirmation). A
+        /// neighbour that stalls the device every minute or two passes a 30-s trial that a
+        /// 5-min one does not.
         package var confirmationTrial: UInt64 = 0
         package var confirmations = 4
         /// The recorder threads' `SCHED_FIFO` priority, as a capture application runs the thread
@@ -137,9 +137,9 @@ package enum Sizing {
     }
 
     /// The search's decisions, apart from running trials: bisection with `trial(streams, false)`,
-    /// then confirmations of the largest pass with `trial(streams, true)`, one stream fewer after
-    /// each that fails. `passed` is the largest number that passed (confirmed, when
-    /// confirmations run), `failed` the smallest that failed, the confirmations' failures included.
+    /// then confirmations with `trial(streams, true)` from the largest pass (`nextConfirmation`).
+    /// `passed` is the largest number that passed (that held, when confirmations run), `failed`
+    /// the smallest that failed, the confirmations' failures included.
     package static func search(_ settings: Settings, estimate: Int, trial: (_ streams: Int, _ confirming: Bool) throws -> Trial)
         rethrows -> (trials: [Trial], passed: Int?, failed: Int?, confirmed: Bool?) {
         var trials: [Trial] = []
@@ -150,15 +150,27 @@ package enum Sizing {
             if result.passed { passed = max(passed ?? 0, streams) } else { failed = min(failed ?? .max, streams) }
         }
         guard settings.confirmationTrial > 0, var candidate = passed else { return (trials, passed, failed, nil) }
+        var held: Int?
         for _ in 0..<settings.confirmations {
             let result = try trial(candidate, true)
             trials.append(result)
-            if result.passed { return (trials, candidate, failed, true) }
-            failed = candidate
-            guard candidate > settings.streams.lowerBound else { break }
-            candidate -= 1
+            if result.passed { held = candidate } else { failed = min(failed ?? .max, candidate) }
+            guard let next = nextConfirmation(held: held, failed: failed, floor: settings.streams.lowerBound) else { break }
+            candidate = next
         }
-        return (trials, nil, failed, false)
+        return (trials, held, failed, held != nil)
+    }
+
+    /// The next number to confirm, nil when the answer is known: between the largest that held
+    /// and the smallest that failed, halving; with no number held yet, half the last failure
+    /// (a neighbour's stalls can take a half or more of what the short trials passed, and
+    /// each failing confirmation costs its time to the first drop), never below `floor`.
+    static func nextConfirmation(held: Int?, failed: Int?, floor: Int) -> Int? {
+        switch (held, failed) {
+        case let (held?, failed?): return failed - held > 1 ? (held + failed) / 2 : nil
+        case let (nil, failed?): return failed > floor ? max(floor, failed / 2) : nil
+        default: return nil
+        }
     }
 
     /// Runs the search. `bandwidth` is the pool's measurement, `directory` a scratch directory

@@ -46,7 +46,7 @@ let program = ProgramDescription(
             OptionDescription("--minutes", "M", "each trial's shortest length (default 0.5), then until the device's write "
                               + "rate is steady (two 10-s windows within 10 %), at most 3 x M + 1 min"),
             OptionDescription("--confirm-minutes", "M", "then the answer runs this long (default 5; 0: no confirmation), "
-                              + "one stream fewer while it drops, at most 4 times"),
+                              + "bisected again below it while it drops, at most 4 times"),
             OptionDescription("--realtime", "PRIORITY", "the recorder threads' SCHED_FIFO priority (1-99), or off "
                               + "(default 50 where the process may, else off)"),
             .flag("--json", "print the report as JSON"),
