@@ -3,15 +3,17 @@ import ProVideoStorage
 import Synchronization
 
 /// A recorder that splits its recording into takes of `segmentBytes`, as recorders split long
-/// recordings into files: frames go to one capture while the next is started, and at a frame boundary past the segment's end the recorder switches to it and the
-/// finished one is cancelled (its capacity returns). A sizing trial thus runs for minutes in a
-/// pool that holds seconds of each stream. Capture starts and cancels never run on the
-/// recorder's thread but on a thread of the writer's own, started with it: a dispatch queue's
-/// `async` once took 810 ms inside an append, likely creating a worker thread whose stack
-/// `mmap` waited for the mmap lock behind another take's 330 MB buffer populate. When the next capture is not ready at the boundary the recorder goes on
-/// in the current one and the switch is counted late. A take that cannot start, or an append
-/// that fails other than by an overrun (a full pool), is kept in `failure` (readable from any
-/// thread): the recorder goes on where it can, and frames it cannot place are refused.
+/// recordings into files: frames go to one capture while the next is started, and at a frame
+/// boundary past the segment's end the recorder switches to it and the finished one is
+/// cancelled (its capacity returns). A sizing trial thus runs for minutes in a pool that holds
+/// seconds of each stream. Capture starts and cancels never run on the recorder's thread but on
+/// a thread of the writer's own, started with it: a dispatch queue's `async` once took 810 ms
+/// inside an append, likely creating a worker thread whose stack `mmap` waited for the mmap lock
+/// behind another take's 330 MB buffer populate. When the next capture is not ready at the
+/// boundary the recorder goes on in the current one and the switch is counted late. A take that
+/// cannot start, or an append that fails other than by an overrun (a full pool), is kept in
+/// `failure` (readable from any thread): the recorder goes on where it can, and frames it cannot
+/// place are refused.
 package final class SegmentedPoolWriter: FrameWriter {
     private let pool: Pool
     private let destination: String
