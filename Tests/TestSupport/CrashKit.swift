@@ -59,8 +59,8 @@ package enum CrashKit {
     /// `provideo --pool POOL ARGS...`.
     @discardableResult
     package static func provideo(_ pool: String, _ arguments: [String], input: [UInt8]? = nil,
-                         environment: [String: String] = [:]) throws -> Outcome {
-        try run("provideo", ["--pool", pool] + arguments, input: input, environment: environment)
+                         environment: [String: String] = [:], timeout: Double = 60) throws -> Outcome {
+        try run("provideo", ["--pool", pool] + arguments, input: input, environment: environment, timeout: timeout)
     }
 
     /// Writes `bytes` to `fd`; returns how many were written before an error (EPIPE).
