@@ -21,16 +21,18 @@ package enum RealtimePriority {
     }
 
     /// Whether a thread of this process may run under `SCHED_FIFO` at `priority`: tried on a
-    /// thread of its own, which then ends, so no thread here changes its policy.
+    /// thread of its own, which then ends, so no thread here changes its policy. A thread that
+    /// has not answered within 5 s counts as not permitted.
     package static func isPermitted(_ priority: Int32) -> Bool {
         let done = DispatchSemaphore(value: 0)
+        // Written before the signal and read only after it: the semaphore orders the two.
         nonisolated(unsafe) var permitted = false
         let thread = Thread {
             permitted = (try? apply(priority)) != nil
             done.signal()
         }
         thread.start()
-        done.wait()
+        guard done.wait(timeout: .now() + 5) == .success else { return false }
         return permitted
     }
 }

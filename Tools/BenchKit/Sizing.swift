@@ -184,10 +184,8 @@ package enum Sizing {
         // Each number's latest run: the plot draws the answer's and the smallest failure's.
         var runs: [Int: ModeRun] = [:]
         let (trials, passed, failed, confirmed) = try search(settings, estimate: estimate) { streams, confirming in
-            var length = settings
-            if confirming { (length.minimumTrial, length.maximumTrial) = (settings.confirmationTrial, settings.confirmationTrial) }
-            var (trial, run) = try self.trial(streams: streams, settings: length, pool: pool, directory: directory, log: log)
-            trial.confirming = confirming
+            let (trial, run) = try self.trial(streams: streams, confirming: confirming, settings: settings, pool: pool,
+                                              directory: directory, log: log)
             runs[streams] = run
             try Interruption.check()
             settle()
@@ -224,23 +222,24 @@ package enum Sizing {
     }
 
     /// One trial of `streams` captures, ended once the device settled past `minimumTrial`,
-    /// five seconds after the first drop, or at `maximumTrial`.
-    static func trial(streams: Int, settings: Settings, pool: Pool, directory: String,
+    /// five seconds after the first drop, or at `maximumTrial`; a confirmation lasts
+    /// `confirmationTrial` unless it drops.
+    static func trial(streams: Int, confirming: Bool, settings: Settings, pool: Pool, directory: String,
                       log: (String) -> Void) throws -> (Trial, ModeRun) {
-        let frames = max(Int(Double(settings.maximumTrial) / 1e9 * settings.fps), 1)
+        let (minimumTrial, maximumTrial) = confirming ? (settings.confirmationTrial, settings.confirmationTrial)
+            : (settings.minimumTrial, settings.maximumTrial)
+        let frames = max(Int(Double(maximumTrial) / 1e9 * settings.fps), 1)
         let sizes = FrameSizes.constant(bitrate: settings.bitrate, fps: settings.fps, count: frames)
         var plan = RunPlan(streams: streams, bitrate: settings.bitrate, fps: settings.fps, sizes: sizes,
                            inputQueueFrames: settings.inputQueueFrames, scratchDirectory: directory)
         plan.realtimePriority = settings.realtimePriority
         let segmentBytes = settings.segmentBytes, options = settings.captureOptions
         var writers: [SegmentedPoolWriter] = []
-        log("trial: \(streams) stream(s), at least \(settings.minimumTrial / 1_000_000_000) s"
-            + (settings.minimumTrial == settings.maximumTrial ? " (confirming)" : ""))
+        log("trial: \(streams) stream(s), at least \(minimumTrial / 1_000_000_000) s" + (confirming ? " (confirming)" : ""))
         let device = DeviceWrites(path: pool.path)
         if device == nil { log("  the pool is on no block device this can read: trials end at --minutes, unchecked for steadiness") }
         let deviceStart = device?.bytes() ?? 0
-        var rate = SteadyRate(window: min(10_000_000_000, max(settings.minimumTrial / 2, 1_000_000_000)),
-                              minimum: settings.minimumTrial)
+        var rate = SteadyRate(window: min(10_000_000_000, max(minimumTrial / 2, 1_000_000_000)), minimum: minimumTrial)
         let progress = ModeRunner.Progress()
         // Nanoseconds from here on the monotonic clock (ticks come about once a second, not exactly).
         let started = MonotonicClock.nanoseconds()
@@ -270,7 +269,7 @@ package enum Sizing {
                 ended = "a capture failed: \(failure)"
             } else if let firstDrop, second >= firstDrop + 5 {
                 ended = "dropped"
-            } else if elapsed >= settings.minimumTrial && (device == nil || rate.steady != nil) {
+            } else if elapsed >= minimumTrial && (device == nil || rate.steady != nil) {
                 ended = "steady"
             } else {
                 return
@@ -284,14 +283,15 @@ package enum Sizing {
         let interval = UInt64((1e9 / settings.fps).rounded())
         // The trial lasts until its stop (or its last frame); the captures' cancels after it do not count.
         let seconds = min(Double(stoppedAt ?? UInt64.max) / 1e9, run.seconds)
-        var trial = Trial(streams: streams,
+        let trial = Trial(streams: streams,
                           passed: run.accounting.dropped == 0 && append.p999 < interval && !ended.hasPrefix("a capture failed"),
-                          framesDropped: run.accounting.dropped, framesLate: run.accounting.late, firstDropSecond: firstDrop,
+                          framesDropped: run.accounting.dropped,
+                          framesAwaitingGrant: Int(writers.reduce(0) { $0 + $1.grantRefusals }),
+                          framesLate: run.accounting.late, firstDropSecond: firstDrop,
                           appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
                           segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },
-                          ended: ended)
-        trial.framesAwaitingGrant = Int(writers.reduce(0) { $0 + $1.grantRefusals })
+                          ended: ended, confirming: confirming)
         log("  \(streams) stream(s): \(trial.passed ? "passed" : "failed"), \(trial.framesDropped) dropped"
             + (trial.framesAwaitingGrant > 0 ? " (\(trial.framesAwaitingGrant) awaiting a grant)" : "") + ", append p99.9 "
             + "\(milliseconds(append.p999)) (frame interval \(milliseconds(interval))), \(String(format: "%.0f", trial.seconds)) s, "

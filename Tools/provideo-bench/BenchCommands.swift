@@ -17,12 +17,7 @@ enum BenchCommands {
         let inputQueue = try integer(&arguments, "--input-queue", default: 2)
         let bufferBudget = try arguments.option("--buffer-budget").map { Int(try SizeParser.bytes($0)) }
         let inPlace = arguments.flag("--in-place")
-        let realtime = try arguments.option("--realtime").map { text -> Int32 in
-            guard let priority = Int32(text), (1...99).contains(priority) else {
-                throw UsageError("--realtime is a SCHED_FIFO priority from 1 to 99, not \(text)")
-            }
-            return priority
-        }
+        let realtime = try arguments.option("--realtime").flatMap { try fifoPriority($0, offAllowed: false) }
         let json = arguments.flag("--json")
         let plotPath = try arguments.option("--plot")
         let landTo = try arguments.option("--land-to")
@@ -116,14 +111,9 @@ enum BenchCommands {
         let plotPath = try arguments.option("--plot")
         try arguments.finish()
         let realtime: Int32?
-        switch realtimeText {
-        case "off": realtime = nil
-        case let text?:
-            guard let value = Int32(text), (1...99).contains(value) else {
-                throw UsageError("--realtime is a SCHED_FIFO priority from 1 to 99, or off, not \(text)")
-            }
-            realtime = value
-        case nil:
+        if let realtimeText {
+            realtime = try fifoPriority(realtimeText, offAllowed: true)
+        } else {
             // A capture application runs its input thread real-time (BENCHMARKS, "--realtime"), so
             // the answer is for such a recorder where the process may; said in the report.
             realtime = RealtimePriority.isPermitted(50) ? 50 : nil
@@ -350,6 +340,16 @@ enum BenchCommands {
         let pool = try arguments.positional("the pool")
         try arguments.finish()
         LandingNeighbour.run(pool: pool)
+    }
+
+    /// `--realtime`'s value: a `SCHED_FIFO` priority from 1 to 99, or (where `offAllowed`) "off",
+    /// which is nil.
+    private static func fifoPriority(_ text: String, offAllowed: Bool) throws -> Int32? {
+        if offAllowed && text == "off" { return nil }
+        guard let priority = Int32(text), (1...99).contains(priority) else {
+            throw UsageError("--realtime is a SCHED_FIFO priority from 1 to 99\(offAllowed ? ", or off" : ""), not \(text)")
+        }
+        return priority
     }
 
     private static func integer(_ arguments: inout Arguments, _ name: String, default value: Int) throws -> Int {

@@ -27,10 +27,11 @@ extension Pool {
     /// captures use (io_uring, else pwrite), and every `commitInterval` (a capture's default
     /// durability interval, 1 s) the writes in flight drained and an fdatasync, which the time
     /// includes. (A capture keeps writing beside its data sync; draining first makes this figure
-    /// a little lower than a capture's, on the safe side for admission.) It writes until the rate settles (`SteadyRate`: two 10-s windows within
-    /// 10 %, after 20 s at least), for at most `limit` nanoseconds (120 s by default) or 16
-    /// times the reserve's size (at least 64 MiB), whichever comes first: a small pool cannot
-    /// be written past a device's cache without rewriting its own blocks, and says so.
+    /// a little lower than a capture's, on the safe side for admission.) It writes until the
+    /// rate settles (`SteadyRate`: two 10-s windows within 10 %, after 20 s at least), for at
+    /// most `limit` nanoseconds (120 s by default) or 16 times the reserve's size (at least
+    /// 64 MiB), whichever comes first: a small pool cannot be written past a device's cache
+    /// without rewriting its own blocks, and says so.
     ///
     /// The reserve's content is not the recordings', so nothing is lost; it stays allocated
     /// and written. Busy reason `adjustingCapacity` while it runs (no capture may start).
