@@ -6,7 +6,7 @@ import Foundation
 ///
 /// The thread grants whenever less than two steps are granted beyond the head, or the recorder
 /// asked for more than is granted, so the capture holds two to three steps it has not written
-/// (less than three: the bound on the space it can strand). Two steps ahead, four seconds of
+/// (less than three: the bound on the space it can strand); the capture starts with two. Two steps ahead, four seconds of
 /// stream by default, because a grant's fallocate waits for the filesystem's journal, which a
 /// neighbour's fsync of gigabytes of page cache can hold for seconds (measured on this thread:
 /// grants of 250 MB took up to 2.1 s on ext4 beside the bench's noise writer), and on a
@@ -51,9 +51,10 @@ final class CaptureGranter: @unchecked Sendable {
     private var answered: UInt64 = 0
     private var stopping = false
     private var emptyAt: UInt64?
-    /// The reserve's size before the cut of the grant in progress, and the bytes it cuts; set
-    /// from the cut until the grant's bytes are in `state.granted`.
-    private var cut: (reserveBefore: Int64, amount: Int64)?
+    /// The grant in progress from the cut of the reserve until it returns: the capture's file's
+    /// size before it, the reserve's size before the cut, and the bytes it moves.
+    private var cut: Cut?
+    private typealias Cut = (from: Int64, reserveBefore: Int64, amount: Int64)
     /// Counts the cuts begun: a reserve size read between two equal counts, with no cut set,
     /// is not torn by a grant of this capture.
     private var cuts: UInt64 = 0
@@ -92,7 +93,7 @@ final class CaptureGranter: @unchecked Sendable {
         var floor: Int64 = 0
         for _ in 0..<3 {
             let (granted, cut, cuts) = snapshot()
-            if let cut { return CapacityAccount.remaining(granted: granted + cut.amount, length: length,
+            if let cut { return CapacityAccount.remaining(granted: cut.from + cut.amount, length: length,
                                                           reserve: cut.reserveBefore - cut.amount) }
             let reserve = (try? grants.reserve.size()) ?? 0
             floor = CapacityAccount.remaining(granted: granted, length: length, reserve: reserve)
@@ -102,7 +103,7 @@ final class CaptureGranter: @unchecked Sendable {
         return floor
     }
 
-    private func snapshot() -> (granted: Int64, cut: (reserveBefore: Int64, amount: Int64)?, cuts: UInt64) {
+    private func snapshot() -> (granted: Int64, cut: Cut?, cuts: UInt64) {
         condition.lock()
         defer { condition.unlock() }
         return (state.granted, cut, cuts)
@@ -193,12 +194,19 @@ final class CaptureGranter: @unchecked Sendable {
             var error: ProVideoError?
             var full = false, busy = false
             do {
-                added = try grants.grant(bytes, to: data, granted: from, sharing: !needing) { reserveBefore, amount in
+                // The new bytes are the recorder's once the file holds them, before the reserve's
+                // cut (its discards) ends.
+                added = try grants.grant(bytes, to: data, granted: from, sharing: !needing, allocated: { amount in
                     condition.lock()
-                    cut = (reserveBefore, amount)
+                    state.granted = from + amount
+                    condition.unlock()
+                    condition.broadcast()
+                }, cutting: { reserveBefore, amount in
+                    condition.lock()
+                    cut = (from, reserveBefore, amount)
                     cuts += 1
                     condition.unlock()
-                }
+                })
             } catch let failed as ProVideoError {
                 // The reserve lock stayed busy: try again later. A filesystem too full for the
                 // grant even after the reserve gave its bytes up is an empty reserve to the
@@ -214,7 +222,8 @@ final class CaptureGranter: @unchecked Sendable {
             }
             // The state changes before `grantLock` is released: `stop()` returns the final size.
             condition.lock()
-            state.granted += added
+            // A cut that failed after the allocation leaves the bytes in the file, and granted.
+            if added > 0 { state.granted = from + added }
             cut = nil
             state.reserveEmpty = (added == 0 && error == nil && !busy) || full
             emptyAt = state.reserveEmpty ? MonotonicTime.now() : nil

@@ -67,7 +67,12 @@ extension Pool {
                 try createCaptureFiles(files, journal, claim: claim, owner: owner)
                 CrashPoint.hit("capture.journaled")
                 let data = try FileDescriptor.open(files.data, O_RDWR)
-                granted = try ReserveGrants(reserve: reserveFile, lock: lock).grant(step, to: data, granted: 0, sharing: true)
+                // The two steps the granter keeps ahead: a capture that started with one depended
+                // on its granter's first grant within one step of stream, and takes started beside
+                // running captures (whose grants and returns held the reserve lock for up to 2 s)
+                // refused frames awaiting it.
+                granted = try ReserveGrants(reserve: reserveFile, lock: lock).grant(2 * step, to: data, granted: 0,
+                                                                                    sharing: true)
                 guard granted > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity: the running captures "
                                         + "hold it; run `provideo replenish` or `provideo resize`", path: path)
