@@ -89,41 +89,51 @@ import Testing
     /// A capture starts with the two steps its granter keeps ahead: a take started beside
     /// running captures, with one step, refused frames while its granter's first grant waited
     /// for the reserve lock (up to 2 s behind the others' grants and returns). With every grant
-    /// after the start taking 2 s, the first two 8 MiB steps are accepted under `.fail`, and
-    /// the next frame is refused awaiting a grant.
+    /// after the start taking 2 s, the capture holds two 8 MiB steps as `startCapture` returns
+    /// (the granter adds none while the lead is two steps; with one step at the start, its
+    /// second would still be in its 2 s).
     @Test(.timeLimit(.minutes(1)))
     func aCaptureStartsTwoStepsAhead() throws {
         try withPool(capacity: 48 << 20, calls: Self.slowGrants) { pool, scratch in
             let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.fail))
-            let (accepted, refusals, _) = Self.appendAll(capture, frames: 33)
-            #expect(accepted.count == 32 * (512 << 10))
-            #expect(refusals.count == 1 && refusals.allSatisfy { $0.contains("not yet granted") }, "\(refusals)")
+            #expect(capture.granter.grantedBytes == 16 << 20)
+            #expect(try FileSystem.facts(capture.file).size == 16 << 20)
             try capture.cancel()
         }
     }
 
     /// A grant's bytes are the recorder's once the capture's file holds them, before the
     /// reserve's cut returns: the cut frees blocks, which on a `discard` mount waits for the
-    /// device (55–716 ms per 210 MiB on ext4 beside a writer). With every cut of the reserve
-    /// taking 2 s, a recorder that needs the grant after the start's waits for its fallocate
-    /// only.
+    /// device (55–716 ms per 210 MiB on ext4 beside a writer). Inside every cut of the reserve
+    /// after the start, the capture's granted bytes already are its file's size.
     @Test(.timeLimit(.minutes(1)))
     func aGrantIsWritableBeforeTheReserveIsCut() throws {
-        let slowCut = Shared<Bool>(false)
+        let capture = Shared<Capture?>(nil)
+        let duringCuts = Shared<[(granted: Int64, file: Int64)]>([])
         var calls = SystemCalls.live
         calls.ftruncate = { fd, length in
-            if slowCut.current, TestSupport.path(of: fd).hasSuffix("/pool/reserve") { usleep(2_000_000) }
+            if let capture = capture.current, TestSupport.path(of: fd).hasSuffix("/pool/reserve") {
+                let file = (try? FileSystem.facts(capture.file).size).map(Int64.init) ?? -1
+                duringCuts.update { $0.append((capture.granter.grantedBytes, file)) }
+                usleep(300_000)
+            }
             return SystemCalls.live.ftruncate(fd, length)
         }
         try withPool(capacity: 48 << 20, calls: calls) { pool, scratch in
-            let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.wait(nanoseconds: 10_000_000_000)))
-            slowCut.update { $0 = true }
-            let (accepted, refusals, longest) = Self.appendAll(capture, frames: 40)
-            #expect(refusals.isEmpty, "\(refusals.prefix(3))")
-            // Half the cut's 2 s: an append that waited for the cut took about 2 s.
-            #expect(longest < 1_000_000_000, "an append took \(longest / 1_000_000) ms: it waited for the reserve's cut")
-            slowCut.update { $0 = false }
-            let result = try capture.finish()
+            let started = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.wait(nanoseconds: 10_000_000_000)))
+            capture.update { $0 = started }
+            var accepted: [UInt8] = []
+            for index in 0..<20 {
+                let frame = TestSupport.pattern(512 << 10, seed: UInt64(index))
+                try started.append(frame)
+                accepted += frame
+            }
+            // finish() stops the granter, which ends the grant in progress first.
+            let result = try started.finish()
+            capture.update { $0 = nil }
+            let seen = duringCuts.current
+            #expect(!seen.isEmpty, "no grant cut the reserve after the start")
+            #expect(seen.allSatisfy { $0.granted == $0.file }, "granted bytes behind the file during a cut: \(seen)")
             let exact = TestSupport.fileHolds(result.path, accepted)
             #expect(exact, "result.path does not hold the expected bytes")
         }

@@ -369,10 +369,11 @@ public final class Pool: @unchecked Sendable {
     public var remainingCapacity: Int64 {
         get throws {
             let reserveFile = reserve(layout.reserve)
-            // Read under the reserve lock, which every grant and return holds from its first
-            // step to its last: a grant grows a capture's file, then cuts the reserve, and a
-            // reader between the two counted it twice (or, the other way round, not at all):
-            // another process saw the capacity rise mid-capture. Sizes read from the pool's
+            // Read under the reserve lock, which every grant holds from its first step to its
+            // last: a grant grows a capture's file, then cuts the reserve, and a reader between
+            // the two counted it twice: another process saw the capacity rise mid-capture. A
+            // return cuts the capture's file before it takes the lock to grow the reserve: a
+            // reader between the two counts that step (256 MiB at most) short, never over. Sizes read from the pool's
             // files: summed without overflow (a member could plant many sparse files of the
             // largest size).
             return try lock.withReserve { try capacityAccount(reserveFile).remaining }

@@ -78,7 +78,8 @@ extension Pool {
     /// dead), and freeing its blocks waits for the device's discards on a `discard` mount (a
     /// cut of 1 GiB took up to 1.2 s on ext4 beside a writer), which the grants of the captures
     /// still running must not wait behind. Meanwhile the pool's capacity reads that step short,
-    /// never over (`CapacityAccount`).
+    /// never over (`CapacityAccount`). A reserve lock that stays taken for 30 s (`.busy`) loses
+    /// the step already cut, as a crash there would (`replenish` restores it).
     func giveBack(from data: String, keeping keep: Int64) throws {
         while true {
             let size = Int64(try FileSystem.facts(data).size)

@@ -6,7 +6,9 @@
 ///
 /// Sizes are read from the pool's files, so they are summed without overflow (a member of the
 /// pool's group could plant many sparse files of the largest size). Read it under the reserve
-/// lock for an exact snapshot: a grant grows a capture's file, then cuts the reserve.
+/// lock for a snapshot never over: a grant grows a capture's file, then cuts the reserve, under
+/// the lock; a return cuts the capture's file outside it, then grows the reserve under it, so
+/// the snapshot may be short by one return step (`Pool.returnStep`).
 struct CapacityAccount {
     /// What one running capture's file holds.
     struct CaptureShare {
