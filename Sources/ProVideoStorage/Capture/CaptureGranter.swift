@@ -6,8 +6,8 @@ import Foundation
 ///
 /// The thread grants whenever less than two steps are granted beyond the head, or the recorder
 /// asked for more than is granted, so the capture holds two to three steps it has not written
-/// (less than three: the bound on the space it can strand); the capture starts with two. Two steps ahead, four seconds of
-/// stream by default, because a grant's fallocate waits for the filesystem's journal, which a
+/// (less than three: the bound on the space it can strand); the capture starts with two. Two
+/// steps ahead, four seconds of stream by default, because a grant's fallocate waits for the filesystem's journal, which a
 /// neighbour's fsync of gigabytes of page cache can hold for seconds (measured on this thread:
 /// grants of 250 MB took up to 2.1 s on ext4 beside the bench's noise writer), and on a
 /// throttled disk (20 MB/s, cgroup io.max) a 16 MiB grant took 0.8–1.7 s. So the step adapts:
@@ -221,9 +221,10 @@ final class CaptureGranter: @unchecked Sendable {
                 error = ProVideoError(.ioError, "a grant failed: \(other)", path: data.path)
             }
             // The state changes before `grantLock` is released: `stop()` returns the final size.
+            // `state.granted` is already the file's size: `allocated` set it (and left it so when a
+            // cut failed after the allocation, as the file keeps the bytes).
             condition.lock()
-            // A cut that failed after the allocation leaves the bytes in the file, and granted.
-            if added > 0 { state.granted = from + added }
+            assert(added == 0 || state.granted == from + added, "a grant returned bytes it did not publish")
             cut = nil
             state.reserveEmpty = (added == 0 && error == nil && !busy) || full
             emptyAt = state.reserveEmpty ? MonotonicTime.now() : nil

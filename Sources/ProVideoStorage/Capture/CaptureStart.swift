@@ -71,8 +71,8 @@ extension Pool {
                 // on its granter's first grant within one step of stream, and takes started beside
                 // running captures (whose grants and returns held the reserve lock for up to 2 s)
                 // refused frames awaiting it.
-                granted = try ReserveGrants(reserve: reserveFile, lock: lock).grant(min(step, Int64.max / 2) * 2, to: data, granted: 0,
-                                                                                    sharing: true)
+                let lead = min(step, Int64.max / 2) * 2
+                granted = try ReserveGrants(reserve: reserveFile, lock: lock).grant(lead, to: data, granted: 0, sharing: true)
                 guard granted > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity: the running captures "
                                         + "hold it; run `provideo replenish` or `provideo resize`", path: path)

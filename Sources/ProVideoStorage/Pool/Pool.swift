@@ -373,9 +373,9 @@ public final class Pool: @unchecked Sendable {
             // last: a grant grows a capture's file, then cuts the reserve, and a reader between
             // the two counted it twice: another process saw the capacity rise mid-capture. A
             // return cuts the capture's file before it takes the lock to grow the reserve: a
-            // reader between the two counts that step (256 MiB at most) short, never over. Sizes read from the pool's
-            // files: summed without overflow (a member could plant many sparse files of the
-            // largest size).
+            // reader between the two counts that step (256 MiB at most) short, never over.
+            // Sizes read from the pool's files: summed without overflow (a member could plant
+            // many sparse files of the largest size).
             return try lock.withReserve { try capacityAccount(reserveFile).remaining }
         }
     }
