@@ -149,17 +149,20 @@ import Testing
     @Test func theAnswerIsConfirmedAtLength() {
         var settings = Sizing.Settings(codec: nil, bitrate: 884_000_000, fps: 29.97, streams: 1...64,
                                        minimumTrial: 30_000_000_000, maximumTrial: 150_000_000_000)
-        func machine(short: Int, long: Int) -> (Int, Bool) -> Sizing.Trial {
+        // A failure's first drop comes at 40 s, early in a 5-minute confirmation.
+        func machine(short: Int, long: Int, dropSecond: @escaping (Int) -> Int = { _ in 40 }) -> (Int, Bool) -> Sizing.Trial {
             { streams, confirming in
                 let passed = streams <= (confirming ? long : short)
                 return Sizing.Trial(streams: streams, passed: passed, framesDropped: passed ? 0 : 3, framesLate: 0,
-                                    firstDropSecond: passed ? nil : 40, appendLatencyNs: Percentiles.summary([1_000_000]),
+                                    firstDropSecond: passed ? nil : dropSecond(streams),
+                                    appendLatencyNs: Percentiles.summary([1_000_000]),
                                     frameIntervalNs: 33_366_700, seconds: confirming ? 300 : 30, steady: true,
                                     deviceBytesPerSecond: nil, segments: 1, lateSwitches: 0, ended: passed ? "steady" : "dropped",
                                     confirming: confirming)
             }
         }
-        func confirmations(_ result: (trials: [Sizing.Trial], passed: Int?, failed: Int?, confirmed: Bool?)) -> [Int] {
+        func confirmations(_ result: (trials: [Sizing.Trial], passed: Int?, failed: Int?, confirmed: Bool?, budgetRanOut: Bool))
+            -> [Int] {
             result.trials.filter(\.confirming).map(\.streams)
         }
         // No confirmation: the short trials' answer.
@@ -195,6 +198,78 @@ import Testing
         // Nothing passed: nothing to confirm.
         let none = Sizing.search(settings, estimate: 2, trial: machine(short: 0, long: 0))
         #expect(none.passed == nil && none.confirmed == nil && confirmations(none).isEmpty)
+    }
+
+    /// A confirmation that drops late (at 226 s of 300, as 3 streams did here) was just over the
+    /// limit: one fewer is tried next, not half. Early drops still halve; the boundary is a
+    /// quarter of the trial (75 s).
+    @Test func aLateDropTriesOneFewer() {
+        var settings = Sizing.Settings(codec: nil, bitrate: 884_000_000, fps: 29.97, streams: 1...64,
+                                       minimumTrial: 30_000_000_000, maximumTrial: 150_000_000_000)
+        settings.confirmationTrial = 300_000_000_000
+        func machine(short: Int, long: Int, dropSecond: @escaping (Int) -> Int) -> (Int, Bool) -> Sizing.Trial {
+            { streams, confirming in
+                let passed = streams <= (confirming ? long : short)
+                return Sizing.Trial(streams: streams, passed: passed, framesDropped: passed ? 0 : 2, framesLate: 0,
+                                    firstDropSecond: passed ? nil : dropSecond(streams),
+                                    appendLatencyNs: Percentiles.summary([1_000_000]), frameIntervalNs: 33_366_700,
+                                    seconds: passed ? (confirming ? 300 : 30) : Double(dropSecond(streams) + 5), steady: true,
+                                    deviceBytesPerSecond: nil, segments: 1, lateSwitches: 0, ended: passed ? "steady" : "dropped",
+                                    confirming: confirming)
+            }
+        }
+        func confirmations(_ result: (trials: [Sizing.Trial], passed: Int?, failed: Int?, confirmed: Bool?, budgetRanOut: Bool))
+            -> [Int] { result.trials.filter(\.confirming).map(\.streams) }
+        // Short trials pass 6, long ones hold 5; 6 drops at 225 s: 5 next, and it holds.
+        let late = Sizing.search(settings, estimate: 6, trial: machine(short: 6, long: 5) { _ in 225 })
+        #expect(confirmations(late) == [6, 5] && late.passed == 5 && late.failed == 6 && late.confirmed == true)
+        // At 75 s the drop counts as late; at 74 s, early (half of 6).
+        let boundary = Sizing.search(settings, estimate: 6, trial: machine(short: 6, long: 5) { _ in 75 })
+        #expect(confirmations(boundary) == [6, 5])
+        let early = Sizing.search(settings, estimate: 6, trial: machine(short: 6, long: 5) { _ in 74 })
+        #expect(confirmations(early) == [6, 3, 4, 5] && early.passed == 5 && early.failed == 6)
+        // 9 drops early (half: 4), 4 drops late (one fewer: 3), and 3 holds.
+        let below = Sizing.search(settings, estimate: 9, trial: machine(short: 9, long: 3) { $0 >= 6 ? 10 : 200 })
+        #expect(confirmations(below) == [9, 4, 3] && below.passed == 3 && below.failed == 4)
+        // With a number held: 12 drops early, 6 holds, 9 and 8 drop late, each followed by one
+        // fewer (the midpoints would be 7, then 8), and 7 holds.
+        settings.confirmations = 5
+        let between = Sizing.search(settings, estimate: 12, trial: machine(short: 12, long: 7) { $0 >= 10 ? 10 : 200 })
+        #expect(confirmations(between) == [12, 6, 9, 8, 7] && between.passed == 7 && between.failed == 8)
+    }
+
+    /// Confirmations after the first start only if they can end by the deadline: the search
+    /// and one failed confirmation leave no time for a second 5-minute one inside 6 minutes,
+    /// and the report says so instead of running past the budget.
+    @Test func confirmationsStopAtTheBudget() {
+        var settings = Sizing.Settings(codec: nil, bitrate: 884_000_000, fps: 29.97, streams: 1...64,
+                                       minimumTrial: 30_000_000_000, maximumTrial: 150_000_000_000)
+        settings.confirmationTrial = 300_000_000_000
+        var clock: UInt64 = 0
+        func trial(_ streams: Int, _ confirming: Bool) -> Sizing.Trial {
+            let passed = streams <= (confirming ? 2 : 8)
+            let seconds: Double = passed ? (confirming ? 300 : 30) : 45
+            clock += UInt64(seconds * 1e9)
+            return Sizing.Trial(streams: streams, passed: passed, framesDropped: passed ? 0 : 2, framesLate: 0,
+                                firstDropSecond: passed ? nil : 40, appendLatencyNs: Percentiles.summary([1_000_000]),
+                                frameIntervalNs: 33_366_700, seconds: seconds, steady: true, deviceBytesPerSecond: nil,
+                                segments: 1, lateSwitches: 0, ended: passed ? "steady" : "dropped", confirming: confirming)
+        }
+        // Unlimited: 8 fails, 4 fails, 2 holds, 3 fails.
+        let unlimited = Sizing.search(settings, estimate: 8, now: { clock }, trial: trial)
+        #expect(unlimited.trials.filter(\.confirming).map(\.streams) == [8, 4, 2, 3] && !unlimited.budgetRanOut)
+        // The search (8 passes, 9 and 10 fail: 120 s) and 8's failure (45 s) leave 195 s of 6 min.
+        clock = 0
+        settings.deadline = 360_000_000_000
+        let limited = Sizing.search(settings, estimate: 8, now: { clock }, trial: trial)
+        #expect(limited.trials.filter(\.confirming).map(\.streams) == [8])
+        #expect(limited.budgetRanOut && limited.passed == nil && limited.failed == 8 && limited.confirmed == false)
+        #expect(clock <= 360_000_000_000)
+        // The first confirmation runs even past the deadline: without it there is no answer at length.
+        clock = 0
+        settings.deadline = 1
+        let first = Sizing.search(settings, estimate: 8, now: { clock }, trial: trial)
+        #expect(first.trials.filter(\.confirming).map(\.streams) == [8] && first.budgetRanOut)
     }
 
     /// A stream split into takes: it switches captures, never holds more than its takes, and

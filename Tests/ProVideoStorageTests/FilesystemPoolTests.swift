@@ -119,6 +119,26 @@ extension FilesystemTests {
         }
     }
 
+    /// Whether a filesystem discards online is read from the mount as it is now: the same ext4
+    /// and XFS, mounted again with and without `discard` (XFS ignores it on a remount), answer
+    /// each way, and a subdirectory as its mount does.
+    @Suite struct OnlineDiscard {
+        @Test(arguments: ["ext4", "xfs"])
+        func followsTheMountOption(type: String) throws {
+            try LoopFilesystem.with(type, megabytes: 320) { fs in
+                let directory = fs.mountPoint + "/captures"
+                try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false)
+                #expect(StorageFacts.mountedWithDiscard(directory) == false)
+                try TestSupport.shell("umount \(fs.mountPoint) && mount -o discard \(fs.device) \(fs.mountPoint)")
+                #expect(StorageFacts.mountedWithDiscard(directory) == true)
+                #expect(StorageFacts.mountedWithDiscard(fs.mountPoint) == true)
+                try TestSupport.shell("umount \(fs.mountPoint) && mount \(fs.device) \(fs.mountPoint)")
+                #expect(StorageFacts.mountedWithDiscard(directory) == false)
+                #expect(StorageFacts.mountedWithDiscard(fs.mountPoint + "/missing") == nil)
+            }
+        }
+    }
+
     /// F6: where direct I/O does not bypass the page cache, create refuses up front.
     @Suite struct Refusal {
         @Test func tmpfsIsRefusedAndNothingIsLeft() throws {

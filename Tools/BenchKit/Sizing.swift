@@ -28,6 +28,10 @@ package enum Sizing {
         /// 5-min one does not.
         package var confirmationTrial: UInt64 = 0
         package var confirmations = 4
+        /// A confirmation after the first starts only if it can end by this instant on the
+        /// monotonic clock, nanoseconds (nil: no limit): the answer comes within the time the
+        /// user gave (`--budget-minutes`, 15 by default), with what held and failed by then.
+        package var deadline: UInt64?
         /// The recorder threads' `SCHED_FIFO` priority, as a capture application runs the thread
         /// that takes frames from the card (nil: the default policy).
         package var realtimePriority: Int32?
@@ -95,6 +99,14 @@ package enum Sizing {
         package var ended: String
         /// Whether this trial confirmed the search's answer at length (`confirmationTrial`).
         package var confirming = false
+
+        /// A failure in the last three quarters of a confirmation of `length` nanoseconds: a
+        /// stall that rare puts the number just over what the machine holds, so one fewer is
+        /// tried next. (On this VM, numbers far over it dropped within 65 s: BENCHMARKS.)
+        func failedLate(length: UInt64) -> Bool {
+            guard !passed, let second = firstDropSecond else { return false }
+            return UInt64(second) * 4_000_000_000 >= length
+        }
     }
 
     package struct Report: Codable, Sendable {
@@ -113,6 +125,11 @@ package enum Sizing {
         package var searched: ClosedRange<Int>
         /// Whether `streams` held through a confirmation trial; nil when none ran.
         package var confirmed: Bool?
+        /// Whether a confirmation was left out because it could not end within the budget.
+        package var budgetRanOut = false
+        /// Whether the pool's filesystem is mounted with online discard (nil: not known), which
+        /// the answer depends on: `StorageFacts.mountedWithDiscard`.
+        package var mountedWithDiscard: Bool?
         /// The recorder threads' `SCHED_FIFO` priority (nil: the default policy).
         package var realtimePriority: Int32?
         package var trials: [Trial]
@@ -137,11 +154,13 @@ package enum Sizing {
     }
 
     /// The search's decisions, apart from running trials: bisection with `trial(streams, false)`,
-    /// then confirmations with `trial(streams, true)` from the largest pass (`nextConfirmation`).
+    /// then confirmations with `trial(streams, true)` from the largest pass (`nextConfirmation`),
+    /// those after the first only while they can end by `settings.deadline` on `now`.
     /// `passed` is the largest number that passed (that held, when confirmations run), `failed`
     /// the smallest that failed, the confirmations' failures included.
-    package static func search(_ settings: Settings, estimate: Int, trial: (_ streams: Int, _ confirming: Bool) throws -> Trial)
-        rethrows -> (trials: [Trial], passed: Int?, failed: Int?, confirmed: Bool?) {
+    package static func search(_ settings: Settings, estimate: Int, now: () -> UInt64 = MonotonicClock.nanoseconds,
+                               trial: (_ streams: Int, _ confirming: Bool) throws -> Trial)
+        rethrows -> (trials: [Trial], passed: Int?, failed: Int?, confirmed: Bool?, budgetRanOut: Bool) {
         var trials: [Trial] = []
         var passed: Int?, failed: Int?
         while let streams = nextCandidate(passed: passed, failed: failed, range: settings.streams, estimate: estimate) {
@@ -149,26 +168,36 @@ package enum Sizing {
             trials.append(result)
             if result.passed { passed = max(passed ?? 0, streams) } else { failed = min(failed ?? .max, streams) }
         }
-        guard settings.confirmationTrial > 0, var candidate = passed else { return (trials, passed, failed, nil) }
+        guard settings.confirmationTrial > 0, var candidate = passed else { return (trials, passed, failed, nil, false) }
         var held: Int?
-        for _ in 0..<settings.confirmations {
+        for index in 0..<settings.confirmations {
+            if index > 0, let deadline = settings.deadline, now() + settings.confirmationTrial > deadline {
+                return (trials, held, failed, held != nil, true)
+            }
             let result = try trial(candidate, true)
             trials.append(result)
             if result.passed { held = candidate } else { failed = min(failed ?? .max, candidate) }
-            guard let next = nextConfirmation(held: held, failed: failed, floor: settings.streams.lowerBound) else { break }
+            guard let next = nextConfirmation(held: held, failed: failed, lastFailedLate:
+                                                result.failedLate(length: settings.confirmationTrial),
+                                              floor: settings.streams.lowerBound) else { break }
             candidate = next
         }
-        return (trials, held, failed, held != nil)
+        return (trials, held, failed, held != nil, false)
     }
 
-    /// The next number to confirm, nil when the answer is known: between the largest that held
-    /// and the smallest that failed, halving; with no number held yet, half the last failure
-    /// (a neighbour's stalls can take a half or more of what the short trials passed, and
-    /// each failing confirmation costs its time to the first drop), never below `floor`.
-    static func nextConfirmation(held: Int?, failed: Int?, floor: Int) -> Int? {
+    /// The next number to confirm, nil when the answer is known. After a late failure
+    /// (`Trial.failedLate`), one fewer than it. Otherwise between the largest that held and the
+    /// smallest that failed, halving; with no number held yet, half the last failure (a
+    /// neighbour's stalls can take a half or more of what the short trials passed, and each
+    /// failing confirmation costs its time to the first drop). Never below `floor`.
+    static func nextConfirmation(held: Int?, failed: Int?, lastFailedLate: Bool, floor: Int) -> Int? {
         switch (held, failed) {
-        case let (held?, failed?): return failed - held > 1 ? (held + failed) / 2 : nil
-        case let (nil, failed?): return failed > floor ? max(floor, failed / 2) : nil
+        case let (held?, failed?):
+            guard failed - held > 1 else { return nil }
+            return lastFailedLate ? failed - 1 : (held + failed) / 2
+        case let (nil, failed?):
+            guard failed > floor else { return nil }
+            return lastFailedLate ? failed - 1 : max(floor, failed / 2)
         default: return nil
         }
     }
@@ -183,7 +212,7 @@ package enum Sizing {
         let estimate = Int(Double(bandwidth.sustained) / Double(settings.bitrate))
         // Each number's latest run: the plot draws the answer's and the smallest failure's.
         var runs: [Int: ModeRun] = [:]
-        let (trials, passed, failed, confirmed) = try search(settings, estimate: estimate) { streams, confirming in
+        let (trials, passed, failed, confirmed, budgetRanOut) = try search(settings, estimate: estimate) { streams, confirming in
             let (trial, run) = try self.trial(streams: streams, confirming: confirming, settings: settings, pool: pool,
                                               directory: directory, log: log)
             runs[streams] = run
@@ -213,10 +242,17 @@ package enum Sizing {
         } else if let best, best.streams == settings.streams.upperBound {
             answer += "; more were not tried (\(settings.upperBoundReason))"
         }
+        if budgetRanOut {
+            let between = passed.flatMap { held in failed.map { (held + 1)...max(held + 1, $0 - 1) } }
+            answer += "; the time budget (--budget-minutes) left " + (between.map {
+                ($0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound) to \($0.upperBound)") + " unconfirmed" }
+                ?? "no time for a confirmation below \(failed ?? 0)")
+        }
         let report = Report(codec: settings.codec, bitrate: settings.bitrate, fps: settings.fps, noise: noise,
                             bandwidth: bandwidth, estimate: estimate, streams: passed ?? 0, failedAt: failed,
-                            searched: settings.streams, confirmed: confirmed, realtimePriority: settings.realtimePriority,
-                            trials: trials,
+                            searched: settings.streams, confirmed: confirmed, budgetRanOut: budgetRanOut,
+                            mountedWithDiscard: StorageFacts.mountedWithDiscard(pool.path),
+                            realtimePriority: settings.realtimePriority, trials: trials,
                             seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, answer: answer)
         return (report, [passed, failed].compactMap { $0.flatMap { runs[$0] } })
     }

@@ -106,6 +106,7 @@ enum BenchCommands {
         let landTo = try arguments.option("--land-to")
         let minutes = try number(&arguments, "--minutes") ?? 0.5
         let confirmMinutes = try number(&arguments, "--confirm-minutes") ?? 5
+        let budgetMinutes = try number(&arguments, "--budget-minutes") ?? 15
         let realtimeText = try arguments.option("--realtime")
         let json = arguments.flag("--json")
         let plotPath = try arguments.option("--plot")
@@ -141,6 +142,12 @@ enum BenchCommands {
         guard confirmMinutes == 0 || (0.01...60).contains(confirmMinutes) else {
             throw UsageError("--confirm-minutes must be 0 (none) or from 0.01 to 60, not \(confirmMinutes)")
         }
+        guard budgetMinutes == 0 || (1...600).contains(budgetMinutes) else {
+            throw UsageError("--budget-minutes must be 0 (no limit) or from 1 to 600, not \(budgetMinutes)")
+        }
+        guard budgetMinutes == 0 || (1...600).contains(budgetMinutes) else {
+            throw UsageError("--budget-minutes must be 0 (no limit) or from 1 to 600, not \(budgetMinutes)")
+        }
         guard ["none", "writer", "land"].contains(noise) else { throw UsageError("--noise is none, writer or land") }
         if noise == "land" && landTo == nil { throw UsageError("--noise land needs --land-to DIR (another filesystem)") }
         if let plotPath { try checkWritable(plotPath) }
@@ -150,6 +157,8 @@ enum BenchCommands {
                                        streams: streamsMin...(streamsMaxOption ?? 1000), minimumTrial: minimum,
                                        maximumTrial: 3 * minimum + 60_000_000_000)
         settings.confirmationTrial = UInt64(confirmMinutes * 60e9)
+        // The budget counts from here: creating and measuring the scratch pool is part of the wait.
+        settings.deadline = budgetMinutes > 0 ? MonotonicClock.nanoseconds() + UInt64(budgetMinutes * 60e9) : nil
         settings.realtimePriority = realtime
         // A pool must hold --streams-min; a scratch pool holds the most streams asked for (64 when
         // the bandwidth decides) or what the free space allows. The search stays within what
@@ -238,6 +247,11 @@ enum BenchCommands {
         print(report.answer)
         if report.confirmed == false, let lowest = report.trials.last(where: \.confirming)?.streams, lowest > streamsMin {
             print("(no number held at length: search below it with --streams-max \(lowest - 1))")
+        }
+        if report.mountedWithDiscard == true {
+            print("(the pool's filesystem is mounted with `discard`: every delete beside the recorders, and every take "
+                  + "given back, discards its blocks inline, and on many disks that stalls the writes queued beside it; "
+                  + "with `nodiscard` and fstrim.timer the answer can be larger: Docs/BENCHMARKS.md, \"Online discard\")")
         }
         print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; recorder threads %@; "
                      + "sustained bandwidth %@, which carries %d stream(s) with nothing else; %.0f s in all)", 1e3 / fps,

@@ -109,6 +109,18 @@ package struct StorageFacts: Codable, Sendable, Equatable {
         return try? fd.facts()
     }
 
+    /// Whether the filesystem holding `path` is mounted with `discard` (online discard, the
+    /// superblock option in mountinfo): every freed extent is discarded as it is freed, inline
+    /// in the truncate or unlink on ext4 without a journal (ext4(5) "discard"), which on a
+    /// virtual or slow-to-trim disk stalls the writes queued beside it. nil when the mount is
+    /// not found. Not part of `StorageFacts`: the pool stores those, and the mount can change.
+    package static func mountedWithDiscard(_ path: String) -> Bool? {
+        guard let facts = try? FileSystem.facts(path),
+              let mount = MountInfo.find(mountID: facts.mount_id)
+                ?? MountInfo.find(major: facts.dev_major, minor: facts.dev_minor) else { return nil }
+        return mount.superOptions.contains("discard")
+    }
+
     /// Free bytes on the filesystem holding `path` for unprivileged users (statfs `f_bavail`).
     package static func availableBytes(_ path: String) throws -> Int64 {
         try FileSystem.space(path).available
@@ -123,6 +135,8 @@ struct MountInfo {
     var mountPoint: String
     var type: String
     var source: String
+    /// The filesystem's own options (after the source), "discard" among them when it is on.
+    var superOptions: [Substring]
 
     /// The mount with this mount ID (statx `STATX_MNT_ID`, field 1 of mountinfo). On btrfs the
     /// device number stat reports is an anonymous one that mountinfo does not show.
@@ -139,14 +153,19 @@ struct MountInfo {
     /// Every mount this process sees, in mount order.
     static func all() -> [MountInfo] {
         guard let bytes = try? FileSystem.readSmallFile("/proc/self/mountinfo") else { return [] }
-        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap { line in
-            let fields = line.split(separator: " ")
-            guard fields.count > 6, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
-                  let id = UInt64(fields[0]) else { return nil }
-            let numbers = fields[2].split(separator: ":")
-            guard numbers.count == 2, let major = UInt32(numbers[0]), let minor = UInt32(numbers[1]) else { return nil }
-            return MountInfo(id: id, major: major, minor: minor, mountPoint: FstabEntry.unescape(fields[4]),
-                             type: String(fields[dash + 1]), source: String(fields[dash + 2]))
-        }
+        return String(decoding: bytes, as: UTF8.self).split(separator: "\n").compactMap(parse)
+    }
+
+    /// One line of mountinfo: "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root
+    /// rw,errors=continue" (proc(5)); nil when it has not that shape.
+    static func parse(_ line: Substring) -> MountInfo? {
+        let fields = line.split(separator: " ")
+        guard fields.count > 6, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
+              let id = UInt64(fields[0]) else { return nil }
+        let numbers = fields[2].split(separator: ":")
+        guard numbers.count == 2, let major = UInt32(numbers[0]), let minor = UInt32(numbers[1]) else { return nil }
+        return MountInfo(id: id, major: major, minor: minor, mountPoint: FstabEntry.unescape(fields[4]),
+                         type: String(fields[dash + 1]), source: String(fields[dash + 2]),
+                         superOptions: dash + 3 < fields.count ? fields[dash + 3].split(separator: ",") : [])
     }
 }
