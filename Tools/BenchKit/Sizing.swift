@@ -80,6 +80,16 @@ package enum Sizing {
         /// Of the frames dropped, those refused because their take's file was not yet granted
         /// that far: the filesystem's fallocate, not the disk's writes, was behind.
         package var framesAwaitingGrant: Int = 0
+        /// Of the frames dropped, those the recorder's thread reached only after the capture
+        /// card's queue (`Settings.inputQueueFrames`) had overwritten them: the thread woke
+        /// late, for want of a CPU, while the disk was not behind (`FrameAccounting`). The rest
+        /// were refused with every buffer in flight.
+        package var framesOverwritten: Int = 0
+        /// The latest the recorder's thread began a frame after it was due, nanoseconds.
+        package var latestWakeUpNs: UInt64 = 0
+        /// The share of CPU time the hypervisor stole over the trial (`CPUSteal`), 0 to 1; nil
+        /// where the kernel does not say.
+        package var cpuStolen: Double?
         package var framesLate: Int
         /// Seconds from the first frame to the first drop, to one second.
         package var firstDropSecond: Int?
@@ -99,6 +109,20 @@ package enum Sizing {
         package var ended: String
         /// Whether this trial confirmed the search's answer at length (`confirmationTrial`).
         package var confirming = false
+
+        /// What the dropped frames waited for, for the table: "grant" (every one refused
+        /// awaiting a grant), "CPU" (every one overwritten while the recorder's thread waited to
+        /// run), "disk" (every one refused with every buffer in flight, granted), "mixed"; nil
+        /// when none dropped.
+        package var dropCause: String? {
+            guard framesDropped > 0 else { return nil }
+            switch framesDropped {
+            case framesAwaitingGrant: return "grant"
+            case framesOverwritten: return "CPU"
+            case framesDropped where framesOverwritten == 0 && framesAwaitingGrant == 0: return "disk"
+            default: return "mixed"
+            }
+        }
 
         /// A failure in the last three quarters of a confirmation of `length` nanoseconds: a
         /// stall that rare puts the number just over what the machine holds, so one fewer is
@@ -231,14 +255,7 @@ package enum Sizing {
                 + unconfirmed.map(String.init).joined(separator: ", ") + " after shorter trials passed \(unconfirmed.first ?? 0))"
                 : "not even \(settings.streams.lowerBound) stream(s) of \(name) passed")
         if let worst {
-            let when = worst.firstDropSecond.map { "at \($0) s" } ?? "in its last second"
-            answer += "; \(worst.streams) " + (worst.ended.hasPrefix("a capture failed")
-                ? "failed: " + worst.ended.dropFirst("a capture failed: ".count)
-                : worst.framesDropped > 0
-                ? "dropped \(worst.framesDropped) frame\(worst.framesDropped == 1 ? "" : "s") \(when)"
-                    + (worst.framesAwaitingGrant == worst.framesDropped ? " (every one awaiting a grant: the filesystem's "
-                        + "fallocate fell behind)" : "")
-                : "dropped none but an append p99.9 took \(milliseconds(worst.appendLatencyNs.p999)), over one frame interval")
+            answer += "; \(worst.streams) " + failure(of: worst, queueFrames: settings.inputQueueFrames)
         } else if let best, best.streams == settings.streams.upperBound {
             answer += "; more were not tried (\(settings.upperBoundReason))"
         }
@@ -257,6 +274,26 @@ package enum Sizing {
         return (report, [passed, failed].compactMap { $0.flatMap { runs[$0] } })
     }
 
+    /// How the smallest failing trial failed, for the answer: "dropped 4 frames at 49 s (every
+    /// one …)" naming the cause when every drop had the same one.
+    static func failure(of trial: Trial, queueFrames: Int) -> String {
+        if trial.ended.hasPrefix("a capture failed") { return "failed: " + trial.ended.dropFirst("a capture failed: ".count) }
+        guard trial.framesDropped > 0 else {
+            return "dropped none but an append p99.9 took \(milliseconds(trial.appendLatencyNs.p999)), over one frame interval"
+        }
+        let when = trial.firstDropSecond.map { "at \($0) s" } ?? "in its last second"
+        let dropped = "dropped \(trial.framesDropped) frame\(trial.framesDropped == 1 ? "" : "s") \(when)"
+        switch trial.dropCause {
+        case "grant": return dropped + " (every one awaiting a grant: the filesystem's fallocate fell behind)"
+        case "CPU":
+            let stolen = trial.cpuStolen.map { $0 >= 0.01 ? String(format: ", %.0f %% of the CPUs' time stolen by the hypervisor", $0 * 100) : "" }
+            return dropped + " (every one overwritten in the card's queue of \(queueFrames) frames: the recorder's thread woke "
+                + "up to \(milliseconds(trial.latestWakeUpNs)) late\(stolen ?? ""); the disk was not behind)"
+        case "disk": return dropped + " (every one refused with every buffer in flight: the disk fell behind)"
+        default: return dropped
+        }
+    }
+
     /// One trial of `streams` captures, ended once the device settled past `minimumTrial`,
     /// five seconds after the first drop, or at `maximumTrial`; a confirmation lasts
     /// `confirmationTrial` unless it drops.
@@ -273,6 +310,8 @@ package enum Sizing {
         var writers: [SegmentedPoolWriter] = []
         log("trial: \(streams) stream(s), at least \(minimumTrial / 1_000_000_000) s" + (confirming ? " (confirming)" : ""))
         let device = DeviceWrites(path: pool.path)
+        let stealBefore = CPUSteal.read()
+        var stealAtStop: CPUSteal?
         if device == nil { log("  the pool is on no block device this can read: trials end at --minutes, unchecked for steadiness") }
         let deviceStart = device?.bytes() ?? 0
         var rate = SteadyRate(window: min(10_000_000_000, max(minimumTrial / 2, 1_000_000_000)), minimum: minimumTrial)
@@ -311,6 +350,7 @@ package enum Sizing {
                 return
             }
             stoppedAt = elapsed
+            stealAtStop = CPUSteal.read()
             progress.stopRequested.store(true, ordering: .relaxed)
         })
         // A failure after the last tick still fails the trial.
@@ -323,13 +363,18 @@ package enum Sizing {
                           passed: run.accounting.dropped == 0 && append.p999 < interval && !ended.hasPrefix("a capture failed"),
                           framesDropped: run.accounting.dropped,
                           framesAwaitingGrant: Int(writers.reduce(0) { $0 + $1.grantRefusals }),
+                          framesOverwritten: run.accounting.overwritten, latestWakeUpNs: run.latestWakeUp,
+                          cpuStolen: stealBefore.flatMap { before in (stealAtStop ?? CPUSteal.read())?.share(since: before) },
                           framesLate: run.accounting.late, firstDropSecond: firstDrop,
                           appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
                           segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },
                           ended: ended, confirming: confirming)
         log("  \(streams) stream(s): \(trial.passed ? "passed" : "failed"), \(trial.framesDropped) dropped"
-            + (trial.framesAwaitingGrant > 0 ? " (\(trial.framesAwaitingGrant) awaiting a grant)" : "") + ", append p99.9 "
+            + (trial.framesAwaitingGrant > 0 ? " (\(trial.framesAwaitingGrant) awaiting a grant)" : "")
+            + (trial.framesOverwritten > 0 ? " (\(trial.framesOverwritten) overwritten in the card's queue: the recorder "
+                + "woke up to \(milliseconds(trial.latestWakeUpNs)) late)" : "")
+            + (trial.cpuStolen.map { String(format: ", CPU stolen %.1f %%", $0 * 100) } ?? "") + ", append p99.9 "
             + "\(milliseconds(append.p999)) (frame interval \(milliseconds(interval))), \(String(format: "%.0f", trial.seconds)) s, "
             + "ended: \(ended)")
         return (trial, run)

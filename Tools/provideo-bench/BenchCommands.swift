@@ -232,9 +232,11 @@ enum BenchCommands {
             if (try? svg.write(toFile: plotPath, atomically: true, encoding: .utf8)) != nil { log("wrote \(plotPath)") }
         }
         if json { return try CommandLineProgram.printJSON(report) }
-        let header = ["streams", "trial", "result", "dropped", "first drop", "append p99.9", "max", "seconds", "device MB/s", "ended"]
+        let header = ["streams", "trial", "result", "dropped", "cause", "first drop", "append p99.9", "max", "seconds", "device MB/s",
+                      "ended"]
         let rows = report.trials.map { trial in
             ["\(trial.streams)", trial.confirming ? "confirm" : "search", trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)",
+             trial.dropCause ?? "-",
              trial.firstDropSecond.map { "\($0) s" } ?? "-", Sizing.milliseconds(trial.appendLatencyNs.p999),
              Sizing.milliseconds(trial.appendLatencyNs.max), String(format: "%.0f", trial.seconds),
              trial.deviceBytesPerSecond.map { String(format: "%.0f", $0 / 1e6) } ?? "-", trial.ended]
