@@ -6,18 +6,6 @@ import Testing
 /// fstab(5) as the pool reads it: the mount points of filesystems, and which of them at or above
 /// a path is not mounted now.
 @Suite struct FstabEntryTests {
-    /// mountinfo's superblock options say whether the filesystem discards online; "nodiscard"
-    /// is not "discard", and a line without them parses with none.
-    @Test func mountinfoLinesGiveTheFilesystemsOptions() throws {
-        let root = try #require(MountInfo.parse("27 1 254:0 / / rw,relatime - ext4 /dev/vda rw,discard,resuid=65534"))
-        #expect(root.id == 27 && root.major == 254 && root.minor == 0 && root.mountPoint == "/" && root.type == "ext4")
-        #expect(root.source == "/dev/vda" && root.superOptions == ["rw", "discard", "resuid=65534"])
-        let xfs = try #require(MountInfo.parse("40 27 7:1 / /srv/rec\\040a rw shared:1 - xfs /dev/loop1 rw,nodiscard,noquota"))
-        #expect(xfs.mountPoint == "/srv/rec a" && !xfs.superOptions.contains("discard"))
-        #expect(MountInfo.parse("41 27 0:50 / /mnt rw - tmpfs tmpfs")?.superOptions == [])
-        #expect(MountInfo.parse("not a mountinfo line") == nil)
-    }
-
     @Test func theEntriesAreTheFilesystemsMountedAtDirectories() {
         let text = """
             # /etc/fstab: static file system information.

@@ -24,8 +24,11 @@ import Testing
     /// in order, the refusals' messages and the longest append, in nanoseconds.
     static func appendAll(_ capture: Capture, frames: Int) -> (accepted: [UInt8], refusals: [String], longest: UInt64) {
         var accepted: [UInt8] = [], refusals: [String] = [], longest: UInt64 = 0
-        for index in 0..<frames {
-            let frame = TestSupport.pattern(512 << 10, seed: UInt64(index))
+        // Made before the first append: generating 20 MiB in a debug build on a loaded machine
+        // took long enough for the slow grant to land before the last frames, which then found
+        // room and were not refused.
+        let patterns = (0..<frames).map { TestSupport.pattern(512 << 10, seed: UInt64($0)) }
+        for frame in patterns {
             let started = MonotonicTime.now()
             do {
                 try capture.append(frame)

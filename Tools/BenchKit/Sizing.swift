@@ -28,10 +28,14 @@ package enum Sizing {
         /// 5-min one does not.
         package var confirmationTrial: UInt64 = 0
         package var confirmations = 4
-        /// A confirmation after the first starts only if it can end by this instant on the
-        /// monotonic clock, nanoseconds (nil: no limit): the answer comes within the time the
-        /// user gave (`--budget-minutes`, 15 by default), with what held and failed by then.
+        /// A confirmation after the first starts only if it, and `trialOverhead`, can end by
+        /// this instant on the monotonic clock, nanoseconds (nil: no limit): the answer comes
+        /// about when the user asked (`--budget-minutes`, 15 by default), with what held and
+        /// failed by then. The search and the first confirmation run whatever the time.
         package var deadline: UInt64?
+        /// Nanoseconds a trial costs beyond its length: its captures' starts, their cancels, and
+        /// the settling after it (`settle`: a sync and 5 s).
+        package var trialOverhead: UInt64 = 20_000_000_000
         /// The recorder threads' `SCHED_FIFO` priority, as a capture application runs the thread
         /// that takes frames from the card (nil: the default policy).
         package var realtimePriority: Int32?
@@ -110,27 +114,35 @@ package enum Sizing {
         /// Whether this trial confirmed the search's answer at length (`confirmationTrial`).
         package var confirming = false
 
-        /// What the dropped frames waited for, for the table: "grant" (every one refused
-        /// awaiting a grant), "CPU" (every one overwritten while the recorder's thread waited to
-        /// run), "disk" (every one refused with every buffer in flight, granted), "mixed"; nil
-        /// when none dropped.
-        package var dropCause: String? {
-            guard framesDropped > 0 else { return nil }
-            switch framesDropped {
-            case framesAwaitingGrant: return "grant"
-            case framesOverwritten: return "CPU"
-            case framesDropped where framesOverwritten == 0 && framesAwaitingGrant == 0: return "disk"
-            default: return "mixed"
-            }
+        /// What the dropped frames waited for; nil when none dropped.
+        package var dropCause: DropCause? {
+            if framesDropped == 0 { return nil }
+            if framesAwaitingGrant == framesDropped { return .grant }
+            if framesOverwritten == framesDropped { return .late }
+            if framesAwaitingGrant == 0 && framesOverwritten == 0 { return .disk }
+            return .mixed
         }
 
         /// A failure in the last three quarters of a confirmation of `length` nanoseconds: a
-        /// stall that rare puts the number just over what the machine holds, so one fewer is
-        /// tried next. (On this VM, numbers far over it dropped within 65 s: BENCHMARKS.)
+        /// stall that rare puts the number just over what the machine holds, so once a smaller
+        /// number has held, one fewer is tried next (`nextConfirmation`).
         func failedLate(length: UInt64) -> Bool {
             guard !passed, let second = firstDropSecond else { return false }
             return UInt64(second) * 4_000_000_000 >= length
         }
+    }
+
+    /// What a failing trial's dropped frames waited for, when every one waited for the same.
+    package enum DropCause: String, Codable, Sendable {
+        /// Refused because the take's file was not yet granted that far: the filesystem's
+        /// fallocate fell behind.
+        case grant
+        /// Overwritten in the card's queue: the recorder's thread fell behind the card (it woke
+        /// late, or an append ran long) while no frame was refused for want of a buffer.
+        case late
+        /// Refused with every buffer in flight, the file granted: the disk fell behind.
+        case disk
+        case mixed
     }
 
     package struct Report: Codable, Sendable {
@@ -195,7 +207,8 @@ package enum Sizing {
         guard settings.confirmationTrial > 0, var candidate = passed else { return (trials, passed, failed, nil, false) }
         var held: Int?
         for index in 0..<settings.confirmations {
-            if index > 0, let deadline = settings.deadline, now() + settings.confirmationTrial > deadline {
+            if index > 0, let deadline = settings.deadline,
+               now() + settings.confirmationTrial + settings.trialOverhead > deadline {
                 return (trials, held, failed, held != nil, true)
             }
             let result = try trial(candidate, true)
@@ -209,21 +222,28 @@ package enum Sizing {
         return (trials, held, failed, held != nil, false)
     }
 
-    /// The next number to confirm, nil when the answer is known. After a late failure
-    /// (`Trial.failedLate`), one fewer than it. Otherwise between the largest that held and the
-    /// smallest that failed, halving; with no number held yet, half the last failure (a
-    /// neighbour's stalls can take a half or more of what the short trials passed, and each
-    /// failing confirmation costs its time to the first drop). Never below `floor`.
+    /// The next number to confirm, nil when the answer is known. With no number held yet,
+    /// half the last failure, never below `floor` (a neighbour's stalls can take a half or more
+    /// of what the short trials passed: one-fewer steps walked 6, 5, 4, each dropping at
+    /// 75–106 s, where 2 held). Once one has held: one fewer than a late failure
+    /// (`Trial.failedLate`), which closes the gap at once if that number holds; else halfway.
     static func nextConfirmation(held: Int?, failed: Int?, lastFailedLate: Bool, floor: Int) -> Int? {
         switch (held, failed) {
         case let (held?, failed?):
             guard failed - held > 1 else { return nil }
             return lastFailedLate ? failed - 1 : (held + failed) / 2
         case let (nil, failed?):
-            guard failed > floor else { return nil }
-            return lastFailedLate ? failed - 1 : max(floor, failed / 2)
+            return failed > floor ? max(floor, failed / 2) : nil
         default: return nil
         }
+    }
+
+    /// What a budget that stopped the confirmations left, for the answer: the numbers between
+    /// the largest that held (or below `floor`) and the smallest that failed.
+    static func budgetClause(held: Int?, failed: Int?, floor: Int) -> String {
+        let low = held.map { $0 + 1 } ?? floor, high = (failed ?? low + 1) - 1
+        let numbers = high <= low ? "\(low)" : "\(low) to \(high)"
+        return "the time budget (--budget-minutes) left \(numbers) unconfirmed"
     }
 
     /// Runs the search. `bandwidth` is the pool's measurement, `directory` a scratch directory
@@ -260,10 +280,7 @@ package enum Sizing {
             answer += "; more were not tried (\(settings.upperBoundReason))"
         }
         if budgetRanOut {
-            let between = passed.flatMap { held in failed.map { (held + 1)...max(held + 1, $0 - 1) } }
-            answer += "; the time budget (--budget-minutes) left " + (between.map {
-                ($0.count == 1 ? "\($0.lowerBound)" : "\($0.lowerBound) to \($0.upperBound)") + " unconfirmed" }
-                ?? "no time for a confirmation below \(failed ?? 0)")
+            answer += "; " + budgetClause(held: passed, failed: failed, floor: settings.streams.lowerBound)
         }
         let report = Report(codec: settings.codec, bitrate: settings.bitrate, fps: settings.fps, noise: noise,
                             bandwidth: bandwidth, estimate: estimate, streams: passed ?? 0, failedAt: failed,
@@ -284,13 +301,16 @@ package enum Sizing {
         let when = trial.firstDropSecond.map { "at \($0) s" } ?? "in its last second"
         let dropped = "dropped \(trial.framesDropped) frame\(trial.framesDropped == 1 ? "" : "s") \(when)"
         switch trial.dropCause {
-        case "grant": return dropped + " (every one awaiting a grant: the filesystem's fallocate fell behind)"
-        case "CPU":
-            let stolen = trial.cpuStolen.map { $0 >= 0.01 ? String(format: ", %.0f %% of the CPUs' time stolen by the hypervisor", $0 * 100) : "" }
-            return dropped + " (every one overwritten in the card's queue of \(queueFrames) frames: the recorder's thread woke "
-                + "up to \(milliseconds(trial.latestWakeUpNs)) late\(stolen ?? ""); the disk was not behind)"
-        case "disk": return dropped + " (every one refused with every buffer in flight: the disk fell behind)"
-        default: return dropped
+        case .grant: return dropped + " (every one awaiting a grant: the filesystem's fallocate fell behind)"
+        case .late:
+            let stolen = trial.cpuStolen.flatMap {
+                $0 >= 0.01 ? String(format: "; the hypervisor stole %.0f %% of the CPUs' time", $0 * 100) : nil
+            }
+            return dropped + " (every one overwritten in the card's queue of \(queueFrames) frames while the recorder's "
+                + "thread was behind: it woke up to \(milliseconds(trial.latestWakeUpNs)) late, and its longest append took "
+                + "\(milliseconds(trial.appendLatencyNs.max))\(stolen ?? ""); no frame was refused for want of a buffer)"
+        case .disk: return dropped + " (every one refused with every buffer in flight: the disk fell behind)"
+        case .mixed, nil: return dropped
         }
     }
 
@@ -310,8 +330,9 @@ package enum Sizing {
         var writers: [SegmentedPoolWriter] = []
         log("trial: \(streams) stream(s), at least \(minimumTrial / 1_000_000_000) s" + (confirming ? " (confirming)" : ""))
         let device = DeviceWrites(path: pool.path)
+        // Read on every tick: the last one is the trial's end, its captures' cancels left out.
         let stealBefore = CPUSteal.read()
-        var stealAtStop: CPUSteal?
+        var stealLatest = stealBefore
         if device == nil { log("  the pool is on no block device this can read: trials end at --minutes, unchecked for steadiness") }
         let deviceStart = device?.bytes() ?? 0
         var rate = SteadyRate(window: min(10_000_000_000, max(minimumTrial / 2, 1_000_000_000)), minimum: minimumTrial)
@@ -340,6 +361,7 @@ package enum Sizing {
                     + (rate.lastWindow.map { String(format: ", device %.0f MB/s", $0 / 1e6) } ?? ""))
             }
             guard !progress.stopRequested.load(ordering: .relaxed) else { return }
+            stealLatest = CPUSteal.read() ?? stealLatest
             if let failure = failure() {
                 ended = "a capture failed: \(failure)"
             } else if let firstDrop, second >= firstDrop + 5 {
@@ -350,7 +372,6 @@ package enum Sizing {
                 return
             }
             stoppedAt = elapsed
-            stealAtStop = CPUSteal.read()
             progress.stopRequested.store(true, ordering: .relaxed)
         })
         // A failure after the last tick still fails the trial.
@@ -364,7 +385,7 @@ package enum Sizing {
                           framesDropped: run.accounting.dropped,
                           framesAwaitingGrant: Int(writers.reduce(0) { $0 + $1.grantRefusals }),
                           framesOverwritten: run.accounting.overwritten, latestWakeUpNs: run.latestWakeUp,
-                          cpuStolen: stealBefore.flatMap { before in (stealAtStop ?? CPUSteal.read())?.share(since: before) },
+                          cpuStolen: stealBefore.flatMap { before in stealLatest?.share(since: before) },
                           framesLate: run.accounting.late, firstDropSecond: firstDrop,
                           appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
@@ -373,7 +394,8 @@ package enum Sizing {
         log("  \(streams) stream(s): \(trial.passed ? "passed" : "failed"), \(trial.framesDropped) dropped"
             + (trial.framesAwaitingGrant > 0 ? " (\(trial.framesAwaitingGrant) awaiting a grant)" : "")
             + (trial.framesOverwritten > 0 ? " (\(trial.framesOverwritten) overwritten in the card's queue: the recorder "
-                + "woke up to \(milliseconds(trial.latestWakeUpNs)) late)" : "")
+                + "woke up to \(milliseconds(trial.latestWakeUpNs)) late, its longest append "
+                + "\(milliseconds(trial.appendLatencyNs.max)))" : "")
             + (trial.cpuStolen.map { String(format: ", CPU stolen %.1f %%", $0 * 100) } ?? "") + ", append p99.9 "
             + "\(milliseconds(append.p999)) (frame interval \(milliseconds(interval))), \(String(format: "%.0f", trial.seconds)) s, "
             + "ended: \(ended)")

@@ -145,9 +145,6 @@ enum BenchCommands {
         guard budgetMinutes == 0 || (1...600).contains(budgetMinutes) else {
             throw UsageError("--budget-minutes must be 0 (no limit) or from 1 to 600, not \(budgetMinutes)")
         }
-        guard budgetMinutes == 0 || (1...600).contains(budgetMinutes) else {
-            throw UsageError("--budget-minutes must be 0 (no limit) or from 1 to 600, not \(budgetMinutes)")
-        }
         guard ["none", "writer", "land"].contains(noise) else { throw UsageError("--noise is none, writer or land") }
         if noise == "land" && landTo == nil { throw UsageError("--noise land needs --land-to DIR (another filesystem)") }
         if let plotPath { try checkWritable(plotPath) }
@@ -236,7 +233,7 @@ enum BenchCommands {
                       "ended"]
         let rows = report.trials.map { trial in
             ["\(trial.streams)", trial.confirming ? "confirm" : "search", trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)",
-             trial.dropCause ?? "-",
+             trial.dropCause?.rawValue ?? "-",
              trial.firstDropSecond.map { "\($0) s" } ?? "-", Sizing.milliseconds(trial.appendLatencyNs.p999),
              Sizing.milliseconds(trial.appendLatencyNs.max), String(format: "%.0f", trial.seconds),
              trial.deviceBytesPerSecond.map { String(format: "%.0f", $0 / 1e6) } ?? "-", trial.ended]
@@ -253,7 +250,8 @@ enum BenchCommands {
         if report.mountedWithDiscard == true {
             print("(the pool's filesystem is mounted with `discard`: every delete beside the recorders, and every take "
                   + "given back, discards its blocks inline, and on many disks that stalls the writes queued beside it; "
-                  + "with `nodiscard` and fstrim.timer the answer can be larger: Docs/BENCHMARKS.md, \"Online discard\")")
+                  + "with `nodiscard` and fstrim.timer the answer can be larger: Docs/BENCHMARKS.md, "
+                  + "\"Online discard costs the recorder\")")
         }
         print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; recorder threads %@; "
                      + "sustained bandwidth %@, which carries %d stream(s) with nothing else; %.0f s in all)", 1e3 / fps,

@@ -46,9 +46,10 @@ let program = ProgramDescription(
             OptionDescription("--minutes", "M", "each trial's shortest length (default 0.5), then until the device's write "
                               + "rate is steady (two 10-s windows within 10 %), at most 3 x M + 1 min"),
             OptionDescription("--confirm-minutes", "M", "then the answer runs this long (default 5; 0: no confirmation); "
-                              + "after a drop, one fewer if it came in the last 3/4, else bisected below it; at most 4 times"),
-            OptionDescription("--budget-minutes", "M", "start no confirmation after the first that would end past M "
-                              + "minutes from the start (default 15; 0: no limit)"),
+                              + "a drop halves it until one holds, then one fewer after a drop in the last 3/4, else halfway; "
+                              + "at most 4 times"),
+            OptionDescription("--budget-minutes", "M", "start no confirmation after the first that would end (with 20 s "
+                              + "to set up and settle) past M minutes from the start (default 15; 0: no limit)"),
             OptionDescription("--realtime", "PRIORITY", "the recorder threads' SCHED_FIFO priority (1-99), or off "
                               + "(default 50 where the process may, else off)"),
             .flag("--json", "print the report as JSON"),

@@ -10,7 +10,11 @@ import Foundation
 /// steps ahead, four seconds of stream by default, because a grant's fallocate waits for the filesystem's journal, which a
 /// neighbour's fsync of gigabytes of page cache can hold for seconds (measured on this thread:
 /// grants of 250 MB took up to 2.1 s on ext4 beside the bench's noise writer), and on a
-/// throttled disk (20 MB/s, cgroup io.max) a 16 MiB grant took 0.8–1.7 s. So the step adapts:
+/// throttled disk (20 MB/s, cgroup io.max) a 16 MiB grant took 0.8–1.7 s. On ext4 a grant's
+/// fallocate also waits for every write of the capture in flight, and the writes submitted
+/// meanwhile wait for it (`inode_dio_wait` under the inode lock; measured: 0.1 ms idle, 90–161
+/// ms with 32 writes of 4 MiB in flight), so each grant is a pause in the capture's writes as
+/// long as one write's latency (fewer, larger steps would pause less often). The step adapts:
 /// each grant's step is at least twice what the stream wrote while the previous grant ran,
 /// up to four times the configured step. When the reserve is empty it looks again every
 /// second (a replenish or a finished capture may refill it), or at once when the recorder asks.

@@ -113,7 +113,9 @@ package struct StorageFacts: Codable, Sendable, Equatable {
     /// superblock option in mountinfo): every freed extent is discarded as it is freed, inline
     /// in the truncate or unlink on ext4 without a journal (ext4(5) "discard"), which on a
     /// virtual or slow-to-trim disk stalls the writes queued beside it. nil when the mount is
-    /// not found. Not part of `StorageFacts`: the pool stores those, and the mount can change.
+    /// not found; false also when ext4 has `discard` among its superblock's default mount
+    /// options (`tune2fs -o discard`), which mountinfo leaves out. Not part of `StorageFacts`:
+    /// the pool stores those, and the mount can change.
     package static func mountedWithDiscard(_ path: String) -> Bool? {
         guard let facts = try? FileSystem.facts(path),
               let mount = MountInfo.find(mountID: facts.mount_id)
@@ -136,7 +138,7 @@ struct MountInfo {
     var type: String
     var source: String
     /// The filesystem's own options (after the source), "discard" among them when it is on.
-    var superOptions: [Substring]
+    var superOptions: [String]
 
     /// The mount with this mount ID (statx `STATX_MNT_ID`, field 1 of mountinfo). On btrfs the
     /// device number stat reports is an anonymous one that mountinfo does not show.
@@ -159,13 +161,15 @@ struct MountInfo {
     /// One line of mountinfo: "36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root
     /// rw,errors=continue" (proc(5)); nil when it has not that shape.
     static func parse(_ line: Substring) -> MountInfo? {
-        let fields = line.split(separator: " ")
+        // Fields are one space apart (spaces inside them are escaped as \040), so an empty
+        // field, a mount's empty source, stays a field.
+        let fields = line.split(separator: " ", omittingEmptySubsequences: false)
         guard fields.count > 6, let dash = fields.firstIndex(of: "-"), dash + 2 < fields.count,
               let id = UInt64(fields[0]) else { return nil }
         let numbers = fields[2].split(separator: ":")
         guard numbers.count == 2, let major = UInt32(numbers[0]), let minor = UInt32(numbers[1]) else { return nil }
         return MountInfo(id: id, major: major, minor: minor, mountPoint: FstabEntry.unescape(fields[4]),
                          type: String(fields[dash + 1]), source: String(fields[dash + 2]),
-                         superOptions: dash + 3 < fields.count ? fields[dash + 3].split(separator: ",") : [])
+                         superOptions: dash + 3 < fields.count ? fields[dash + 3].split(separator: ",").map(String.init) : [])
     }
 }
