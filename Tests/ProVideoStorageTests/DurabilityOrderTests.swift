@@ -10,7 +10,7 @@ import Testing
 @Suite struct DurabilityOrderTests {
     /// Every commit record, periodic or final, is queued only after an fdatasync of the data
     /// file completed successfully since the previous record.
-    @Test(.timeLimit(.minutes(1)), arguments: [EngineChoice.ioUring, .pwrite])
+    @Test(.timeLimit(.minutes(3)), arguments: [EngineChoice.ioUring, .pwrite])
     func commitRecordFollowsADataSync(engine: EngineChoice) throws {
         let (calls, fault) = FaultEngine.install(FaultEngine.Rules())
         try withPool(calls: calls) { pool, scratch in
@@ -54,7 +54,7 @@ import Testing
     /// and no commit record vouches for the bytes it was to make durable: the record on disk
     /// stays at the last good commit. A failed fdatasync is never made again into a commit
     /// (issue 25, "fsyncgate": the kernel may have dropped the pages it failed to write).
-    @Test(.timeLimit(.minutes(1)), arguments: [EngineChoice.ioUring, .pwrite], [EIO, ENOSPC])
+    @Test(.timeLimit(.minutes(3)), arguments: [EngineChoice.ioUring, .pwrite], [EIO, ENOSPC])
     func failedDataSyncCommitsNothingMore(engine: EngineChoice, errno: Int32) throws {
         var rules = FaultEngine.Rules()
         rules.result = { request, result in request.tag == .dataSync && request.ordinal == 2 ? -errno : result }

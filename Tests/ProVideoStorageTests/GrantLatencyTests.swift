@@ -50,7 +50,7 @@ import Testing
         return options
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func failRefusesAtOnceWhileAGrantIsSlow() throws {
         try withPool(capacity: 48 << 20, calls: Self.slowGrants) { pool, scratch in
             let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.fail))
@@ -73,7 +73,7 @@ import Testing
         }
     }
 
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func waitWaitsForASlowGrant() throws {
         try withPool(capacity: 48 << 20, calls: Self.slowGrants) { pool, scratch in
             let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.wait(nanoseconds: 10_000_000_000)))
@@ -95,7 +95,7 @@ import Testing
     /// after the start taking 2 s, the capture holds two 8 MiB steps as `startCapture` returns
     /// (the granter adds none while the lead is two steps; with one step at the start, its
     /// second would still be in its 2 s).
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aCaptureStartsTwoStepsAhead() throws {
         try withPool(capacity: 48 << 20, calls: Self.slowGrants) { pool, scratch in
             let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.fail))
@@ -109,7 +109,7 @@ import Testing
     /// reserve's cut returns: the cut frees blocks, which on a `discard` mount waits for the
     /// device (55–716 ms per 210 MiB on ext4 beside a writer). Inside every cut of the reserve
     /// after the start, the capture's granted bytes already are its file's size.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aGrantIsWritableBeforeTheReserveIsCut() throws {
         let capture = Shared<Capture?>(nil)
         let duringCuts = Shared<[(granted: Int64, file: Int64)]>([])
@@ -147,7 +147,7 @@ import Testing
     /// 1.2 s on a `discard` mount, and other captures' grants waited up to 2.2 s behind such
     /// returns. Every cut of the capture's file during a cancel finds the lock free (probed
     /// through an open file description of its own), and the reserve is whole again after.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aReturnCutsTheCapturesFileOutsideTheReserveLock() throws {
         let lockFile = Shared<String?>(nil)
         let lockHeldAtCuts = Shared<[Bool]>([])
@@ -177,7 +177,7 @@ import Testing
     /// held for 0.5 s between its two steps (the capture's file grown, the reserve not yet
     /// cut), a reader polling through its own `Pool` never sees more than the pool's capacity
     /// (it saw a grant twice, and the capacity rise mid-capture).
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aGrantInProgressIsCountedOnce() throws {
         let slowCut = Shared<Bool>(false)
         var calls = SystemCalls.live
@@ -217,7 +217,7 @@ import Testing
     /// reserve's cut taking 0.3 s after it is made (the capture's file grown, the reserve cut,
     /// the grant not yet returned), every figure read between frames is the pool's capacity
     /// less the bytes appended (it read short by the grant, and failed the C API test in CI).
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func theCapturesOwnFigureCountsAGrantInProgressOnce() throws {
         let slowCut = Shared<Int>(0)
         var calls = SystemCalls.live

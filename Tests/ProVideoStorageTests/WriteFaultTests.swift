@@ -127,7 +127,7 @@ import Testing
 
     /// A write that keeps completing with 0 bytes becomes a typed error after a bounded number
     /// of retries: never an endless loop, never silent success.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func zeroByteCompletionsFail() throws {
         let calls = Self.forcingAll { _, result in result > 0 ? 0 : result }
         let error = #expect(throws: ProVideoError.self) { try Self.record(20, of: 512 << 10, calls: calls) }

@@ -14,7 +14,7 @@ import Testing
     /// A slow stream whose commit flushes and data syncs complete 1 s late: buffers that fill
     /// meanwhile queue behind the flush; no append waits for it and none is refused (overrun
     /// policy `.fail`: a frame is refused whenever the buffers are short).
-    @Test(.timeLimit(.minutes(1)), arguments: [EngineChoice.ioUring, .pwrite])
+    @Test(.timeLimit(.minutes(3)), arguments: [EngineChoice.ioUring, .pwrite])
     func lateFlushesNeverBlockTheRecorder(engine: EngineChoice) throws {
         var rules = FaultEngine.Rules()
         rules.holdCompletion = { request in
@@ -50,7 +50,7 @@ import Testing
     /// not yet reported, 5 not yet started): the error returns only after every request
     /// completed or was cancelled, `capturing` is held until then, and no byte of the capture
     /// file changes afterwards.
-    @Test(.timeLimit(.minutes(1)), arguments: [EngineChoice.ioUring, .pwrite])
+    @Test(.timeLimit(.minutes(3)), arguments: [EngineChoice.ioUring, .pwrite])
     func failedWriteStopsEveryWriteBeforeRelease(engine: EngineChoice) throws {
         var rules = FaultEngine.Rules()
         rules.holdRequest = { request in
@@ -179,7 +179,7 @@ import Testing
     /// A patch inside a buffer whose commit flush is in flight, where the flush writes its
     /// second half a second after its first: a crash once the commit returns leaves the patched
     /// bytes old or new, whole; the finished recording has the new ones.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func patchNeverTearsAFlushInFlight() throws {
         var rules = FaultEngine.Rules()
         rules.splitFlushes = 1_000_000_000
@@ -209,7 +209,7 @@ import Testing
     /// `.wait(nanoseconds: .max)` ("wait as long as it takes") waits for the late completions
     /// (capped at `Capture.stallLimit`) instead of overflowing its deadline; an empty patch is
     /// a no-op anywhere.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func waitingWithoutLimitAndEmptyPatchesAreSafe() throws {
         var rules = FaultEngine.Rules()
         rules.holdCompletion = { _ in 300_000_000 }
@@ -243,7 +243,7 @@ import Testing
     /// A start that fails after its granter's thread started (io_uring asked for explicitly
     /// while the sysctl disables it) stops that thread: no thread is left waking forever with
     /// the capture's descriptors (issue 25).
-    @Test(.timeLimit(.minutes(1)), .enabled(if: TestSupport.isRoot, "needs root: kernel.io_uring_disabled"))
+    @Test(.timeLimit(.minutes(3)), .enabled(if: TestSupport.isRoot, "needs root: kernel.io_uring_disabled"))
     func failedStartLeavesNoGranterThread() throws {
         // Not `withPool`: it holds the kernel settings for reading, and the sysctl takes them for writing.
         try TestSupport.withSysctl("/proc/sys/kernel/io_uring_disabled", "2") {
@@ -271,7 +271,7 @@ import Testing
     /// The single-owner rule is checked at run time: a call from a second thread while the
     /// first's append is in its fill is refused with `.invalidArgument`, touching nothing, and
     /// the capture goes on (issue 26: `Capture` is `Sendable`).
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func aSecondThreadsCallIsRefused() throws {
         try withPool { pool, scratch in
             let capture = try pool.startCapture(to: scratch + "/owned.mov", options: testOptions)
@@ -312,7 +312,7 @@ import Testing
 
     /// Another process polling `provideo status --json` every 0.2 s during a 10 s capture at
     /// 8 Mbit/s sees `remainingCapacity` change at least every 1.1 s after its first change.
-    @Test(.timeLimit(.minutes(1)))
+    @Test(.timeLimit(.minutes(3)))
     func otherProcessesSeeProgressEverySecond() throws {
         try withPool { pool, scratch in
             let capture = try pool.startCapture(to: scratch + "/live.mov", options: testOptions)
