@@ -54,11 +54,17 @@ import Testing
     func failRefusesAtOnceWhileAGrantIsSlow() throws {
         try withPool(capacity: 48 << 20, calls: Self.slowGrants) { pool, scratch in
             let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.fail))
+            let began = MonotonicTime.now()
             let (accepted, refusals, longest) = Self.appendAll(capture, frames: 40)
+            let appending = MonotonicTime.now() - began
             // Half the grant's 2 s: an append that waited for the fallocate took 2 s or more.
             #expect(longest < 1_000_000_000, "an append took \(longest / 1_000_000) ms: it waited for a grant")
             let grantRefusals = refusals.filter { $0.contains("not yet granted") }
-            #expect(!grantRefusals.isEmpty, "no frame was refused for want of a grant: \(refusals.prefix(3))")
+            // Only frames tried within the slow grant can find it missing: on a loaded CI
+            // machine the 40 appends once outlasted it, and every frame then found room.
+            if appending < UInt64(Self.grantDelay) * 1_000 {
+                #expect(!grantRefusals.isEmpty, "no frame was refused for want of a grant: \(refusals.prefix(3))")
+            }
             #expect(refusals.allSatisfy { !$0.hasPrefix("unexpected") }, "\(refusals.filter { $0.hasPrefix("unexpected") })")
             #expect(capture.statistics.overrunFailures == refusals.count)
             #expect(capture.statistics.grantOverruns == Int64(grantRefusals.count))
