@@ -85,9 +85,9 @@ package enum Sizing {
         /// that far: the filesystem's fallocate, not the disk's writes, was behind.
         package var framesAwaitingGrant: Int = 0
         /// Of the frames dropped, those the recorder's thread reached only after the capture
-        /// card's queue (`Settings.inputQueueFrames`) had overwritten them: the thread woke
-        /// late, for want of a CPU, while the disk was not behind (`FrameAccounting`). The rest
-        /// were refused with every buffer in flight.
+        /// card's queue (`Settings.inputQueueFrames`) had overwritten them: the thread fell
+        /// behind the card, waking late or in a long append (`FrameAccounting`). The rest were
+        /// refused.
         package var framesOverwritten: Int = 0
         /// The latest the recorder's thread began a frame after it was due, nanoseconds.
         package var latestWakeUpNs: UInt64 = 0
