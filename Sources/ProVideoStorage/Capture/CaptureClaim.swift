@@ -33,18 +33,43 @@ final class CaptureClaim {
         poolLock.release(.capturing)
     }
 
-    /// Whether the capture in `files` has a live owner (any open file description, in this
-    /// process or another, holds its `progress` lock). A capture without a `progress` file was
-    /// killed while being created. Fails closed: an error other than ENOENT (EMFILE in a busy
-    /// recorder, EIO, a planted link) means "alive or unknown", so no salvage ever cuts a
-    /// capture whose owner may still be writing it.
-    static func isAlive(_ files: CaptureFiles) -> Bool {
+    /// Whether the capture in `files` has a live owner: any open file description, in this
+    /// process or another, holds its `progress` lock. No `progress` file is a dead owner: the
+    /// capture was killed before it made one, or its files are being removed, `progress` last,
+    /// once everything else is gone (`Pool.removeFiles`). Any other failure (EMFILE in a busy
+    /// recorder, EIO, a planted link or FIFO, an entry that is not a directory) is `unknown`,
+    /// so no salvage ever cuts a capture whose owner may still be writing it.
+    static func liveness(_ files: CaptureFiles) -> CaptureLiveness {
         let fd: FileDescriptor
         do {
-            fd = try FileDescriptor.open(files.progress, O_RDONLY)
+            // O_NONBLOCK: a FIFO planted as `progress` must not hang the opener.
+            fd = try FileDescriptor.open(files.progress, O_RDONLY | O_NONBLOCK)
         } catch let error as ProVideoError {
-            return error.errno != ENOENT
-        } catch { return true }
-        return (try? fd.isLockedByOthers(0, 1)) ?? true
+            return error.errno == ENOENT ? .dead : .unknown(error)
+        } catch {
+            return .unknown(ProVideoError(.ioError, "\(files.progress) cannot be opened (\(error))", path: files.progress))
+        }
+        do {
+            let facts = try fd.facts()
+            guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
+                return .unknown(ProVideoError(.corruptState, "\(files.progress) is not a regular file", path: files.progress))
+            }
+            return try fd.isLockedByOthers(0, 1) ? .alive : .dead
+        } catch let error as ProVideoError {
+            return .unknown(error)
+        } catch {
+            return .unknown(ProVideoError(.ioError, "\(files.progress)'s lock cannot be read (\(error))", path: files.progress))
+        }
     }
+
+    /// `liveness(files)` is not `.dead`: fails closed.
+    static func isAlive(_ files: CaptureFiles) -> Bool { liveness(files) != .dead }
+}
+
+/// Whether a capture's recorder is alive, as its `progress` lock shows (`CaptureClaim.liveness`).
+enum CaptureLiveness: Equatable, Sendable {
+    case alive
+    case dead
+    /// The lock could not be read: alive for every decision that could cut the capture.
+    case unknown(ProVideoError)
 }

@@ -1,3 +1,5 @@
+import Glibc
+
 /// The commit records, `captures/<id>/commit`: two 16-byte records in separate sectors, each
 /// the committed length and its check word, written with `O_DSYNC` only after the data's
 /// fdatasync (`CommitPipeline`). Salvage believes the larger record whose check word matches.
@@ -5,15 +7,47 @@ extension CaptureJournal {
     /// Offsets of the two commit records: separate sectors, so one torn write spoils one only.
     static let commitSlots: [Int64] = [0, 512]
 
-    /// Reads the committed length from `commit`: the larger of the two records whose check word
-    /// matches (the committed length only grows), 0 when there is none. A length past
-    /// `Int64.max` reads as `Int64.max`: a salvage keeps no more than `data` holds, and says so.
-    package static func readCommitted(_ path: String) -> Int64 {
-        guard let bytes = try? FileSystem.readSmallFile(path) else { return 0 }
-        return commitSlots.map { Int($0) }.filter { $0 + 16 <= bytes.count }.map { start -> Int64 in
+    /// What a capture's `commit` file proves (`readCommitRecord`).
+    enum CommitRecordState: Equatable, Sendable {
+        /// A record whose check word matches: the larger of the two (the committed length only
+        /// grows); 0 when the file is readable and holds no record at all (never committed:
+        /// zeros, as `fallocate` left it, or empty).
+        case length(Int64)
+        /// Readable, but no record's check word matches and the bytes are not all zero: a torn
+        /// or garbled write. What was committed is unknown.
+        case torn
+        /// The file cannot be read (a link, another file type, too large, `EACCES`, `EIO`).
+        case unreadable(ProVideoError)
+        /// There is no `commit` file.
+        case missing
+    }
+
+    /// Reads what `path` (a `commit` file) proves of the committed length; nothing read is
+    /// taken for 0 (Docs/CAPTURE-LIFECYCLE.md, "Recovery decides on proof"). A matching record
+    /// past `Int64.max` reads as `Int64.max`: a salvage keeps no more than `data` holds, and
+    /// says so.
+    static func readCommitRecord(_ path: String) -> CommitRecordState {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileSystem.readSmallFile(path)
+        } catch let error as ProVideoError {
+            return error.errno == ENOENT ? .missing : .unreadable(error)
+        } catch {
+            return .unreadable(ProVideoError(.ioError, "\(path) cannot be read (\(error))", path: path))
+        }
+        let lengths = commitSlots.map { Int($0) }.filter { $0 + commitRecordLength <= bytes.count }.compactMap { start -> Int64? in
             let length = word(bytes, at: start)
-            return word(bytes, at: start + 8) == length ^ commitCheck ? Int64(clamping: length) : 0
-        }.max() ?? 0
+            return word(bytes, at: start + 8) == length ^ commitCheck ? Int64(clamping: length) : nil
+        }
+        if let committed = lengths.max() { return .length(committed) }
+        return bytes.allSatisfy { $0 == 0 } ? .length(0) : .torn
+    }
+
+    /// The committed length for a display (`status`, `list`): 0 when `commit` proves none.
+    /// Recovery never uses it; it reads `readCommitRecord`.
+    package static func readCommitted(_ path: String) -> Int64 {
+        if case .length(let committed) = readCommitRecord(path) { return committed }
+        return 0
     }
 
     /// Bytes of one commit record: the length, then the length XOR `commitCheck`.

@@ -48,10 +48,24 @@ extension Pool {
         return placement
     }
 
-    /// Discards a capture's recording and gives all of its space back to the reserve.
+    /// Discards a capture's recording and gives all of its space back to the reserve: its
+    /// owner's cancel, or a start that failed.
+    /// - Throws: the journal's read error other than a missing journal (the capture is then left
+    ///   for salvage to decide on); what the discard throws.
     func discardCapture(_ files: CaptureFiles) throws {
-        guard var journal = try? CaptureJournal.load(files.journal) else {
-            // Killed (or failed) before the journal was durable.
+        let journal: CaptureJournal?
+        do {
+            journal = try CaptureJournal.load(files.journal)
+        } catch let error as ProVideoError where error.errno == ENOENT {
+            journal = nil
+        }
+        try discardCapture(files, journal: journal)
+    }
+
+    /// Discards a capture whose `journal` was read (nil: it has none, killed or failed before
+    /// the journal was durable).
+    func discardCapture(_ files: CaptureFiles, journal: CaptureJournal?) throws {
+        guard var journal else {
             if FileSystem.exists(files.data) { try giveBack(from: files.data, keeping: 0) }
             removeFiles(of: files)
             return
@@ -117,9 +131,13 @@ extension Pool {
         if grow > 0 { _ = try? refill(reserveFile, by: grow) }
     }
 
-    /// Removes a capture's files and its directory (the journal last), ignoring what is gone.
+    /// Removes a capture's files and its directory, ignoring what is gone: `data`, then the
+    /// journal, then the commit record, then `progress` (its liveness lock) last. A process
+    /// that opens the pool meanwhile finds either a locked `progress` (alive: left alone) or
+    /// no `progress` and nothing of the take (`RecoveryDecision`: the remains removed), never a
+    /// journal beside a free lock: a finishing take never looks dead.
     func removeFiles(of files: CaptureFiles) {
-        for file in [files.progress, files.commit, files.data, files.journal + ".tmp", files.journal] {
+        for file in [files.data, files.journal + ".tmp", files.journal, files.commit, files.progress] {
             try? FileSystem.remove(file)
         }
         try? FileSystem.removeDirectory(files.directory)
