@@ -29,6 +29,8 @@ import Testing
             // The state a salvage leaves when killed right after its rename to the sibling.
             #expect(FileManager.default.createFile(atPath: destination, contents: Data("someone else's".utf8)))
             let sibling = Pool.recoveredName(destination, id: journal.id)
+            // Sealed to its length before the rename, as `placeRecording` does.
+            #expect(truncate(TestSupport.onlyCapture(path) + "/data", off_t(frame.count)) == 0)
             try FileSystem.rename(TestSupport.onlyCapture(path) + "/data", sibling)
             let reopened = try Pool.open(at: path)
             let salvaged = try #require(reopened.salvaged.first)

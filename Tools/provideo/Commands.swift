@@ -279,9 +279,14 @@ enum Commands {
             CommandLineProgram.printError("note: \(recording.path): \(recording.note!)")
         }
         // What `--salvage-to` placed is gone from captures/; what is left stays refused.
-        let refused = pool.unsalvageable.filter { error in
+        let left = pool.unsalvageable.filter { error in
             error.path.map { FileManager.default.fileExists(atPath: ($0 as NSString).deletingLastPathComponent) } ?? true
         }
+        // One whose recorder may be alive is left for later, and said; the others are failures.
+        for undecided in left where undecided.code == .busy {
+            CommandLineProgram.printError("note: \(undecided.message)")
+        }
+        let refused = left.filter { $0.code != .busy }
         if let refused = refused.first {
             for recording in pool.salvaged {
                 CommandLineProgram.printError("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) "

@@ -112,8 +112,10 @@ extension Pool {
             message = "capture \(files.id) is left as it is: its data \(files.data) is gone and "
                 + "\(observed.placedPath ?? "its destination") does not hold its committed bytes; nothing was recovered"
         }
-        let path = reason == .dataUnreadable ? files.data : reason == .commitUnknown ? files.commit : files.journal
-        return ProVideoError(.corruptState, message, path: path)
+        let path = reason == .dataUnreadable ? files.data : reason == .commitUnknown ? files.commit
+            : reason == .livenessUnknown ? files.progress : files.journal
+        // A capture whose recorder may be alive is busy, not broken: `recover` says so and goes on.
+        return ProVideoError(reason == .livenessUnknown ? .busy : .corruptState, message, path: path)
     }
 
     private static func describe(_ commit: CaptureFacts.Commit) -> String {
