@@ -1,0 +1,83 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// Recovery acts on proof (issue 37), through the real `provideo`: a killed capture whose
+/// evidence cannot be read is kept and reported, never discarded, and nothing is reported
+/// recovered that is not at its destination.
+@Suite struct RecoveryOnProofTests {
+    /// A killed capture with 300,007 committed bytes and an intact journal whose `commit` is
+    /// replaced by something that cannot be read: `recover` keeps the take and says why; once
+    /// the record is back, the take is salvaged whole. On the main before this rule, the take
+    /// was discarded ("its recorder died before anything was committed").
+    @Test(arguments: ["symlink", "fifo", "directory", "huge", "garbled"])
+    func unreadableCommitRecordKeepsTheTake(_ kind: String) throws {
+        let input = TestSupport.pattern(300_007, seed: 41)
+        try PoolStateInputTests.withKilledCapture(input, name: "unreadable-commit-\(kind)") { dir, pool, capture in
+            let commit = capture + "/commit", saved = dir + "/commit.saved"
+            try FileManager.default.copyItem(atPath: commit, toPath: saved)
+            try FileManager.default.removeItem(atPath: commit)
+            switch kind {
+            case "symlink": try FileManager.default.createSymbolicLink(atPath: commit, withDestinationPath: saved)
+            case "fifo": #expect(mkfifo(commit, 0o644) == 0)
+            case "directory": try FileManager.default.createDirectory(atPath: commit, withIntermediateDirectories: false)
+            case "huge":
+                var bytes = TestSupport.readFile(saved)
+                bytes += [UInt8](repeating: 0, count: 2 << 20)
+                try Data(bytes).write(to: URL(fileURLWithPath: commit))
+            default:
+                // Both records garbled, as one torn 4 KiB sector of a 512e disk would leave them.
+                try Data([UInt8](repeating: 0xa5, count: 1024)).write(to: URL(fileURLWithPath: commit))
+            }
+            let sizeBefore = try TestSupport.statSizes(capture + "/data").size
+            let recover = try CrashKit.provideo(pool, ["recover"])
+            #expect(recover.status == 1 && recover.stderr.contains("left as it is")
+                    && recover.stderr.contains("nothing is discarded"), "recover: \(recover)")
+            #expect(!recover.stdout.contains("discarded"), "recover: \(recover)")
+            #expect(try TestSupport.statSizes(capture + "/data").size == sizeBefore, "the take's data was cut")
+            #expect(!CrashKit.exists(dir + "/out/take.mov"))
+            for command in [["status"], ["list"], ["check"]] {
+                let outcome = try CrashKit.provideo(pool, command)
+                #expect(outcome.reason == .exit, "\(command): \(outcome)")
+            }
+            // The evidence back: the take is salvaged whole.
+            try TestSupport.shell("rm -rf '\(commit)' && cp '\(saved)' '\(commit)'")
+            let again = try CrashKit.provideo(pool, ["recover"])
+            #expect(again.status == 0, "recover: \(again)")
+            #expect(TestSupport.fileEquals(dir + "/out/take.mov", input), "the committed bytes were not kept")
+            #expect(try CrashKit.provideo(pool, ["check"]).status == 0)
+        }
+    }
+
+    /// `captures/<id>/data` removed: `recover` reports nothing recovered and logs nothing; on
+    /// the main before this rule it printed "recovered 293.0 KiB … to DEST" with no DEST.
+    @Test func missingDataIsNotReportedRecovered() throws {
+        try PoolStateInputTests.withKilledCapture(TestSupport.pattern(300_001, seed: 43)) { dir, pool, capture in
+            try FileManager.default.removeItem(atPath: capture + "/data")
+            let recover = try CrashKit.provideo(pool, ["recover"])
+            #expect(recover.status == 1 && !recover.stdout.contains("recovered")
+                    && recover.stderr.contains("does not hold its committed bytes"), "recover: \(recover)")
+            #expect(!CrashKit.exists(dir + "/out/take.mov"))
+            #expect(try TestSupport.poolListing(pool).recovered.isEmpty)
+            #expect(CrashKit.exists(capture + "/capture.json"), "the evidence was removed")
+        }
+    }
+
+    /// A capture killed after its recording was renamed into place, before its journal said
+    /// so: the place holds its committed length, and that is what is reported.
+    @Test func renamedBeforeTheJournalIsReportedWhereItIs() throws {
+        let input = TestSupport.pattern(300_003, seed: 47)
+        try PoolStateInputTests.withKilledCapture(input) { dir, pool, capture in
+            #expect(truncate(capture + "/data", off_t(input.count)) == 0)
+            try FileSystem.rename(capture + "/data", dir + "/out/take.mov")
+            let recover = try CrashKit.provideo(pool, ["recover"])
+            #expect(recover.status == 0 && recover.stdout.contains("(300003 bytes) to \(dir)/out/take.mov"),
+                    "recover: \(recover)")
+            #expect(TestSupport.fileEquals(dir + "/out/take.mov", input))
+            #expect(try TestSupport.poolListing(pool).recovered.map(\.length) == [Int64(input.count)])
+            #expect(!TestSupport.hasCapture(pool))
+        }
+    }
+}
