@@ -245,6 +245,12 @@ enum Commands {
                                           + "run `provideo recover` (the recovery unit, `provideo land` and the next "
                                           + "capture start do it too)")
         }
+        if lookingOnly {
+            for entry in try pool.status().undecided ?? [] {
+                CommandLineProgram.printError("warning: \(pool.path)/captures/\(entry.id) may be a running capture and "
+                                              + "cannot be read: \(entry.reason); remove it if it is not a capture")
+            }
+        }
         for recording in pool.salvaged {
             CommandLineProgram.printError("note: recovered a capture left by a recorder that died: "
                                           + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path)")
@@ -255,7 +261,9 @@ enum Commands {
                                           + "durable); no file was made")
         }
         for refused in pool.unsalvageable {
-            CommandLineProgram.printError("warning: a capture left by a recorder that died cannot be salvaged: "
+            // `.busy`: its recorder may be alive, so it is not known to be left by one that died.
+            CommandLineProgram.printError(refused.code == .busy ? "warning: \(refused.message)"
+                                          : "warning: a capture left by a recorder that died cannot be salvaged: "
                                           + refused.message)
         }
         if let failure = pool.repairFailure {

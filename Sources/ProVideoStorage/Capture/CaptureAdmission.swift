@@ -32,25 +32,41 @@ extension Pool {
     }
 
     /// The journals of the captures whose owner is alive, in this process or another (one
-    /// still writing its first journal is not counted yet).
-    /// - Throws: `.corruptState` for a live capture whose journal cannot be read: admission
-    ///   would under-count the bandwidth in use.
-    func runningCaptures() throws -> [(files: CaptureFiles, journal: CaptureJournal)] {
-        try captureFiles().compactMap { files in
-            guard CaptureClaim.isAlive(files) else { return nil }
-            do {
-                return (files, try CaptureJournal.load(files.journal))
-            } catch let error as ProVideoError where error.errno == ENOENT {
-                return nil
+    /// still writing its first journal, or removing its files, is not counted).
+    func runningCaptures() throws -> [(files: CaptureFiles, journal: CaptureJournal)] { try captureCensus().running }
+
+    /// The captures whose owner is alive, with their journals, and the entries of `captures/`
+    /// that may be alive and cannot be counted: their liveness cannot be read (a stray file or
+    /// link, EMFILE), or their journal cannot. Neither list is a reason to refuse the pool;
+    /// admission counts the second as bandwidth unknown (`admit`).
+    /// - Throws: `.ioError` when `captures/` cannot be listed.
+    func captureCensus() throws -> (running: [(files: CaptureFiles, journal: CaptureJournal)], undecided: [UndecidedCapture]) {
+        var running: [(files: CaptureFiles, journal: CaptureJournal)] = []
+        var undecided: [UndecidedCapture] = []
+        for files in try captureFiles() {
+            switch CaptureClaim.liveness(files) {
+            case .dead: continue
+            case .unknown(let error):
+                undecided.append(UndecidedCapture(id: files.id, reason: "whether its recorder is alive cannot be read (\(error.message))"))
+            case .alive:
+                do {
+                    running.append((files, try CaptureJournal.load(files.journal)))
+                } catch let error as ProVideoError where error.errno == ENOENT {
+                    continue
+                } catch {
+                    let message = (error as? ProVideoError)?.message ?? "\(error)"
+                    undecided.append(UndecidedCapture(id: files.id, reason: "its recorder is alive and its journal cannot be read (\(message))"))
+                }
             }
         }
+        return (running, undecided)
     }
 
     /// Admits a capture beside `running` ones, or throws why not; marks the journal when it is
     /// admitted over the bandwidth.
     /// - Throws: `.busy` when `maxCaptures` captures run; `.bandwidthExceeded` with the numbers.
     func admit(_ options: CaptureOptions, running: [(files: CaptureFiles, journal: CaptureJournal)],
-               journal: inout CaptureJournal) throws {
+               undecided: [UndecidedCapture] = [], journal: inout CaptureJournal) throws {
         if let limit = configuration.captureLimit, running.count >= limit {
             let who = running.map { "process \($0.journal.pid) is recording to \($0.journal.destination)" }
                 .joined(separator: ", ")
@@ -60,6 +76,16 @@ extension Pool {
         }
         // A capture alone has the device to itself and is admitted whatever its bitrate: the
         // bandwidth is a short measurement, and a stream it cannot carry shows as overruns.
+        if configuration.bandwidth != nil, let first = undecided.first {
+            // An entry that may be a live recorder declares a bandwidth no one can read.
+            guard options.admitOverBandwidth else {
+                throw ProVideoError(.bandwidthExceeded, "cannot count the bandwidth in use: \(undecided.count) entr"
+                                    + "\(undecided.count == 1 ? "y" : "ies") of \(layout.captures) may be running and cannot be "
+                                    + "read (\(first.id): \(first.reason)); remove what is not a capture, or start it anyway "
+                                    + "(`record --force`) and risk dropped frames", path: layout.captures + "/" + first.id)
+            }
+            journal.admittedOverBandwidth = true
+        }
         guard let bandwidth = configuration.bandwidth, !running.isEmpty else { return }
         let admissible = Int64(Double(bandwidth) * Self.admissibleShare)
         let declared = running.map(\.journal.bitrate).saturatingSum()
@@ -114,4 +140,13 @@ extension Pool {
         }
         return bitrates.map(BitRateFormat.human).joined(separator: " + ")
     }
+}
+
+/// An entry of `captures/` that may be a live capture and cannot be read: status, metrics and
+/// check name it, admission counts its bandwidth as unknown, recovery leaves it.
+package struct UndecidedCapture: Codable, Sendable, Equatable {
+    /// Its name in `captures/`.
+    package var id: String
+    /// Why it cannot be decided on.
+    package var reason: String
 }

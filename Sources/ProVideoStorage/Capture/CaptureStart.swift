@@ -56,9 +56,9 @@ extension Pool {
             do {
                 try salvageDeadCaptures(control: .none)
                 configuration = try PoolConfiguration.load(layout.configuration)
-                let running = try runningCaptures()
+                let (running, undecided) = try captureCensus()
                 try refuseTakenDestination(destination, running: running)
-                try admit(options, running: running, journal: &journal)
+                try admit(options, running: running, undecided: undecided, journal: &journal)
                 guard try reserveFile.size() > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
                                         + (running.isEmpty ? "" : " (\(running.count) running capture(s) hold it)")

@@ -403,7 +403,8 @@ public final class Pool: @unchecked Sendable {
         let reserveFile = reserve(layout.reserve)
         var allocated = try reserveFile.allocatedBytes()
         var captures: [PoolStatus.Capture] = []
-        for (files, journal) in try runningCaptures() {
+        let census = try captureCensus()
+        for (files, journal) in census.running {
             let facts = try? FileSystem.facts(files.data)
             allocated += facts.map { Int64($0.allocated_bytes) } ?? 0
             let progress = CaptureJournal.snapshot(commit: files.commit, progress: files.progress)
@@ -430,7 +431,8 @@ public final class Pool: @unchecked Sendable {
             admissibleBitrate: current.bandwidth.map { Int64(Double($0) * Self.admissibleShare) },
             admittedBitrate: admitted, captures: captures, landing: landing,
             landingBytes: landing.reduce(0) { $0 + $1.length },
-            ioSchedulers: schedulers.isEmpty ? nil : schedulers)
+            ioSchedulers: schedulers.isEmpty ? nil : schedulers,
+            undecided: census.undecided.isEmpty ? nil : census.undecided)
     }
 
     // MARK: Resize and replenish

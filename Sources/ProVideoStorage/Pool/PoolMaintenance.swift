@@ -277,9 +277,15 @@ extension Pool {
         }
         var reserved = mapped
         for files in try captureFiles() {
-            guard CaptureClaim.isAlive(files) else {
+            switch CaptureClaim.liveness(files) {
+            case .dead:
                 problems.append("the capture \(files.id) is in the pool with no live recorder; run `provideo recover`")
                 continue
+            case .unknown(let error):
+                problems.append("\(layout.captures)/\(files.id) may be a running capture and cannot be read "
+                                + "(\(error.message)); remove it if it is not a capture")
+                continue
+            case .alive: break
             }
             let granted = (try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0
             let (data, _) = try reserve(files.data).extents()

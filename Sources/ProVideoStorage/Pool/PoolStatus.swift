@@ -60,4 +60,7 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     /// landing's idle I/O priority (`IOScheduler`); nil where the filesystem has no block
     /// device (tmpfs, overlayfs).
     package var ioSchedulers: [IOScheduler]?
+    /// Entries of `captures/` that may be running and cannot be read (`UndecidedCapture`);
+    /// nil when there are none.
+    package var undecided: [UndecidedCapture]?
 }
