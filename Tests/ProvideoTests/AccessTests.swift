@@ -10,24 +10,27 @@ import Testing
 /// can read nothing. Users and the group are created by the test and removed afterwards.
 @Suite(.serialized, .enabled(if: TestSupport.isRoot, "needs root: loop filesystems, users and groups"))
 struct AccessTests {
-    static let group = "pvtest-video"
-    static let admin = "pvtest-admin"
-    static let recorder = "pvtest-rec"
-    static let outsider = "pvtest-out"
+    // Named for this test process (`TestUsers`): another test process on the machine has its own.
+    static let group = TestUsers.name("video")
+    static let admin = TestUsers.name("admin")
+    static let recorder = TestUsers.name("rec")
+    static let outsider = TestUsers.name("out")
     private static let usersInUse = NSLock()
 
     /// Creates the group and users, a world-readable copy of `provideo` (the build directory
-    /// may not be), and runs `body` with a scratch directory everyone can enter.
+    /// may not be), and runs `body` with a scratch directory everyone can enter. Afterwards the
+    /// users' processes are killed and the users and groups removed, even when `body` throws; a
+    /// failure to remove them is this fixture's error.
     static func withUsers<T>(_ body: (_ scratch: String, _ provideo: String) throws -> T) throws -> T {
         // The users are one set for the whole test process: suites that use them take turns.
         usersInUse.lock()
         defer { usersInUse.unlock() }
-        let cleanup = "userdel \(admin); userdel \(recorder); userdel \(outsider); groupdel \(admin); "
-            + "groupdel \(recorder); groupdel \(outsider); groupdel \(group); true"
-        _ = try? TestSupport.shell(cleanup + " 2>/dev/null")
-        try TestSupport.shell("groupadd \(group) && useradd -M -U -G \(group) \(admin) && "
-                              + "useradd -M -U -G \(group) \(recorder) && useradd -M -U \(outsider)")
-        defer { _ = try? TestSupport.shell(cleanup + " 2>/dev/null") }
+        return try TestUsers.with(groups: [group], users: [(admin, [group]), (recorder, [group]), (outsider, [])]) {
+            try withScratchForUsers(body)
+        }
+    }
+
+    private static func withScratchForUsers<T>(_ body: (_ scratch: String, _ provideo: String) throws -> T) throws -> T {
         return try TestSupport.withScratch("access") { scratch in
             try TestSupport.shell("chmod 1777 \(scratch) && mkdir -m 1777 \(scratch)/out && mkdir -m 755 \(scratch)/bin && "
                                   + "cp \(TestSupport.productsDirectory)/provideo \(scratch)/bin/ && chmod 755 \(scratch)/bin/provideo")

@@ -8,7 +8,10 @@ import Testing
 @Suite(.serialized) struct StatusUpdatesTests {
     /// A `provideo record` child fed 20 MB/s through a pipe for 3 s: this process's stream
     /// yields at least one status per second while the child writes, with the remaining
-    /// capacity falling, and one for each busy-reason change: idle, `capturing`, idle.
+    /// capacity falling, and one for each busy-reason change: idle, `capturing`, idle. The
+    /// second is the stream's cadence (a look every 500 ms, 50 ms of coalescing, the child's
+    /// progress) plus what this machine took to wake a thread in the same run, measured beside
+    /// it: on a busy machine one gap was 1.28 s.
     @Test func updatesFromACaptureInAnotherProcess() async throws {
         let scratch = TestSupport.scratchDirectory("status-updates")
         defer { TestSupport.removeTree(scratch) }
@@ -22,6 +25,8 @@ import Testing
         }
         await log.waitFor(count: 1)
 
+        let probe = SchedulingProbe()
+        defer { probe.stop() }
         let recorder = try MultiChannelRecordTests.Recorder(poolPath, scratch + "/take.mov")
         let input = TestSupport.pattern(60 << 20, seed: 9)
         // Fed from a thread of its own, so the child writes steadily however busy the
@@ -37,6 +42,7 @@ import Testing
         while fed.wait(timeout: .now()) == .timedOut { try await Task.sleep(for: .milliseconds(50)) }
         #expect(recorder.finish() == 0, "\(recorder.stderr)")
         await observer.value
+        let lateness = probe.stop()
 
         #expect(TestSupport.fileEquals(scratch + "/take.mov", input))
         #expect(log.busyReasonChanges == [[], ["capturing"], []], "\(log.busyReasonChanges)")
@@ -44,7 +50,12 @@ import Testing
         let capturing = statuses.indices.filter { !statuses[$0].captures.isEmpty }
         let first = try #require(capturing.first), last = try #require(capturing.last)
         let gaps = zip(times[first...last].dropFirst(), times[first...last]).map { $0 - $1 }
-        #expect((gaps.max() ?? 0) <= 1.0, "an update came \(gaps.max() ?? 0) s after the one before")
+        // A gap holds up to three wake-ups of this process (the stream's wait, its coalescing
+        // sleep, the follower's task): each may come as late as the probe's worst.
+        let allowed = 1.0 + 3 * lateness
+        let why = "an update came \(gaps.max() ?? 0) s after the one before, more than \(allowed) s "
+            + "(1 s and three times the worst wake-up lateness: \(probe.summary))"
+        #expect((gaps.max() ?? 0) <= allowed, "\(why)")
         #expect(times[last] - times[first] >= 2, "the capture was seen for \(times[last] - times[first]) s")
         let written = capturing.map { statuses[$0].captures.first?.bytesWritten ?? 0 }
         #expect(written == written.sorted() && Set(written).count >= 3, "bytes written seen: \(written)")
