@@ -191,7 +191,7 @@ enum Commands {
                 replenished = try pool.replenish()
             } catch let error as ProVideoError {
                 CommandLineProgram.printError("warning: the recording is whole, but replenishing the reserve failed: "
-                                              + "\(error.message); run `provideo replenish` later")
+                                              + "\(error.message.terminalSafe); run `provideo replenish` later")
             } catch {
                 CommandLineProgram.printError("warning: replenishing the reserve failed: \(error)")
             }
@@ -241,26 +241,26 @@ enum Commands {
         let dead = lookingOnly ? try pool.deadCaptures() : []
         if !dead.isEmpty {
             CommandLineProgram.printError("note: \(dead.count) capture(s) left by recorders that died wait to be "
-                                          + "salvaged (\(dead.joined(separator: ", "))); their committed bytes are kept: "
+                                          + "salvaged (\(dead.map(\.terminalSafe).joined(separator: ", "))); their committed bytes are kept: "
                                           + "run `provideo recover` (the recovery unit, `provideo land` and the next "
                                           + "capture start do it too)")
         }
         for recording in pool.salvaged {
             CommandLineProgram.printError("note: recovered a capture left by a recorder that died: "
-                                          + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path)")
+                                          + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path.terminalSafe)")
         }
         for capture in pool.discarded {
             CommandLineProgram.printError("note: discarded a capture left by a recorder that died before anything was "
-                                          + "committed: \(capture.destination) (\(capture.bytesWritten) bytes written, none "
+                                          + "committed: \(capture.destination.terminalSafe) (\(capture.bytesWritten) bytes written, none "
                                           + "durable); no file was made")
         }
         for refused in pool.unsalvageable {
             CommandLineProgram.printError("warning: a capture left by a recorder that died cannot be salvaged: "
-                                          + refused.message)
+                                          + refused.message.terminalSafe)
         }
         if let failure = pool.repairFailure {
             CommandLineProgram.printError("warning: a capture left by a recorder that died is not recovered yet: "
-                                          + "\(failure.message); free space or inodes on the pool's filesystem, then run "
+                                          + "\(failure.message.terminalSafe); free space or inodes on the pool's filesystem, then run "
                                           + "`provideo recover`")
         }
         return pool
@@ -276,7 +276,7 @@ enum Commands {
         if let failure = pool.repairFailure { throw failure }
         if let salvageTo { _ = try pool.salvageWithoutJournal(into: salvageTo) }
         for recording in pool.salvaged where recording.note != nil {
-            CommandLineProgram.printError("note: \(recording.path): \(recording.note!)")
+            CommandLineProgram.printError("note: \(recording.path.terminalSafe): \(recording.note!.terminalSafe)")
         }
         // What `--salvage-to` placed is gone from captures/; what is left stays refused.
         let refused = pool.unsalvageable.filter { error in
@@ -285,7 +285,7 @@ enum Commands {
         if let refused = refused.first {
             for recording in pool.salvaged {
                 CommandLineProgram.printError("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) "
-                                              + "to \(recording.path)")
+                                              + "to \(recording.path.terminalSafe)")
             }
             throw refused
         }
@@ -295,10 +295,10 @@ enum Commands {
                 recoveredEarlier: max(try pool.listing().recovered.count - pool.salvaged.count, 0)))
         }
         for recording in pool.salvaged {
-            print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path)")
+            print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path.terminalSafe)")
         }
         for capture in pool.discarded {
-            print("discarded the capture for \(capture.destination): its recorder died before anything was committed "
+            print("discarded the capture for \(capture.destination.terminalSafe): its recorder died before anything was committed "
                   + "(\(capture.bytesWritten) bytes written, none durable); no file was made")
         }
         if pool.salvaged.isEmpty && pool.discarded.isEmpty {
@@ -320,13 +320,23 @@ enum Commands {
         for capture in listing.captures { print(Captures.line(capture, size: ByteFormat.significant)) }
         if listing.recordings.isEmpty { print("the pool holds no recordings") }
         for held in listing.recordings {
-            print("\(held.path)  \(ByteFormat.human(held.length))  meant for \(held.destination): \(held.reason)")
+            print("\(held.path.terminalSafe)  \(ByteFormat.human(held.length))  meant for "
+                  + "\(held.destination.terminalSafe): \(held.reason.terminalSafe)")
         }
         LandingLines.printList(listing.landing ?? [])
-        for recovered in listing.recovered {
-            let when = Date(timeIntervalSince1970: recovered.salvagedAt)
-            print("recovered \(when): \(recovered.path) (\(recovered.length) bytes)")
-        }
+        for recovered in listing.recovered { print(recoveredLine(recovered)) }
+    }
+
+    /// "recovered 2025-01-02 03:04:05 +0000: PATH (N bytes)": one entry of the salvage log,
+    /// `recovered.json`, which any pool member may write. Its path is escaped (`TerminalText`);
+    /// a time or a length no salvage could have written is called corrupt, not shown as one.
+    static func recoveredLine(_ recovered: SalvagedRecording) -> String {
+        let when = recovered.salvagedAt.isFinite && (0...1e11).contains(recovered.salvagedAt)
+            ? "\(Date(timeIntervalSince1970: recovered.salvagedAt))"
+            : "at an unknown time (recovered.json is corrupt: salvagedAt \(recovered.salvagedAt))"
+        let length = (0...Pool.maximumCapacity).contains(recovered.length) ? "\(recovered.length) bytes"
+            : "length unknown: recovered.json is corrupt: length \(recovered.length)"
+        return "recovered \(when): \(recovered.path.terminalSafe) (\(length))"
     }
 
     static func move(_ path: String, _ arguments: inout Arguments) throws {
@@ -341,7 +351,7 @@ enum Commands {
         let target = try openPool(path).moveHeldRecording(held, to: destination, control: copyProgress.control)
         copyProgress.stop()
         if json { return try CommandLineProgram.printJSON(CommandReports.Move(held: held, path: target)) }
-        print("moved \(held) to \(target); run `provideo replenish` to return the space to the reserve")
+        print("moved \(held.terminalSafe) to \(target.terminalSafe); run `provideo replenish` to return the space to the reserve")
     }
 
     static func check(_ path: String, _ arguments: inout Arguments) throws {
@@ -352,7 +362,7 @@ enum Commands {
             try CommandLineProgram.printJSON(CommandReports.Check(path: path, ok: problems.isEmpty, problems: problems))
         } else {
             if problems.isEmpty { print("ok: the pool's accounting matches the disk") }
-            for problem in problems { print("problem: \(problem)") }
+            for problem in problems { print("problem: \(problem.terminalSafe)") }
         }
         if problems.isEmpty { return }
         throw ProVideoError(.corruptState, "the pool at \(path) failed \(problems.count) check(s)")
