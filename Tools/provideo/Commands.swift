@@ -329,13 +329,14 @@ enum Commands {
 
     /// "recovered 2025-01-02 03:04:05 +0000: PATH (N bytes)": one entry of the salvage log,
     /// `recovered.json`, which any pool member may write. Its path is escaped (`TerminalText`);
-    /// a time or a length no salvage could have written is called corrupt, not shown as one.
+    /// a time or a length no salvage could have written is called corrupt, not shown (`list
+    /// --json` gives the entry as the file holds it).
     static func recoveredLine(_ recovered: SalvagedRecording) -> String {
         let when = recovered.salvagedAt.isFinite && (0...1e11).contains(recovered.salvagedAt)
             ? "\(Date(timeIntervalSince1970: recovered.salvagedAt))"
-            : "at an unknown time (recovered.json is corrupt: salvagedAt \(recovered.salvagedAt))"
+            : "at an unknown time (its salvagedAt in recovered.json is corrupt)"
         let length = (0...Pool.maximumCapacity).contains(recovered.length) ? "\(recovered.length) bytes"
-            : "length unknown: recovered.json is corrupt: length \(recovered.length)"
+            : "length unknown: its length in recovered.json is corrupt"
         return "recovered \(when): \(recovered.path.terminalSafe) (\(length))"
     }
 
