@@ -23,10 +23,13 @@ public enum CommandLineProgram {
             fail(ErrorReport(code: "usage", message: error.description), words,
                  "\(program.name): \(error.description)\nsee `\(program.name) --help`", status: 2)
         } catch let error as ProVideoError {
-            fail(ErrorReport(code: error.code.rawValue, message: error.message), words, "\(program.name): \(error.message)",
-                 status: 1)
+            // A message may quote a pool member's text (a destination, a journal's field): on
+            // standard error it is escaped (`TerminalText`); the JSON report keeps it exact.
+            fail(ErrorReport(code: error.code.rawValue, message: error.message), words,
+                 "\(program.name): \(error.message.terminalSafe)", status: 1)
         } catch {
-            fail(ErrorReport(code: "error", message: "\(error)"), words, "\(program.name): \(error)", status: 1)
+            fail(ErrorReport(code: "error", message: "\(error)"), words, "\(program.name): \("\(error)".terminalSafe)",
+                 status: 1)
         }
     }
 

@@ -57,14 +57,15 @@ public struct ProgressLine {
     /// "zero-filling the reserve: 45% (920 MiB of 2.00 GiB), 310 MB/s, 0:00:04 left".
     public func text(_ done: Int64, at now: Double) -> String {
         let elapsed = now - started
-        let percent = total > 0 ? Int(Double(done) * 100 / Double(total)) : 100
+        let percent = total > 0 ? Int(checked: Double(done) * 100 / Double(total)) ?? 0 : 100
         var line = "\(label): \(percent)% (\(ByteFormat.significant(done)) of \(ByteFormat.significant(total)))"
         guard elapsed > 0, done > baseline else { return line }
         let rate = Double(done - baseline) / elapsed
         line += String(format: ", %.0f MB/s", rate / 1e6)
         if done < total {
-            let left = Int(Double(total - done) / rate)
-            line += String(format: ", %d:%02d:%02d left", left / 3600, left / 60 % 60, left % 60)
+            if let left = Int(checked: Double(total - done) / rate) {
+                line += String(format: ", %d:%02d:%02d left", left / 3600, left / 60 % 60, left % 60)
+            }
         }
         return line
     }

@@ -1,9 +1,12 @@
 import Foundation
+import ProVideoStorage
 
 /// Rows for scripts as `zpool list` prints them: a header of upper-case column names and
 /// columns aligned with spaces, or with `-H` (`scripted`) no header and one tab between fields.
 /// A field's tab, newline or backslash is written `\t`, `\n`, `\\`, so that every row is one
-/// line and every field is one field; an absent value is `-`.
+/// line and every field is one field, and every other control character escaped as well
+/// (`TerminalText`: ESC as `\x1b`), so that a pool member's text cannot drive the terminal;
+/// an absent value is `-`.
 public struct TextTable {
     public var columns: [String]
     public var rows: [[String]] = []
@@ -27,11 +30,7 @@ public struct TextTable {
         }.joined()
     }
 
-    static func escape(_ field: String) -> String {
-        guard field.contains(where: { $0 == "\t" || $0 == "\n" || $0 == "\\" || $0 == "\r" }) else { return field }
-        return field.replacingOccurrences(of: "\\", with: "\\\\").replacingOccurrences(of: "\t", with: "\\t")
-            .replacingOccurrences(of: "\n", with: "\\n").replacingOccurrences(of: "\r", with: "\\r")
-    }
+    static func escape(_ field: String) -> String { TerminalText.escaped(field) }
 }
 
 /// `-H` and `-p` (also `-Hp`), as `zpool list -Hp` takes them: no header and tabs, exact numbers.

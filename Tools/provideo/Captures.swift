@@ -36,7 +36,7 @@ enum Captures {
 
     /// What a measurement found, in one sentence.
     static func sentence(_ measurement: BandwidthMeasurement) -> String {
-        let admissible = BitRateFormat.human(Int64(Double(measurement.sustained) * Pool.admissibleShare))
+        let admissible = BitRateFormat.human(Int64(checked: Double(measurement.sustained) * Pool.admissibleShare) ?? 0)
         let span = measurement.seconds >= 10 ? String(format: "over the last 10 s of %.0f s", measurement.seconds)
             : String(format: "over %.1f s", measurement.seconds)
         let detail = "(\(ByteFormat.significant(measurement.bytes)), a data sync every "
@@ -81,11 +81,12 @@ enum Captures {
             + "\(BitRateFormat.human(admissible)) admissible (80% of \(BitRateFormat.human(bandwidth))); \(limit)"
     }
 
-    /// One running capture, as `status` and `list` show it.
+    /// One running capture, as `status` and `list` show it. Its destination and engine come
+    /// from its journal, a pool member's text: escaped (`TerminalText`).
     static func line(_ capture: PoolStatus.Capture, size: (Int64) -> String) -> String {
-        "capture     → \(capture.destination): \(size(capture.bytesWritten)) written, "
+        "capture     → \(capture.destination.terminalSafe): \(size(capture.bytesWritten)) written, "
             + "\(size(capture.committedBytes)) committed, \(BitRateFormat.human(capture.bitrate)), "
-            + "\(capture.engine) (pid \(capture.pid))"
+            + "\(capture.engine.terminalSafe) (pid \(capture.pid))"
             + (capture.counters.map { ", \($0.buffersInFlight) buffer(s) in flight, \($0.overruns) overrun(s)" } ?? "")
             + (capture.admittedOverBandwidth ? " [started over the admissible bandwidth with --force]" : "")
     }

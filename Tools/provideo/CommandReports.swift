@@ -35,7 +35,7 @@ enum CommandReports {
         init(path: String, bandwidth: Int64?) {
             self.path = path
             self.bandwidth = bandwidth
-            admissibleBitrate = bandwidth.map { Int64(Double($0) * Pool.admissibleShare) }
+            admissibleBitrate = bandwidth.flatMap { Int64(checked: Double($0) * Pool.admissibleShare) }
         }
 
         enum Key: String, CodingKey { case path, bandwidth, admissibleBitrate }

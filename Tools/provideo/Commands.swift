@@ -191,7 +191,7 @@ enum Commands {
                 replenished = try pool.replenish()
             } catch let error as ProVideoError {
                 CommandLineProgram.printError("warning: the recording is whole, but replenishing the reserve failed: "
-                                              + "\(error.message); run `provideo replenish` later")
+                                              + "\(error.message.terminalSafe); run `provideo replenish` later")
             } catch {
                 CommandLineProgram.printError("warning: replenishing the reserve failed: \(error)")
             }
@@ -241,34 +241,35 @@ enum Commands {
         let dead = lookingOnly ? try pool.deadCaptures() : []
         if !dead.isEmpty {
             CommandLineProgram.printError("note: \(dead.count) capture(s) left by recorders that died wait to be "
-                                          + "salvaged (\(dead.joined(separator: ", "))); their committed bytes are kept: "
+                                          + "salvaged (\(dead.map(\.terminalSafe).joined(separator: ", "))); their committed bytes are kept: "
                                           + "run `provideo recover` (the recovery unit, `provideo land` and the next "
                                           + "capture start do it too)")
         }
         if lookingOnly {
             for entry in try pool.status().undecided ?? [] {
-                CommandLineProgram.printError("warning: \(pool.path)/captures/\(entry.id) may be a running capture and "
-                                              + "cannot be read: \(entry.reason); remove it if it is not a capture")
+                CommandLineProgram.printError("warning: \(pool.path.terminalSafe)/captures/\(entry.id.terminalSafe) may be a "
+                                              + "running capture and cannot be read: \(entry.reason.terminalSafe); remove it "
+                                              + "if it is not a capture")
             }
         }
         for recording in pool.salvaged {
             CommandLineProgram.printError("note: recovered a capture left by a recorder that died: "
-                                          + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path)")
+                                          + "\(ByteFormat.human(recording.length)) (\(recording.length) bytes) at \(recording.path.terminalSafe)")
         }
         for capture in pool.discarded {
             CommandLineProgram.printError("note: discarded a capture left by a recorder that died before anything was "
-                                          + "committed: \(capture.destination) (\(capture.bytesWritten) bytes written, none "
+                                          + "committed: \(capture.destination.terminalSafe) (\(capture.bytesWritten) bytes written, none "
                                           + "durable); no file was made")
         }
         for refused in pool.unsalvageable {
             // `.busy`: its recorder may be alive, so it is not known to be left by one that died.
-            CommandLineProgram.printError(refused.code == .busy ? "warning: \(refused.message)"
+            CommandLineProgram.printError(refused.code == .busy ? "warning: \(refused.message.terminalSafe)"
                                           : "warning: a capture left by a recorder that died cannot be salvaged: "
-                                          + refused.message)
+                                          + refused.message.terminalSafe)
         }
         if let failure = pool.repairFailure {
             CommandLineProgram.printError("warning: a capture left by a recorder that died is not recovered yet: "
-                                          + "\(failure.message); free space or inodes on the pool's filesystem, then run "
+                                          + "\(failure.message.terminalSafe); free space or inodes on the pool's filesystem, then run "
                                           + "`provideo recover`")
         }
         return pool
@@ -284,7 +285,7 @@ enum Commands {
         if let failure = pool.repairFailure { throw failure }
         if let salvageTo { _ = try pool.salvageWithoutJournal(into: salvageTo) }
         for recording in pool.salvaged where recording.note != nil {
-            CommandLineProgram.printError("note: \(recording.path): \(recording.note!)")
+            CommandLineProgram.printError("note: \(recording.path.terminalSafe): \(recording.note!.terminalSafe)")
         }
         // What `--salvage-to` placed is gone from captures/; what is left stays refused.
         let left = pool.unsalvageable.filter { error in
@@ -292,13 +293,13 @@ enum Commands {
         }
         // One whose recorder may be alive is left for later, and said; the others are failures.
         for undecided in left where undecided.code == .busy {
-            CommandLineProgram.printError("note: \(undecided.message)")
+            CommandLineProgram.printError("note: \(undecided.message.terminalSafe)")
         }
         let refused = left.filter { $0.code != .busy }
         if let refused = refused.first {
             for recording in pool.salvaged {
                 CommandLineProgram.printError("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) "
-                                              + "to \(recording.path)")
+                                              + "to \(recording.path.terminalSafe)")
             }
             throw refused
         }
@@ -308,10 +309,10 @@ enum Commands {
                 recoveredEarlier: max(try pool.listing().recovered.count - pool.salvaged.count, 0)))
         }
         for recording in pool.salvaged {
-            print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path)")
+            print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path.terminalSafe)")
         }
         for capture in pool.discarded {
-            print("discarded the capture for \(capture.destination): its recorder died before anything was committed "
+            print("discarded the capture for \(capture.destination.terminalSafe): its recorder died before anything was committed "
                   + "(\(capture.bytesWritten) bytes written, none durable); no file was made")
         }
         if pool.salvaged.isEmpty && pool.discarded.isEmpty {
@@ -333,13 +334,24 @@ enum Commands {
         for capture in listing.captures { print(Captures.line(capture, size: ByteFormat.significant)) }
         if listing.recordings.isEmpty { print("the pool holds no recordings") }
         for held in listing.recordings {
-            print("\(held.path)  \(ByteFormat.human(held.length))  meant for \(held.destination): \(held.reason)")
+            print("\(held.path.terminalSafe)  \(ByteFormat.human(held.length))  meant for "
+                  + "\(held.destination.terminalSafe): \(held.reason.terminalSafe)")
         }
         LandingLines.printList(listing.landing ?? [])
-        for recovered in listing.recovered {
-            let when = Date(timeIntervalSince1970: recovered.salvagedAt)
-            print("recovered \(when): \(recovered.path) (\(recovered.length) bytes)")
-        }
+        for recovered in listing.recovered { print(recoveredLine(recovered)) }
+    }
+
+    /// "recovered 2025-01-02 03:04:05 +0000: PATH (N bytes)": one entry of the salvage log,
+    /// `recovered.json`, which any pool member may write. Its path is escaped (`TerminalText`);
+    /// a time or a length no salvage could have written is called corrupt, not shown (`list
+    /// --json` gives the entry as the file holds it).
+    static func recoveredLine(_ recovered: SalvagedRecording) -> String {
+        let when = recovered.salvagedAt.isFinite && (0...1e11).contains(recovered.salvagedAt)
+            ? "\(Date(timeIntervalSince1970: recovered.salvagedAt))"
+            : "at an unknown time (its salvagedAt in recovered.json is corrupt)"
+        let length = (0...Pool.maximumCapacity).contains(recovered.length) ? "\(recovered.length) bytes"
+            : "length unknown: its length in recovered.json is corrupt"
+        return "recovered \(when): \(recovered.path.terminalSafe) (\(length))"
     }
 
     static func move(_ path: String, _ arguments: inout Arguments) throws {
@@ -354,7 +366,7 @@ enum Commands {
         let target = try openPool(path).moveHeldRecording(held, to: destination, control: copyProgress.control)
         copyProgress.stop()
         if json { return try CommandLineProgram.printJSON(CommandReports.Move(held: held, path: target)) }
-        print("moved \(held) to \(target); run `provideo replenish` to return the space to the reserve")
+        print("moved \(held.terminalSafe) to \(target.terminalSafe); run `provideo replenish` to return the space to the reserve")
     }
 
     static func check(_ path: String, _ arguments: inout Arguments) throws {
@@ -365,7 +377,7 @@ enum Commands {
             try CommandLineProgram.printJSON(CommandReports.Check(path: path, ok: problems.isEmpty, problems: problems))
         } else {
             if problems.isEmpty { print("ok: the pool's accounting matches the disk") }
-            for problem in problems { print("problem: \(problem)") }
+            for problem in problems { print("problem: \(problem.terminalSafe)") }
         }
         if problems.isEmpty { return }
         throw ProVideoError(.corruptState, "the pool at \(path) failed \(problems.count) check(s)")

@@ -62,10 +62,10 @@ enum LandCommand {
                 encoder.outputFormatting = [.sortedKeys]
                 print(String(decoding: try encoder.encode(result), as: UTF8.self))
             } else if result.landed {
-                print("landed \(ByteFormat.human(result.length)) (\(result.length) bytes) at \(result.destination)")
+                print("landed \(ByteFormat.human(result.length)) (\(result.length) bytes) at \(result.destination.terminalSafe)")
             } else {
-                CommandLineProgram.printError("did not land \(result.path) at \(result.destination): "
-                                              + "\(result.error ?? "unknown error"); it stays in the pool and is retried")
+                CommandLineProgram.printError("did not land \(result.path.terminalSafe) at \(result.destination.terminalSafe): "
+                                              + "\((result.error ?? "unknown error").terminalSafe); it stays in the pool and is retried")
             }
             fflush(nil)
         }

@@ -29,7 +29,7 @@ final class LandProgressDisplay: @unchecked Sendable {
             }
             if shown == nil || step != self.step {
                 line?.finish(at: lastDone)
-                var fresh = ProgressLine("\(step == .copying ? "landing" : "verifying") \(destination)", total: total)
+                var fresh = ProgressLine("\(step == .copying ? "landing" : "verifying") \(destination.terminalSafe)", total: total)
                 // A resumed copy reports where it starts first: only what follows counts for the rate.
                 if step == .copying { fresh.baseline = done }
                 (shown, self.step, line) = (destination, step, fresh)

@@ -12,23 +12,26 @@ enum LandingLines {
     }
 
     static func printList(_ landing: [LandingProgress]) {
-        for progress in landing { print("landing \(progress.path): " + describe(progress)) }
+        for progress in landing { print("landing \(progress.path.terminalSafe): " + describe(progress)) }
     }
 
     /// "→ DEST: 1.2 GiB of 2.0 GiB (60%), 180.0 MiB/s, 5 s left" and the last error, if any.
+    /// The destination and the error are a pool member's text, escaped (`TerminalText`); a
+    /// number no conversion can take shows as unknown, never as a trap.
     static func describe(_ progress: LandingProgress) -> String {
-        let percent = progress.length > 0 ? Int(Double(progress.landedBytes) * 100 / Double(progress.length)) : 100
-        var line = "→ \(progress.destination): \(ByteFormat.human(progress.landedBytes)) of "
-            + "\(ByteFormat.human(progress.length)) (\(percent)%)"
+        let share = progress.length > 0 ? Double(progress.landedBytes) * 100 / Double(progress.length) : 100
+        let percent = Int(checked: min(max(share, 0), 100)).map { "\($0)%" } ?? "?%"
+        var line = "→ \(progress.destination.terminalSafe): \(ByteFormat.human(progress.landedBytes)) of "
+            + "\(ByteFormat.human(progress.length)) (\(percent))"
         if progress.transferring, let rate = progress.bytesPerSecond {
-            line += ", \(ByteFormat.human(Int64(rate)))/s"
-            if let eta = progress.etaSeconds { line += String(format: ", %.0f s left", eta) }
+            line += Int64(checked: rate).map { ", \(ByteFormat.human($0))/s" } ?? ", rate unknown"
+            if let eta = progress.etaSeconds, eta.isFinite { line += String(format: ", %.0f s left", eta) }
         } else {
             line += progress.transferring ? ", transferring" : ", waiting"
         }
         if let error = progress.lastError {
-            line += "; attempt \(progress.attempts) failed: \(error)"
-            if let next = progress.nextAttemptAt {
+            line += "; attempt \(progress.attempts) failed: \(error.terminalSafe)"
+            if let next = progress.nextAttemptAt, next.isFinite {
                 line += String(format: " (next in %.0f s)", max(next - Date().timeIntervalSince1970, 0))
             }
         }

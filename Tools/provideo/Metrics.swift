@@ -119,10 +119,12 @@ struct MetricsText {
             .replacingOccurrences(of: "\n", with: "\\n")
     }
 
-    /// Whole numbers without an exponent (byte counts stay exact up to 2^53), NaN as "NaN".
+    /// Whole numbers without an exponent (byte counts stay exact up to 2^53), NaN as "NaN",
+    /// infinities as "+Inf" and "-Inf" (the format's spellings).
     static func number(_ value: Double) -> String {
         if value.isNaN { return "NaN" }
-        if value == value.rounded() && abs(value) < 9e15 { return String(Int64(value)) }
+        if value.isInfinite { return value > 0 ? "+Inf" : "-Inf" }
+        if value == value.rounded() && abs(value) < 9e15, let whole = Int64(checked: value) { return String(whole) }
         return "\(value)"
     }
 }

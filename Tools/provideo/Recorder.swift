@@ -125,7 +125,7 @@ enum Recorder {
         let copied = wasCopied(result, poolPath: poolPath)
         if json {
             try CommandLineProgram.printJSON(CommandReports.Record(
-                path: result.path, length: result.length, seconds: seconds, inputBitrate: Int64(bitrate),
+                path: result.path, length: result.length, seconds: seconds, inputBitrate: Int64(checked: bitrate) ?? 0,
                 copiedAndVerified: copied, engine: stats.engine, appends: stats.frames, overruns: stats.overruns,
                 shortWritesRetried: stats.shortWritesRetried, commits: stats.commits,
                 appendLatencyP99Nanoseconds: stats.appendLatency.percentile(0.99),

@@ -48,8 +48,8 @@ enum SchedulerLines {
             return "; cap it with `provideo land --rate RATE` (bits per second: 400M is 50 MB/s)"
         }
         let share = 1 - Pool.admissibleShare
-        let spare = Int64(Double(bandwidth) * share)
+        let spare = Int64(checked: Double(bandwidth) * share) ?? 0
         return "; cap it with `provideo land --rate \(max(spare / 1_000_000, 1))M` or less (the "
-            + "\(Int((share * 100).rounded()))% of the pool's \(BitRateFormat.human(bandwidth)) captures are not admitted to)"
+            + "\(Int(checked: (share * 100).rounded()) ?? 0)% of the pool's \(BitRateFormat.human(bandwidth)) captures are not admitted to)"
     }
 }

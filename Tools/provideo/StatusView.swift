@@ -22,7 +22,8 @@ struct StatusView {
             " (\(TimeFormat.clock($0)) at the running captures' \(BitRateFormat.human(status.admittedBitrate)))"
         } ?? ""
         var lines = [
-            "pool        \(status.path) (\(status.filesystem)\(device.path.map { " on \($0)" } ?? "")"
+            // The filesystem's and device's names are pool.json's, which any member may write.
+            "pool        \(status.path.terminalSafe) (\(status.filesystem.terminalSafe)\(device.path.map { " on \($0.terminalSafe)" } ?? "")"
                 + (status.readOnly == true ? ", read-only: it can be read, not changed" : "") + ")",
             "capacity    \(size(status.initialCapacity))",
             "remaining   \(size(status.remainingCapacity))\(atCapture)",
@@ -35,7 +36,7 @@ struct StatusView {
             "device      sectors \(device.logicalSectorSize) B logical, \(device.physicalSectorSize) B physical; "
                 + "optimal I/O \(device.optimalIOSize) B",
         ] + SchedulerLines.status(status) + [
-            "engine      \(status.engine)",
+            "engine      \(status.engine.terminalSafe)",
         ]
         lines.append(Captures.admissionLine(status))
         for capture in status.captures {

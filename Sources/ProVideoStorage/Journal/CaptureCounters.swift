@@ -46,7 +46,22 @@ package struct CaptureCounters: Codable, Sendable, Equatable {
         put(statistics.completionLatency)
     }
 
-    /// The counters in a `progress` block; nil when it is too short to hold them.
+    /// The most a count of events (appends, overruns, commits, latency samples) may hold: 2^53,
+    /// the largest whole number a `Double` (a Prometheus sample) keeps exact; a million events
+    /// a second would take 285 years to reach it.
+    package static let maximumCount: Int64 = 1 << 53
+    /// The most buffers a capture may have in flight: 2^24 (16,777,216). A capture has at most
+    /// its buffer budget over its write size in flight, and its buffers are memory: 2^24 of the
+    /// smallest (512 bytes) already take 8 GiB, of the default 4 MiB, 64 TiB.
+    package static let maximumBuffersInFlight: Int64 = 1 << 24
+
+    /// The counters in a `progress` block; nil ("counters unknown") when it is too short to
+    /// hold them or when any of them is out of range: a count below 0 or above `maximumCount`,
+    /// buffers in flight below 0 or above `maximumBuffersInFlight`, or a histogram that no
+    /// capture could have written (`LatencyBuckets.isInRange`). The block is read from disk,
+    /// where any pool member may write (Docs/SECURITY.md), and is only informative: an
+    /// impossible block shows as no counters, never as a crazy number (`-1 buffer(s) in
+    /// flight`, 2^63 overruns).
     init?(block bytes: [UInt8]) {
         guard bytes.count >= (Self.firstWord + Self.words) * 8 else { return nil }
         let values = (0..<Self.words).map { index -> Int64 in
@@ -56,6 +71,14 @@ package struct CaptureCounters: Codable, Sendable, Equatable {
         (overruns, overrunFailures, shortWritesRetried, buffersInFlight, commits) = (values[0], values[1], values[2], values[3], values[4])
         appendLatency = LatencyBuckets(values: Array(values[5..<5 + LatencyBuckets.words]))
         completionLatency = LatencyBuckets(values: Array(values[(5 + LatencyBuckets.words)...]))
+        guard isInRange else { return nil }
+    }
+
+    /// Whether every counter is one a capture could have published (see `init?(block:)`).
+    var isInRange: Bool {
+        [overruns, overrunFailures, shortWritesRetried, commits].allSatisfy { (0...Self.maximumCount).contains($0) }
+            && (0...Self.maximumBuffersInFlight).contains(buffersInFlight)
+            && appendLatency.isInRange && completionLatency.isInRange
     }
 }
 
@@ -82,6 +105,21 @@ package struct LatencyBuckets: Codable, Sendable, Equatable {
         let bounds = Self.boundsNanoseconds.count
         cumulativeCounts = Array(values[..<bounds])
         (count, sumNanoseconds, maximumNanoseconds) = (values[bounds], values[bounds + 1], values[bounds + 2])
+    }
+
+    /// Whether a capture could have written this histogram: `count` from 0 to
+    /// `CaptureCounters.maximumCount`; the cumulative counts from 0, never falling, and none
+    /// above `count`; the sum and the longest sample not below 0, the longest not above the
+    /// sum, and both 0 without samples.
+    var isInRange: Bool {
+        guard (0...CaptureCounters.maximumCount).contains(count), sumNanoseconds >= 0, maximumNanoseconds >= 0,
+              maximumNanoseconds <= sumNanoseconds, count > 0 || sumNanoseconds == 0 else { return false }
+        var previous: Int64 = 0
+        for cumulative in cumulativeCounts {
+            guard cumulative >= previous, cumulative <= count else { return false }
+            previous = cumulative
+        }
+        return true
     }
 
 }

@@ -59,6 +59,23 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
             throw ProVideoError(.corruptState, "the capture journal \(path) is corrupt: its destination "
                                 + "'\(journal.destination)' is not an absolute path", path: path)
         }
+        // Its numbers are range-checked once, here (Docs/SECURITY.md rule 7): a negative bitrate
+        // would lower the admission sum and show as a negative rate, an alignment that is no
+        // power of two would misalign every write of a salvage, a time that is no time would
+        // trap where it is turned into an integer.
+        func corrupt(_ field: String, _ value: String, _ rule: String) -> ProVideoError {
+            ProVideoError(.corruptState, "the capture journal \(path) is corrupt: its \(field) \(value) is not \(rule)",
+                          path: path)
+        }
+        guard journal.bitrate >= 0 else {
+            throw corrupt("bitrate", "\(journal.bitrate)", "a bitrate (0 or more bit/s)")
+        }
+        guard journal.alignment > 0, journal.alignment <= 1 << 20, journal.alignment & (journal.alignment - 1) == 0 else {
+            throw corrupt("alignment", "\(journal.alignment)", "an alignment (a power of two, at most 1 MiB)")
+        }
+        guard journal.startedAt.isFinite, abs(journal.startedAt) <= 1e11 else {
+            throw corrupt("startedAt", "\(journal.startedAt)", "a time (seconds since 1970, at most 1e11 either way)")
+        }
         return journal
     }
 

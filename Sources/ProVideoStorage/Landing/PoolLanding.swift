@@ -32,7 +32,9 @@ extension Pool {
             let record = LandingRecord.load(forHeld: held.path)
             let source = try? FileDescriptor.open(held.path, O_RDONLY | O_NOFOLLOW)
             let transferring = (try? source?.isLockedByOthers(0, 1)) == true
-            let rate = record.bytesPerSecond.flatMap { $0 > 0 ? $0 : nil }
+            // The record's rate is range-checked (`LandingRecord.decode`); below a byte a second
+            // (a chunk in 97 days) it is no rate a transfer sustained, and its time left no time.
+            let rate = record.bytesPerSecond.flatMap { $0 >= 1 ? $0 : nil }
             let landed = min(record.landed, held.length)
             return LandingProgress(path: held.path, destination: held.destination, length: held.length,
                                    landedBytes: landed, transferring: transferring, bytesPerSecond: rate,
