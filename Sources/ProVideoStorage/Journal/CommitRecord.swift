@@ -43,10 +43,11 @@ extension CaptureJournal {
         return bytes.allSatisfy { $0 == 0 } ? .length(0) : .torn
     }
 
-    /// The committed length for a display (`status`, `list`): 0 when `commit` proves none.
-    /// Recovery never uses it; it reads `readCommitRecord`.
+    /// The committed length for a display (`status`, `list`): 0 when `commit` proves none or
+    /// claims more than any pool holds (`Pool.maximumCapacity`: a 4 KiB take showed "8.00 EiB
+    /// committed"). Recovery never uses it; it reads `readCommitRecord`.
     package static func readCommitted(_ path: String) -> Int64 {
-        if case .length(let committed) = readCommitRecord(path) { return committed }
+        if case .length(let committed) = readCommitRecord(path), committed <= Pool.maximumCapacity { return committed }
         return 0
     }
 
