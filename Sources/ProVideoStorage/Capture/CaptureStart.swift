@@ -12,8 +12,8 @@ import Glibc
 ///    reserve (all but `completionRoom`, freed for the journal's rewrite), then the recording
 ///    placed (renamed to the destination, or copied there and verified, or kept in
 ///    `recordings/`), then the journal records `placedAt` and what is `owed`, then a copied
-///    file is given back and removed, then the capture's files are removed (the journal
-///    last), then what is owed is paid to the reserve.
+///    file is given back and removed, then the capture's files are removed (`progress`, its
+///    liveness lock, last), then what is owed is paid to the reserve.
 /// A killed capture is salvaged the same way from its last committed length.
 extension Pool {
     /// Starts a capture that will move its recording to `destination`. Several captures, from
