@@ -31,7 +31,8 @@ import Testing
     static func expectSaneNumbers(_ outcome: CrashKit.Outcome, _ context: String,
                                   sourceLocation: SourceLocation = #_sourceLocation) {
         guard outcome.status == 0, !context.contains("--json") else { return }
-        let text = outcome.stdout + outcome.stderr
+        // A warning quotes the value it refuses, as an error does.
+        let text = outcome.stdout + outcome.stderr.split(separator: "\n").filter { !$0.hasPrefix("warning:") }.joined(separator: "\n")
         for crazy in ["EiB", "PiB", "e+", "-1 buffer", "-1 bytes", "-1 B ", "-1 overrun", "9223372036854775807"]
             where text.contains(crazy) {
             Issue.record("\(context): printed '\(crazy)': \(outcome)", sourceLocation: sourceLocation)
@@ -264,7 +265,8 @@ import Testing
     }
 
     /// The journal's numbers: a bitrate below 0 (it lowered the admission sum), an alignment
-    /// that is no power of two, a time that is no time are `corruptState` naming the field; a
+    /// that is no power of two, a time that is no time are `corruptState` naming the field (a live
+    /// capture's is named by `status` as undecided); a
     /// number JSON cannot fit is an unreadable journal; none traps.
     @Test func hostileNumbersInARunningCapturesJournal() throws {
         try Self.withRunningCapture("numbers-journal") { pool, capture in
@@ -288,7 +290,10 @@ import Testing
                     default: false
                     }
                     if refused {
-                        #expect(status.status == 1 && status.stderr.contains("corrupt") && status.stderr.contains(field)
+                        // A live capture whose journal cannot be read is named, never a reason to
+                        // refuse the pool (issue 37, a stray entry in captures/).
+                        #expect(status.status == 0 && status.stderr.contains("may be a running capture")
+                                && status.stderr.contains("corrupt") && status.stderr.contains(field)
                                 && status.stderr.contains("capture.json"), "\(field) = \(literal): \(status)")
                     }
                 }
