@@ -125,7 +125,13 @@ extension Pool {
     private func growReserve(by bytes: Int64) {
         let reserveFile = reserve(layout.reserve)
         // Grants that cannot be counted are not given away.
-        guard let account = try? capacityAccount(reserveFile) else { return }
+        let account: CapacityAccount
+        do {
+            account = try capacityAccount(reserveFile)
+        } catch {
+            // Unknown, not zero: nothing is given back until `replenish` can count the grants.
+            return
+        }
         let grow = min(bytes, account.missing) / reserveFile.unit * reserveFile.unit
         // Best effort: a reserve that could not grow is smaller; `replenish` restores it later.
         if grow > 0 { _ = try? refill(reserveFile, by: grow) }
@@ -138,7 +144,9 @@ extension Pool {
     /// journal beside a free lock: a finishing take never looks dead.
     func removeFiles(of files: CaptureFiles) {
         for file in [files.data, files.journal + ".tmp", files.journal, files.commit, files.progress] {
-            try? FileSystem.remove(file)
+            // A file that will not go stops the removal: `progress` never goes while the
+            // journal is left beside it (`remove` already ignores what is gone).
+            do { try FileSystem.remove(file) } catch { return }
         }
         try? FileSystem.removeDirectory(files.directory)
     }
