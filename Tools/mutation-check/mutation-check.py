@@ -137,6 +137,11 @@ MUTATIONS = [
      "if end > grants.granted, let deadline { grants = granter.wait(reaching: end, until: deadline) }",
      "if end > grants.granted { grants = granter.wait(reaching: end, until: deadline ?? Self.now() + Self.stallLimit) }",
      "failRefusesAtOnceWhileAGrantIsSlow"),
+    # A suite that fails on every defect (issue 38).
+    ("the spare gives its blocks but not its inode", S + "Reserve/MetadataHeadroom.swift",
+     "        _ = try? FileSystem.remove(path)\n        return true",
+     "        return true",
+     "theSpareGivesItsInodeForAPoolFile"),
     ("two takes admitted to one destination", S + "Capture/CaptureStart.swift",
      "                try refuseTakenDestination(destination, running: running)\n",
      "",

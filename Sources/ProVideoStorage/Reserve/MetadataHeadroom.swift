@@ -58,12 +58,19 @@ struct MetadataSpare: Sendable, Equatable {
         (try? FileSystem.facts(path)).map { Int64($0.size) } ?? 0
     }
 
-    /// Gives the spare's blocks back to the filesystem. Returns false when it held none.
+    /// Gives the spare's blocks and its inode back to the filesystem. Returns false when there
+    /// was no spare to give.
     func release(_ calls: SystemCalls) -> Bool {
-        guard size() > 0, let fd = try? FileDescriptor.open(path, O_RDWR) else { return false }
+        guard let fd = try? FileDescriptor.open(path, O_RDWR) else { return false }
         // The fsync commits the freeing: XFS does not hand out blocks freed by a transaction
         // still in memory ("busy extents").
-        return calls.ftruncate(fd.rawValue, 0) == 0 && calls.fsync(fd.rawValue) == 0
+        guard calls.ftruncate(fd.rawValue, 0) == 0, calls.fsync(fd.rawValue) == 0 else { return false }
+        // The unlink frees the inode as well: a write that failed for want of one (ext4 with its
+        // inodes used up, a `.tmp` that open(2) could not create) finds it on the retry. Where
+        // the unlink itself fails the blocks are still given, so the retry is still worth it.
+        // The next `refill` makes the spare again.
+        _ = try? FileSystem.remove(path)
+        return true
     }
 
     /// Grows the spare to `bytes` with fallocate(2), best effort (a full filesystem leaves it
