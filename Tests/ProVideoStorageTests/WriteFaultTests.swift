@@ -262,3 +262,43 @@ extension WriteFaultTests {
         }
     }
 }
+
+extension WriteFaultTests {
+    /// One buffer's write that keeps meeting ENOSPC while the other buffers' writes succeed
+    /// fails the capture after `WriteProgress.maximumRetries` tries of that write: the count
+    /// is the request's own, so the others' successes do not restart it (a reset on any
+    /// success kept such a write going for as long as the recording ran, durability stalled
+    /// without a word). Each of its refusals is held 20 ms so the other writes complete in
+    /// between: the test proves that happened before it counts.
+    @Test func aWriteThatKeepsMeetingNoSpaceFailsAfterItsOwnRetries() throws {
+        var rules = FaultEngine.Rules()
+        let refused: @Sendable (FaultEngine.Request) -> Bool = { request in
+            guard case .slotWrite(slot: 0) = request.tag else { return false }
+            return request.ordinal > 1
+        }
+        rules.result = { request, result in refused(request) ? -ENOSPC : result }
+        rules.holdCompletion = { request in refused(request) ? 20_000_000 : 0 }
+        let (calls, engine) = FaultEngine.install(rules)
+        try withPool(capacity: 64 << 20, calls: calls) { (pool, scratch) throws in
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: testOptions)
+            var failure: ProVideoError?
+            do {
+                for index in 0..<120 { try capture.append(TestSupport.pattern(256 << 10, seed: UInt64(index))) }
+                _ = try capture.finish()
+            } catch let error as ProVideoError {
+                failure = error
+            }
+            #expect(failure?.code == .notEnoughSpace, "\(String(describing: failure))")
+            let delivered = try #require(engine.current).delivered
+            let refusals = delivered.indices.filter { delivered[$0].result == -ENOSPC }
+            try #require(!refusals.isEmpty, "no write met ENOSPC")
+            let between = delivered[refusals.first!...refusals.last!].filter { completion in
+                if case .slotWrite = completion.request.tag { return completion.result > 0 }
+                return false
+            }
+            try #require(!between.isEmpty, "no other write completed while buffer 0's write was refused: the case did not run")
+            #expect(refusals.count == WriteProgress.maximumRetries + 1,
+                    "buffer 0's write was refused \(refusals.count) times; \(between.count) other writes completed meanwhile")
+        }
+    }
+}
