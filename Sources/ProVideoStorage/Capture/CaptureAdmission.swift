@@ -44,7 +44,7 @@ extension Pool {
         var running: [(files: CaptureFiles, journal: CaptureJournal)] = []
         var undecided: [UndecidedCapture] = []
         for files in try captureFiles() {
-            switch CaptureClaim.liveness(files) {
+            switch CaptureClaim.liveness(files, calls) {
             case .dead: continue
             case .unknown(let error):
                 undecided.append(UndecidedCapture(id: files.id, reason: "whether its recorder is alive cannot be read (\(error.message))"))

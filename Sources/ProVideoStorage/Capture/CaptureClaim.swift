@@ -39,9 +39,11 @@ final class CaptureClaim {
     /// once everything else is gone (`Pool.removeFiles`). Any other failure (EMFILE in a busy
     /// recorder, EIO, a planted link or FIFO, an entry that is not a directory) is `unknown`,
     /// so no salvage ever cuts a capture whose owner may still be writing it.
-    static func liveness(_ files: CaptureFiles) -> CaptureLiveness {
+    static func liveness(_ files: CaptureFiles, _ calls: SystemCalls) -> CaptureLiveness {
         let fd: FileDescriptor
         do {
+            let refused = calls.progressOpen(files.progress)
+            if refused != 0 { throw ProVideoError.system("open", errno: refused, path: files.progress) }
             // O_NONBLOCK: a FIFO planted as `progress` must not hang the opener.
             fd = try FileDescriptor.open(files.progress, O_RDONLY | O_NONBLOCK)
         } catch let error as ProVideoError {
@@ -61,9 +63,6 @@ final class CaptureClaim {
             return .unknown(ProVideoError(.ioError, "\(files.progress)'s lock cannot be read (\(error))", path: files.progress))
         }
     }
-
-    /// `liveness(files)` is not `.dead`: fails closed.
-    static func isAlive(_ files: CaptureFiles) -> Bool { liveness(files) != .dead }
 }
 
 /// Whether a capture's recorder is alive, as its `progress` lock shows (`CaptureClaim.liveness`).

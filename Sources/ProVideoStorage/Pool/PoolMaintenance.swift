@@ -277,7 +277,7 @@ extension Pool {
         }
         var reserved = mapped
         for files in try captureFiles() {
-            switch CaptureClaim.liveness(files) {
+            switch CaptureClaim.liveness(files, calls) {
             case .dead:
                 problems.append("the capture \(files.id) is in the pool with no live recorder; run `provideo recover`")
                 continue

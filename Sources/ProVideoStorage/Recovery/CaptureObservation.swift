@@ -16,11 +16,11 @@ struct CaptureObservation {
     /// Observes `files` now: liveness first, so a live capture's other files are not read at
     /// all, then the journal, the commit record, `data`, and where the journal says or implies
     /// the recording went. Reads only; every failure is a fact, none a default.
-    init(_ files: CaptureFiles) {
+    init(_ files: CaptureFiles, _ calls: SystemCalls) {
         self.files = files
         var problems: [ProVideoError] = []
         let liveness: CaptureFacts.Liveness
-        switch CaptureClaim.liveness(files) {
+        switch CaptureClaim.liveness(files, calls) {
         case .alive: liveness = .alive
         case .dead: liveness = .dead
         case .unknown(let error):

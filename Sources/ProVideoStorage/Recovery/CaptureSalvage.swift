@@ -15,7 +15,7 @@ extension Pool {
         var recordings: [SalvagedRecording] = []
         for files in try captureFiles() {
             do {
-                if let recording = try recover(CaptureObservation(files), control: control) { recordings.append(recording) }
+                if let recording = try recover(CaptureObservation(files, calls), control: control) { recordings.append(recording) }
             } catch let error as ProVideoError where error.code == .corruptState || error.code == .permissionDenied {
                 // A planted link or file, or another user's capture this process may not
                 // change: refused, reported, and no reason to leave the others.
@@ -141,14 +141,14 @@ extension Pool {
         try lock.withMutation {
             var recordings: [SalvagedRecording] = []
             for files in try captureFiles() {
-                guard case .keep(.noJournal) = RecoveryDecision.decide(CaptureObservation(files).facts) else { continue }
+                guard case .keep(.noJournal) = RecoveryDecision.decide(CaptureObservation(files, calls).facts) else { continue }
                 let destination = try resolveDestination(directory + "/\(files.id).salvaged")
                 let journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
                                              bitrate: 0, engine: "", phase: .recording,
                                              startedAt: Date().timeIntervalSince1970, pid: 0)
                 try FileSystem.remove(files.journal)
                 try journal.save(files.journal, calls, access: access)
-                if let recording = try recover(CaptureObservation(files), control: .none) { recordings.append(recording) }
+                if let recording = try recover(CaptureObservation(files, calls), control: .none) { recordings.append(recording) }
             }
             salvaged += recordings
             return recordings
@@ -159,7 +159,7 @@ extension Pool {
     /// by id.
     /// - Throws: `.ioError` when `captures/` cannot be listed.
     package func deadCaptures() throws -> [String] {
-        try captureFiles().filter { CaptureClaim.liveness($0) == .dead }.map(\.id)
+        try captureFiles().filter { CaptureClaim.liveness($0, calls) == .dead }.map(\.id)
     }
 
     private func logged(_ recording: SalvagedRecording) throws -> SalvagedRecording {
