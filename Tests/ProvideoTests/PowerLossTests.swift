@@ -31,6 +31,7 @@ struct PowerLossTests {
             var operation: String
             var flushes: Int
             var states: Int
+            var garbled: Int?
             var failures: Int
         }
         var seed: Int
@@ -56,6 +57,22 @@ struct PowerLossTests {
         // About ten commits of at least two flushes each, the finish and the reserve's rebuild.
         #expect(run.flushes >= 30, "\(output)")
         #expect(run.states >= run.flushes, "\(output)")
+        #expect(run.failures == 0, "\(output)")
+    }
+
+    /// A 512e disk writes a 4 KiB physical sector by read-modify-write: a power cut inside it
+    /// can leave a logical sector holding neither the old bytes nor the new. Each 512-byte
+    /// sector of each write onto the capture's `commit` file garbled in turn: the two commit
+    /// records lie in separate sectors, so the other one survives and salvage keeps every byte
+    /// promised committed (a take whose only record is garbled is kept, saying so). Fails with
+    /// the two records in one sector: then one garbled sector loses both.
+    @Test func aGarbledSectorLeavesTheOtherCommitRecord() throws {
+        let (status, output, summary) = try Self.harness(["--ci", "--last-cuts", "0", "--randoms", "0", "--garble",
+                                                          "--seed", "15"])
+        #expect(status == 0, "\(output)")
+        let run = try #require(summary?.runs.first, "\(output)")
+        // About ten commits, each record write one sector or two (1 KiB ext4 blocks).
+        #expect(run.garbled ?? 0 >= 10, "\(output)")
         #expect(run.failures == 0, "\(output)")
     }
 

@@ -7,7 +7,15 @@ been told to flush. Per cut we replay `none` and `all` of them, and for the oper
 `last_cuts` flushes with more than one pending write (every one when `last_cuts` is None)
 `random` subsets and prefixes as well, from `random.Random(f"{seed}:{cut}:{variant}")`; with
 `torn`, as many more random subsets in which one kept write is torn: only a random part of its
-512-byte sectors reached the disk (a device writes a request's sectors in any order).
+512-byte sectors reached the disk (a device writes a request's sectors in any order); with
+`garble`, one state for each 512-byte sector of each pending write onto a capture's `commit`
+file (where the recording's `blocks` markers say it lies) in which that sector is garbage and
+every other pending write is kept: a 512e disk writes a 4 KiB physical sector by
+read-modify-write, and a cut inside it can leave a logical sector that is neither the old
+bytes nor the new, so two commit records in one sector would both be lost. (Any overwrite
+risks the same: the kernel's rewrite of a take's last block when it is cut to its length
+can garble committed bytes too, which no order of writes can prevent; only the commit
+records' layout is the engine's to choose, so only they are garbled.)
 Every marker logged before the cut is a promise the state must keep: it was made before the
 flush that the cut interrupts, so the power may go right after it with only `pending` at risk.
 """
@@ -29,10 +37,12 @@ class State:
     label: str                    # none, all, random-N, prefix-N
     excluded: frozenset = field(default_factory=frozenset)  # pending writes lost
     torn: tuple = ()  # (write, frozenset of its 512-byte sectors that reached the disk), if any
+    garbled: tuple = ()  # (write, the 512-byte sector of it that holds garbage), if any
 
     def describe(self):
         torn = f", write {self.torn[0]} torn to sectors {sorted(self.torn[1])}" if self.torn else ""
-        return f"cut {self.cut} {self.label} (lost writes {sorted(self.excluded)}{torn})"
+        garbled = f", write {self.garbled[0]} garbled in sector {self.garbled[1]}" if self.garbled else ""
+        return f"cut {self.cut} {self.label} (lost writes {sorted(self.excluded)}{torn}{garbled})"
 
 
 class Log:
@@ -44,6 +54,14 @@ class Log:
         self.begin = next(i for i, m in self.markers if m["t"] == "begin")
         self.streams = {m["dest"]: (m["seed"], m["length"]) for _, m in self.markers if m["t"] == "stream"}
         self.manifest = json.load(open(os.path.join(workdir, "manifest.json")))
+        self.blocks = [m for _, m in self.markers if m["t"] == "blocks"]
+
+    def on_blocks(self, write, kind):
+        """Whether write `write` lands on a file of `kind` (a `blocks` marker's ranges)."""
+        record = self.records[write]
+        return any(mark["file"] == kind and mark["device"] == record.device
+                   and start < record.offset + record.length and record.offset < end
+                   for mark in self.blocks for start, end in mark["ranges"])
 
     def cuts(self):
         return [i for i, r in enumerate(self.records) if r.kind == "F" and i > self.begin] + [len(self.records)]
@@ -65,12 +83,12 @@ class Log:
 SECTOR = 512
 
 
-def states(log, seed, last_cuts, randoms, torn=False):
+def states(log, seed, last_cuts, randoms, torn=False, garble=False):
     """Every state to replay, in cut order, without duplicates (same writes applied)."""
     cuts = log.cuts()
     # The operation's own last flushes (up to its last promise, not the unmount's), where more
     # than one write is pending: one pending write has no subsets besides none and all.
-    last_promise = log.markers[-1][0]
+    last_promise = [i for i, m in log.markers if m["t"] != "blocks"][-1]
     eligible = [c for c in cuts if len(log.pending(c)) > 1 and c <= next(x for x in cuts if x > last_promise)]
     random_cuts = set(eligible if last_cuts is None else eligible[-last_cuts:] if last_cuts else [])
     seen = set()
@@ -96,9 +114,13 @@ def states(log, seed, last_cuts, randoms, torn=False):
                     reached = frozenset({rng.randrange(sectors)})
                 kept = {i for i in pending if rng.random() < 0.5} | {victim}
                 candidates.append(State(cut, f"torn-{variant}", frozenset(set(pending) - kept), (victim, reached)))
+        for victim in pending if garble else []:
+            if log.on_blocks(victim, "commit"):
+                for sector in range((log.records[victim].length + SECTOR - 1) // SECTOR):
+                    candidates.append(State(cut, f"garbled-{victim}-{sector}", garbled=(victim, sector)))
         for state in candidates:
             applied_end = max((i for i in range(cut) if log.records[i].kind == "W" and i not in state.excluded), default=-1)
-            key = (applied_end, frozenset(i for i in state.excluded if i < applied_end), state.torn)
+            key = (applied_end, frozenset(i for i in state.excluded if i < applied_end), state.torn, state.garbled)
             if key not in seen:
                 seen.add(key)
                 yield state
@@ -128,6 +150,13 @@ class Images:
             end = min(start + SECTOR, record.length)
             os.pwrite(fd, self.log.blob[record.at + start:record.at + end], record.offset + start)
 
+    def garble(self, fd, record, sector, state):
+        """Overwrites `sector` (a 512-byte index) of `record` with bytes drawn for `state`."""
+        start = sector * SECTOR
+        length = min(SECTOR, record.length - start)
+        rng = random.Random(f"{state.cut}:{state.label}")
+        os.pwrite(fd, rng.randbytes(length), record.offset + start)
+
     def build(self, state):
         """Image paths holding `state`: each base advanced to its device's last flush before the
         cut (flushes only move forward as the cuts do), copied, plus the pending writes kept."""
@@ -147,6 +176,8 @@ class Images:
                 if self.log.records[i].device == device:
                     torn = state.torn[1] if state.torn and state.torn[0] == i else None
                     self.apply(fd, self.log.records[i], torn)
+                    if state.garbled and state.garbled[0] == i:
+                        self.garble(fd, self.log.records[i], state.garbled[1], state)
             os.close(fd)
             paths.append(path)
         return paths
@@ -173,7 +204,7 @@ def scratch_directory(workdir):
     return os.path.join("/dev/shm", "provideo-powerloss-" + os.path.basename(workdir.rstrip("/")))
 
 
-def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None, torn=False):
+def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None, torn=False, garble=False):
     """Replays every state; returns (states replayed, [failure dicts], mounts that needed a repair)."""
     log = Log(workdir)
     scratch = scratch_directory(workdir)
@@ -181,7 +212,7 @@ def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None
     count, failures, repairs = 0, [], 0
     try:
         images = Images(log, scratch)
-        for state in states(log, seed, last_cuts, randoms, torn):
+        for state in states(log, seed, last_cuts, randoms, torn, garble):
             if only and state.label != only[1] or only and state.cut != only[0]:
                 continue
             count += 1
@@ -191,7 +222,8 @@ def replay(workdir, provideo, seed, last_cuts, randoms, only=None, on_state=None
             with rig.Cleanup() as cleanup:
                 try:
                     repairs += len(mount_state(log.manifest["fstype"], paths, log.manifest["mounts"], cleanup))
-                    problems = checker.check(provideo, log.manifest["pool"], promises, upcoming, log.streams)
+                    problems = checker.check(provideo, log.manifest["pool"], promises, upcoming, log.streams,
+                                             garbled=bool(state.garbled))
                 except Exception as error:
                     problems = [f"replay error: {error}"]
             if problems:

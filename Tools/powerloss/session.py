@@ -66,6 +66,19 @@ class Session:
         data = open(path, "rb").read()
         self.mark("file", path=path, length=len(data), sha=sha256(data))
 
+    def mark_blocks(self, kind, path):
+        """Marks where `path` lies on its device (FIEMAP through filefrag: byte ranges), so
+        that the replay can tear the writes that land there (`--garble`)."""
+        device = next(i for i, m in enumerate(self.mounts) if os.path.realpath(path).startswith(m + "/"))
+        output = subprocess.run(["filefrag", "-b512", "-e", path], capture_output=True, text=True, check=True).stdout
+        ranges = []
+        for line in output.splitlines():
+            fields = line.replace("..", " ").replace(":", " ").split()
+            if len(fields) >= 5 and fields[0].isdigit():
+                start, end = int(fields[3]), int(fields[4])
+                ranges.append([start * 512, (end + 1) * 512])
+        self.mark("blocks", file=kind, device=device, ranges=ranges)
+
     def mark_pool(self):
         status = self.status()
         self.mark("pool", initial=status["initialCapacity"], remaining=status["remainingCapacity"])
@@ -128,7 +141,10 @@ class Session:
         started, seen, promised = time.time(), 0, 0
         commit = None
         while recorder.poll() is None:
-            commit = commit or self.commit_file(dest)
+            if commit is None:
+                commit = self.commit_file(dest)
+                if commit:
+                    self.mark_blocks("commit", commit)
             try:
                 value = commit_records(open(commit, "rb").read()) if commit else 0
             except OSError:
