@@ -49,7 +49,8 @@ import Testing
             #expect(measurement.unsettledReason?.contains("rewritten 16 times") == true, "\(measurement)")
             #expect(measurement.bytes >= 16 * (16 << 20))
             #expect(measurement.sustained > 0 && measurement.burst > 0)
-            #expect(measurement.seconds > 0 && measurement.seconds < 60)
+            // Within the measurement's own limit (120 s): the 16-rewrites rule stopped it, not time.
+            #expect(measurement.seconds > 0 && measurement.seconds <= 120, "\(measurement)")
             #expect(measurement.commitInterval == 1_000_000_000)
             #expect(try pool.remainingCapacity == 16 << 20, "the reserve is whole after it")
         }
