@@ -181,6 +181,36 @@ import Testing
         }
     }
 
+    /// The same directory entry reached through a bind mount of its directory is the same
+    /// destination (issue 37, item 7: admitted while the path texts differed, and one take
+    /// then ended held in the pool): refused with the running capture's pid, whose take lands
+    /// whole. Root only (a bind mount); the mount is undone even when the test fails.
+    @Test(.enabled(if: TestSupport.isRoot, "needs root: a bind mount"))
+    func aDestinationThroughABindMountIsRefused() throws {
+        try TestSupport.withScratch("bind-destination") { scratch in
+            let pool = scratch + "/pool", takes = scratch + "/takes", bound = scratch + "/bound"
+            for directory in [takes, bound] { try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: false) }
+            try TestSupport.shell("mount --bind '\(takes)' '\(bound)'")
+            defer { _ = try? TestSupport.shell("umount '\(bound)'") }
+            try #require(FS.provideo(pool, "create", "--capacity", "32M").status == 0)
+            defer { FS.destroyQuietly(pool) }
+            let first = try Recorder(pool, takes + "/take.mov")
+            _ = try Self.waitForStatus(pool, "the first capture running") { $0.captures.count == 1 }
+            let input = TestSupport.pattern(2 << 20, seed: 9)
+            first.write(input[..<(1 << 20)])
+            let second = try FS.provideo(pool, "record", bound + "/take.mov", stdin: Data([1, 2, 3]))
+            #expect(second.status == 1, "\(second.stdout)")
+            #expect(second.stderr.contains("already recording to it")
+                    && second.stderr.contains("process \(first.process.processIdentifier)"), "\(second.stderr)")
+            let other = try FS.provideo(pool, "record", bound + "/other.mov", stdin: Data([4, 5]))
+            #expect(other.status == 0, "another name in the bound directory records: \(other.stderr)")
+            first.write(input[(1 << 20)...])
+            #expect(first.finish() == 0, "\(first.stderr)")
+            #expect(TestSupport.fileEquals(takes + "/take.mov", input), "the first take is not whole at its destination")
+            #expect(try TestSupport.poolListing(pool).recordings.isEmpty, "a take ended held in the pool")
+        }
+    }
+
     /// With a bandwidth of 1 Gbit/s (800 Mbit/s admissible), two 400 Mbit/s captures are
     /// admitted and a third is refused with the numbers; `--force` starts it and `status`
     /// says so.

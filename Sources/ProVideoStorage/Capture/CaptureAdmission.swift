@@ -107,18 +107,19 @@ extension Pool {
 
     /// One destination per take: refuses a start whose `destination` is that of a running
     /// capture or of a take waiting to land, since one of the two would end held in the pool
-    /// with "appeared while recording". Destinations are compared as resolved by `startCapture`
-    /// (the directory's real path and the name), under the mutation lock, so two starts in any
+    /// with "appeared while recording". Destinations are compared as directory entries
+    /// (`DestinationIdentity`: the directory's device and inode, and the name; a bind mount of
+    /// the directory is the same entry), under the mutation lock, so two starts in any
     /// processes cannot both pass.
     /// - Throws: `.busy` naming the capture or the take that has the destination;
     ///   `.destinationExists` when a file is there by now.
     func refuseTakenDestination(_ destination: String, running: [(files: CaptureFiles, journal: CaptureJournal)]) throws {
-        if let other = running.first(where: { $0.journal.destination == destination }) {
+        if let other = running.first(where: { DestinationIdentity.same($0.journal.destination, destination) }) {
             throw ProVideoError(.busy, "cannot start a capture to \(destination): process \(other.journal.pid) is already "
                                 + "recording to it (capture \(other.files.id)); give this take another name, or start it "
                                 + "once that one has finished", path: destination)
         }
-        if let waiting = try landingRecordings().first(where: { $0.destination == destination }) {
+        if let waiting = try landingRecordings().first(where: { DestinationIdentity.same($0.destination, destination) }) {
             throw ProVideoError(.busy, "cannot start a capture to \(destination): the take \(waiting.path) is waiting to "
                                 + "land there (`provideo land`); give this take another name, or start it once that one "
                                 + "has landed", path: destination)
