@@ -158,6 +158,19 @@ MUTATIONS = [
      "                try refuseTakenDestination(destination, running: running)\n",
      "",
      "aTakensDestinationIsRefused|aRunningCapturesDestinationIsRefused"),
+    # Whom root acts as, and the pool's files as input (issue 38).
+    ("a capture's data of another user than its directory's", S + "Placement/RecordingOwner.swift",
+     "        guard data.uid == directory.uid else {",
+     "        guard true else {",
+     "aMembersDataInAnOwnersDirectoryIsNeverPlacedAsTheOwner"),
+    ("a file acted on as its owner with more than one link", S + "Placement/RecordingOwner.swift",
+     "guard facts.mode & 0o022 == 0, facts.nlink == 1, facts.mode",
+     "guard facts.mode & 0o022 == 0, facts.mode",
+     "aHardLinkedFileIsNeverActedOnAsItsOwner"),
+    ("a state file read before its size is checked", S + "System/FileSystem.swift",
+     "guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), procfs || facts.size <= UInt64(smallFileLimit) else {",
+     "guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), true else {",
+     "aHugeStateFileIsRefusedBySizeUnread"),
 ]
 
 

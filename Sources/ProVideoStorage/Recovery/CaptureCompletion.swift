@@ -18,6 +18,9 @@ extension Pool {
         if journal.discarded == true || journal.placedAt != nil {
             placement = Placement(path: journal.placedAt ?? journal.destination, problem: nil)
         } else if FileSystem.exists(files.data) {
+            // Whose the take is, before its file is cut: a `data` that is not its capture's own
+            // is refused as it was found, never trimmed first (`RecordingOwner`).
+            _ = try RecordingOwner.of(capture: files)
             journal.owed = try trimUnusedGrant(files, length: length)
             placement = try placeRecording(files, journal, length: length, whenTaken: whenTaken, control: control)
             journal.placedAt = placement.path
