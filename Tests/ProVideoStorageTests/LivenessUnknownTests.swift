@@ -13,7 +13,7 @@ import Testing
     func aCaptureWhoseLockCannotBeReadIsLeftRunning(errno refused: Int32) throws {
         let refusals = Shared(0)
         var calls = SystemCalls.live
-        calls.progressOpen = { _ in
+        calls.lockProbeOpen = { _ in
             refusals.update { $0 += 1 }
             return refused
         }

@@ -42,7 +42,7 @@ final class CaptureClaim {
     static func liveness(_ files: CaptureFiles, _ calls: SystemCalls) -> CaptureLiveness {
         let fd: FileDescriptor
         do {
-            let refused = calls.progressOpen(files.progress)
+            let refused = calls.lockProbeOpen(files.progress)
             if refused != 0 { throw ProVideoError.system("open", errno: refused, path: files.progress) }
             // O_NONBLOCK: a FIFO planted as `progress` must not hang the opener.
             fd = try FileDescriptor.open(files.progress, O_RDONLY | O_NONBLOCK)

@@ -26,10 +26,10 @@ package struct SystemCalls: Sendable {
     /// link(2): publishes a finished copy where renameat2 has no `RENAME_NOREPLACE` (FUSE
     /// filesystems such as GlusterFS, NFS): -EEXIST when the name exists.
     package var link: @Sendable (_ from: String, _ to: String) -> Int32 = { from, to in pv_link(from, to) }
-    /// Runs before a capture's `progress` is opened to read its lock (`CaptureClaim.liveness`):
-    /// 0 lets the open go on, an errno fails it as open(2) would (EMFILE in a recorder busy
-    /// with many captures). The live value is 0.
-    package var progressOpen: @Sendable (_ path: String) -> Int32 = { _ in 0 }
+    /// Runs before a file is opened only to read who holds its lock (a liveness check): 0 lets
+    /// the open go on, an errno fails it as open(2) would (EMFILE in a process with many files
+    /// open). The live value is 0.
+    package var lockProbeOpen: @Sendable (_ path: String) -> Int32 = { _ in 0 }
     /// copy_file_range(2) between explicit offsets.
     package var copyFileRange: @Sendable (_ fdIn: Int32, _ offsetIn: Int64, _ fdOut: Int32, _ offsetOut: Int64, _ length: Int) -> Int
     /// Sees the `res` of every io_uring write completion (the CQE) before the engine does, with
