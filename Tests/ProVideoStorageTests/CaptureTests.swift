@@ -303,3 +303,20 @@ func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8])
         }
     }
 }
+
+extension CaptureTests {
+    /// A negative bitrate is refused before anything is made: admitted, it lowered the sum the
+    /// other captures are admitted against (issue 37, "numbers still trusted").
+    @Test func aNegativeBitrateIsRefused() throws {
+        try withPool { (pool, scratch) throws in
+            try pool.setBandwidth(1_000_000_000)
+            var options = testOptions
+            options.bitrate = -400_000_000
+            let error = #expect(throws: ProVideoError.self) { try pool.startCapture(to: scratch + "/take.mov", options: options) }
+            #expect(error?.code == .invalidArgument)
+            #expect(error?.message.contains("-400000000 bit/s") == true, "\(String(describing: error))")
+            #expect(try pool.remainingCapacity == pool.initialCapacity)
+            #expect(try pool.status().captures.isEmpty)
+        }
+    }
+}

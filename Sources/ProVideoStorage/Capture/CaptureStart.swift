@@ -25,7 +25,7 @@ extension Pool {
     ///   remaining capacity is 0 or the filesystem has no room or inode for the capture's own
     ///   files; `.invalidDestination` when the destination's directory does not exist, is not a
     ///   directory or is not writable, or the destination is inside the pool;
-    ///   `.destinationExists`.
+    ///   `.destinationExists`; `.invalidArgument` for a negative `options.bitrate`.
     public func startCapture(to destination: String, options: CaptureOptions = CaptureOptions()) throws -> Capture {
         try startCapture(to: destination, options: options, owner: nil)
     }
@@ -37,6 +37,10 @@ extension Pool {
     package func startCapture(to destination: String, options: CaptureOptions, owner: uid_t?) throws -> Capture {
         if owner != nil && !ProcessIdentity.isRoot {
             throw ProVideoError(.permissionDenied, "only root starts a capture for another user", path: destination)
+        }
+        // A negative bitrate would lower the sum the other captures are admitted against.
+        guard options.bitrate >= 0 else {
+            throw ProVideoError(.invalidArgument, "a capture's bitrate cannot be \(options.bitrate) bit/s", path: destination)
         }
         let destination = try resolveDestination(destination)
         let claim = try CaptureClaim(poolLockPath: layout.lock, access: access)

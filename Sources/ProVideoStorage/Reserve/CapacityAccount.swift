@@ -1,3 +1,5 @@
+import Glibc
+
 /// The pool's capacity, counted in one place (issue 26): what the reserve holds, what each
 /// running capture's file was granted and what it has written, and what the reserve may grow
 /// back to. Every capacity figure the pool reports or acts on comes from here:
@@ -27,13 +29,20 @@ struct CapacityAccount {
     var unit: Int64
 
     /// Reads the reserve's size and every running capture's file (`data`) and progress block
-    /// (`progress`) now. A capture whose file is gone counts as holding nothing.
-    /// - Throws: the reserve's statx error.
+    /// (`progress`) now. A capture whose file is gone (it finished meanwhile) holds nothing; one
+    /// whose file cannot be looked at holds an unknown share, so the account cannot be made:
+    /// taken for 0, a regrowth or `replenish` grew the reserve into that capture's grant.
+    /// - Throws: the reserve's statx error; a capture file's statx error other than ENOENT.
     static func read(reserve: Reserve, captures: [(data: String, progress: String)],
                      initialCapacity: Int64) throws -> CapacityAccount {
-        let shares = captures.map { files in
-            CaptureShare(granted: (try? FileSystem.facts(files.data)).map { Int64(clamping: $0.size) } ?? 0,
-                         written: reserve.rounded(CaptureJournal.readCounter(files.progress)))
+        let shares = try captures.map { files in
+            let granted: Int64
+            do {
+                granted = Int64(clamping: try FileSystem.facts(files.data).size)
+            } catch let error as ProVideoError where error.errno == ENOENT {
+                granted = 0
+            }
+            return CaptureShare(granted: granted, written: reserve.rounded(CaptureJournal.readCounter(files.progress)))
         }
         return CapacityAccount(reserve: try reserve.size(), captures: shares, initialCapacity: initialCapacity,
                                unit: reserve.unit)
