@@ -132,7 +132,7 @@ extension Pool {
         do {
             try access.makeDirectory(layout.captures)
             try access.makeDirectory(files.directory, keepingOwner: true)
-            let commitBytes = Int64(CaptureJournal.commitSlots.last! + 512)
+            let commitBytes = Int64(CaptureJournal.commitFileLength)
             for (file, bytes) in [(files.progress, Int64(directIOAlignment.io)), (files.commit, commitBytes)] {
                 let fd = try access.openCreating(file, O_RDWR)
                 let rc = calls.fallocate(fd.rawValue, false, 0, bytes)

@@ -11,10 +11,11 @@ extension CaptureJournal {
     enum CommitRecordState: Equatable, Sendable {
         /// A record whose check word matches: the larger of the two (the committed length only
         /// grows); 0 when the file is readable and holds no record at all (never committed:
-        /// zeros, as `fallocate` left it, or empty).
+        /// zeros, as `fallocate` left it).
         case length(Int64)
-        /// Readable, but no record's check word matches and the bytes are not all zero: a torn
-        /// or garbled write. What was committed is unknown.
+        /// Readable, but no record's check word matches and the bytes are not all zero (a torn
+        /// or garbled write), or the file is shorter than the pool made it (cut by someone
+        /// else). What was committed is unknown.
         case torn
         /// The file cannot be read (a link, another file type, too large, `EACCES`, `EIO`).
         case unreadable(ProVideoError)
@@ -35,7 +36,11 @@ extension CaptureJournal {
         } catch {
             return .unreadable(ProVideoError(.ioError, "\(path) cannot be read (\(error))", path: path))
         }
-        let lengths = commitSlots.map { Int($0) }.filter { $0 + commitRecordLength <= bytes.count }.compactMap { start -> Int64? in
+        // The pool makes the file whole (both slots, `createCaptureFiles`) before its journal: a
+        // shorter one was cut by someone else, and its missing slot may have held the larger
+        // record.
+        guard bytes.count >= commitFileLength else { return .torn }
+        let lengths = commitSlots.map { Int($0) }.compactMap { start -> Int64? in
             let length = word(bytes, at: start)
             return word(bytes, at: start + 8) == length ^ commitCheck ? Int64(clamping: length) : nil
         }
@@ -50,6 +55,10 @@ extension CaptureJournal {
         if case .length(let committed) = readCommitRecord(path), committed <= Pool.maximumCapacity { return committed }
         return 0
     }
+
+    /// Bytes of a `commit` file as a capture's start allocates it: both slots and the sector
+    /// after the last one's start.
+    static let commitFileLength = Int(commitSlots.last!) + 512
 
     /// Bytes of one commit record: the length, then the length XOR `commitCheck`.
     static let commitRecordLength = 16

@@ -533,7 +533,16 @@ public final class Pool: @unchecked Sendable {
     /// `initialCapacity` recorded in `pool.json` (another process may have resized the pool).
     func capacityAccount(_ reserveFile: Reserve) throws -> CapacityAccount {
         let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
-        return try CapacityAccount.read(reserve: reserveFile, captures: captureFiles().map { ($0.data, $0.progress) },
+        // An entry of captures/ that is not a directory (a stray file or link) holds no capture's
+        // file; one that went meanwhile has finished.
+        let captures = try captureFiles().filter { files in
+            do {
+                return try FileSystem.facts(files.directory).mode & UInt32(S_IFMT) == UInt32(S_IFDIR)
+            } catch let error as ProVideoError where error.errno == ENOENT {
+                return false
+            }
+        }
+        return try CapacityAccount.read(reserve: reserveFile, captures: captures.map { ($0.data, $0.progress) },
                                         initialCapacity: capacity)
     }
 
