@@ -129,7 +129,7 @@ extension CrashTests {
                     try pool.logSalvage(SalvagedRecording(path: "\(directory)/take-\(index).mov", length: Int64(index),
                                                           salvagedAt: Double(index)))
                 }
-                let kept = pool.recoveredRecordings()
+                let kept = try pool.recoveredRecordings()
                 let size = try FileSystem.facts(pool.layout.recoveredLog).size
                 #expect(size <= UInt64(MetadataHeadroom.recoveredLogBytes), "\(size) bytes")
                 #expect(kept.count >= 50 && kept.count < 300, "\(kept.count) entries")

@@ -151,6 +151,29 @@ import Testing
         }
     }
 
+    /// A salvage log this pool cannot read (a length no `Int64` holds) is named by `list`, which
+    /// still lists the rest, and never overwritten: the next salvage keeps it beside as
+    /// `recovered.json.unreadable` and begins a new log with its own take. Read as "no log", the
+    /// next salvage replaced it and every earlier entry was gone.
+    @Test func anUnreadableSalvageLogIsKeptBeside() throws {
+        try FS.withScratchPool("numbers-recovered-unreadable", capacity: "16M") { scratch, pool in
+            let unreadable = #"[{"path":"/nonexistent/r.mov","length":1e300,"salvagedAt":1700000000}]"#
+            try Self.write(unreadable, to: pool + "/recovered.json")
+            let list = try CrashKit.provideo(pool, ["list"])
+            #expect(list.status == 0, "\(list)")
+            #expect(list.stderr.contains("warning: \(pool)/recovered.json is not a salvage log this pool can read"), "\(list)")
+            let input = TestSupport.pattern(300_001, seed: 12)
+            try CrashKit.killRecorderAfterCommit(pool, scratch + "/take.mov", input)
+            let recover = try CrashKit.provideo(pool, ["recover"])
+            #expect(recover.status == 0, "\(recover)")
+            #expect(TestSupport.readFile(pool + "/recovered.json.unreadable") == Array(unreadable.utf8))
+            let logged = try TestSupport.poolListing(pool).recovered
+            #expect(logged.map(\.path) == [scratch + "/take.mov"] && logged.first?.length == Int64(input.count), "\(logged)")
+            let whole = TestSupport.fileHolds(scratch + "/take.mov", input)
+            #expect(whole)
+        }
+    }
+
     /// `recovered.json`: a time or a length no salvage wrote is called corrupt by `list`, not
     /// printed as a date or a size; the sound entry is printed as it is.
     @Test(arguments: ["length", "salvagedAt"])

@@ -339,6 +339,11 @@ enum Commands {
         }
         LandingLines.printList(listing.landing ?? [])
         for recovered in listing.recovered { print(recoveredLine(recovered)) }
+        do {
+            _ = try pool.recoveredRecordings()
+        } catch let error as ProVideoError {
+            CommandLineProgram.printError("warning: \(error.message.terminalSafe); the recordings it lists are not shown")
+        }
     }
 
     /// "recovered 2025-01-02 03:04:05 +0000: PATH (N bytes)": one entry of the salvage log,

@@ -218,14 +218,29 @@ extension Pool {
     public func listing() throws -> PoolListing {
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
         let held = files.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }
-        return PoolListing(captures: try status().captures, recordings: held, recovered: recoveredRecordings(),
+        // An unreadable salvage log lists nothing; `recoveredRecordings` says why.
+        let recovered = (try? recoveredRecordings()) ?? []
+        return PoolListing(captures: try status().captures, recordings: held, recovered: recovered,
                            landing: try landings())
     }
 
-    /// The salvage log (`recovered.json`), oldest first.
-    func recoveredRecordings() -> [SalvagedRecording] {
-        guard let bytes = try? FileSystem.readSmallFile(layout.recoveredLog) else { return [] }
-        return (try? JSONDecoder().decode([SalvagedRecording].self, from: Data(bytes))) ?? []
+    /// The salvage log (`recovered.json`), oldest first; empty when there is none.
+    /// - Throws: `.corruptState` naming the file when it is there but is not a log this pool
+    ///   wrote (unreadable, or not its JSON: a number no `Int64` holds).
+    package func recoveredRecordings() throws -> [SalvagedRecording] {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileSystem.readSmallFile(layout.recoveredLog)
+        } catch let error as ProVideoError where error.errno == ENOENT {
+            return []
+        }
+        // An entry's impossible length or time is the display's to name (`provideo list`).
+        do {
+            return try JSONDecoder().decode([SalvagedRecording].self, from: Data(bytes))
+        } catch {
+            throw ProVideoError(.corruptState, "\(layout.recoveredLog) is not a salvage log this pool can read (\(error))",
+                                path: layout.recoveredLog)
+        }
     }
 
     /// Adds `recording` to the salvage log, so `provideo list` shows it whichever process
@@ -235,7 +250,14 @@ extension Pool {
     func logSalvage(_ recording: SalvagedRecording) throws {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.prettyPrinted]
-        var entries = recoveredRecordings() + [recording]
+        var entries: [SalvagedRecording]
+        do {
+            entries = try recoveredRecordings() + [recording]
+        } catch {
+            // Not read, so never overwritten: kept beside for whoever looks, and a new log begun.
+            try FileSystem.rename(layout.recoveredLog, layout.recoveredLog + ".unreadable")
+            entries = [recording]
+        }
         var bytes = try encoder.encode(entries)
         while bytes.count > MetadataHeadroom.recoveredLogBytes && entries.count > 1 {
             entries.removeFirst()
