@@ -73,7 +73,7 @@ MUTATIONS = [
     ("an unreadable commit record read as nothing committed", S + "Recovery/RecoveryDecision.swift",
      "        guard case .length(let committed) = facts.commit else { return .keep(.commitUnknown) }",
      "        guard case .length(let committed) = facts.commit else { return .discard(reported: true) }",
-     "committedBytesThatMayExist|unreadableCommitRecordKeepsTheTake"),
+     "committedBytesThatMayExist|unreadableCommitRecordKeepsTheTake|aStateFileTheMemberCannotReadKeepsTheTake"),
     ("a finishing take's lock removed before its journal", S + "Recovery/CaptureCompletion.swift",
      "for file in [files.data, files.journal + \".tmp\", files.journal, files.commit, files.progress] {",
      "for file in [files.progress, files.commit, files.data, files.journal + \".tmp\", files.journal] {",

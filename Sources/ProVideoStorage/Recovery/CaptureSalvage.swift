@@ -122,7 +122,7 @@ extension Pool {
         switch commit {
         case .missing: "missing"
         case .unreadable: "unreadable"
-        case .torn: "torn (no record's check word matches)"
+        case .torn: "torn (no record's check word matches, or the file is cut short)"
         case .length(let length): "\(length) bytes"
         }
     }
