@@ -147,9 +147,16 @@ extension Pool {
         // A take waiting to land shares its landing destination's temporary with
         // `provideo land`, which may be transferring it now: that file is the lander's.
         let landersOwn = note.landing == true && target == note.destination
-        if !landersOwn, let file = try? FileDescriptor.open(held, O_RDONLY | O_NONBLOCK),
-           let owner = try? RecordingOwner.of(file) {
-            do { try removeAbandonedCopy(of: held, toward: target, owner: owner) } catch { return }
+        if !landersOwn {
+            // Whose the temporary is must be known before it is removed, as they would: a
+            // recording that cannot be opened, or whose owner cannot be told (a second link, a
+            // mode others may write), keeps `movingTo`, so nothing is forgotten that was not done.
+            do {
+                let owner = try RecordingOwner.of(try FileDescriptor.open(held, O_RDONLY | O_NONBLOCK))
+                try removeAbandonedCopy(of: held, toward: target, owner: owner)
+            } catch {
+                return
+            }
         }
         var note = note
         note.movingTo = nil
