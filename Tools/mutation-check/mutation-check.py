@@ -171,8 +171,9 @@ MUTATIONS = [
      "",
      "anUnreadableSalvageLogIsKeptBeside"),
     ("a cut commit file read as its remaining record", S + "Journal/CommitRecord.swift",
-     "        guard bytes.count >= commitFileLength else { return .torn }\n",
-     "",
+     "        guard bytes.count >= commitFileLength else { return .torn }\n"
+     "        let lengths = commitSlots.map { Int($0) }.compactMap {",
+     "        let lengths = commitSlots.map { Int($0) }.filter { $0 + commitRecordLength <= bytes.count }.compactMap {",
      "aCutCommitFileProvesNothing"),
     ("two takes admitted to one destination", S + "Capture/CaptureStart.swift",
      "                try refuseTakenDestination(destination, running: running)\n",
