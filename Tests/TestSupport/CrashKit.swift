@@ -52,6 +52,9 @@ package enum CrashKit {
             Issue.record("\(tool) \(arguments) did not finish within \(timeout) s; it was killed")
         }
         group.wait()
+        // Closed here, not when Foundation frees the `Process` (later, from its own thread).
+        try? stdoutHandle.close()
+        try? stderrHandle.close()
         return Outcome(status: process.terminationStatus, reason: process.terminationReason,
                        stdout: String(decoding: out.data, as: UTF8.self), stderr: String(decoding: err.data, as: UTF8.self))
     }

@@ -112,16 +112,22 @@ package enum TestSupport {
         let outputData = out.readDataToEndOfFile()
         group.wait()
         process.waitUntilExit()
+        // Closed here, not when Foundation frees the `Process` (later, from its own thread).
+        try? out.close()
+        try? err.close()
         return ProcessResult(status: process.terminationStatus, stdout: String(decoding: outputData, as: UTF8.self),
                              stderr: String(decoding: errorData.data, as: UTF8.self))
     }
 
-    /// Starts a tool with piped standard output and error (and input when `stdinPipe`).
+    /// Starts a tool with piped standard output and error (and input when `stdinPipe`). The
+    /// caller ends it with `wait(_:seconds:)` or `waitUntilExit()`, never by `isRunning` alone:
+    /// a `Process` not waited for keeps its pipes open in this process.
     package static func start(_ tool: String, _ arguments: [String], environment: [String: String] = [:],
                       stdinPipe: Bool = false) throws -> Process {
         // A tool that refuses its input and exits early must fail the test, not kill it with
         // SIGPIPE when the test writes the rest of that input.
         signal(SIGPIPE, SIG_IGN)
+        try requireFewOpenDescriptors()
         let process = Process()
         process.executableURL = URL(fileURLWithPath: tool.hasPrefix("/") ? tool : productsDirectory + "/" + tool)
         process.arguments = arguments
@@ -135,6 +141,24 @@ package enum TestSupport {
         if stdinPipe { process.standardInput = Pipe() }
         try process.run()
         return process
+    }
+
+    /// The most descriptors this process may hold when it starts a child. Foundation's
+    /// `Process.run()` reads /proc/self/fd with a 256-byte copy of each entry's name, past the
+    /// end of glibc's 32 KiB readdir buffer once that buffer fills (about 1,360 entries of 24
+    /// bytes): the test process dies of SIGSEGV at random (swift-corelibs-foundation PR #5472,
+    /// seen in CI with 1,361 descriptors open). The suite's own need peaks near 250.
+    package static let descriptorCeiling = 1_000
+
+    /// Fails the test that would start a child while the process holds more than
+    /// `descriptorCeiling` descriptors: a leak, named here, instead of a crash later.
+    package static func requireFewOpenDescriptors() throws {
+        let open = try FileManager.default.contentsOfDirectory(atPath: "/proc/self/fd").count
+        guard open <= descriptorCeiling else {
+            throw ProVideoError(.ioError, "the test process holds \(open) descriptors, more than \(descriptorCeiling): "
+                                + "a child not waited for leaks its pipes (TestSupport.start); Foundation's Process.run "
+                                + "crashes past about 1,360")
+        }
     }
 
     /// Runs a shell command as a helper step (mkfs, mount); throws when it fails.
@@ -382,12 +406,17 @@ extension TestSupport {
     }
 
     /// Waits for `process` to exit, terminating it (SIGTERM, then SIGKILL) after `seconds`.
-    /// Returns false when it had to be killed.
+    /// Returns false when it had to be killed. Ends in `waitUntilExit()` either way: until it is
+    /// called, Foundation's `Process` and its run-loop source hold each other, so the child's
+    /// pipes stay open in this process for good (see `start`).
     @discardableResult
     package static func wait(_ process: Process, seconds: Double) -> Bool {
         let deadline = Date(timeIntervalSinceNow: seconds)
         while process.isRunning && Date() < deadline { usleep(20_000) }
-        guard process.isRunning else { return true }
+        guard process.isRunning else {
+            process.waitUntilExit()
+            return true
+        }
         process.terminate()
         let grace = Date(timeIntervalSinceNow: 3)
         while process.isRunning && Date() < grace { usleep(20_000) }
