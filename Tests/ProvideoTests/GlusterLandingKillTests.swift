@@ -9,7 +9,8 @@ import ProVideoStorage
 /// pool keeps the take's space until the take is published, `check` passes after every kill,
 /// and the take lands byte-identical.
 @Suite(.serialized, .enabled(if: GlusterVolume.unavailableReason == nil,
-                             Comment(rawValue: GlusterVolume.unavailableReason ?? "")))
+                             Comment(rawValue: GlusterVolume.unavailableReason ?? "")),
+       .enabled(if: LongTests.skipReason == nil, Comment(rawValue: LongTests.skipReason ?? "")))
 struct GlusterLandingKillTests {
     static let length: Int64 = 2 << 30
 

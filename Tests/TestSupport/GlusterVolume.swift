@@ -67,7 +67,10 @@ package struct GlusterVolume {
             try waitFor("glusterd to answer", seconds: 30) { answers() }
             return nil
         }
-        let log = "/tmp/provideo-tests/glusterd-start.log"
+        // A log of this start only: its own directory, made here (this may be the first test).
+        let scratch = TestSupport.scratchDirectory("startofglusterd")
+        defer { TestSupport.removeTree(scratch) }
+        let log = scratch + "/glusterd.log"
         daemonizing("glusterd", log: log)
         try waitFor("glusterd to start (\(logText(log)))", seconds: 30) { daemonPid() != nil && answers() }
         return daemonPid()
