@@ -171,7 +171,7 @@ struct OwnerChecksTests {
             let named = "\(path) is not a small regular file (\(bytes) bytes; at most \(FileSystem.smallFileLimit))"
             // The commands that only look do not open the capture's state: they say it waits.
             for command in [["status"], ["status", "--json"], ["list"], ["check"]] {
-                let result = try CrashKit.run(world.binary, ["--pool", world.pool] + command, timeout: 20)
+                let result = try CrashKit.run(world.binary, ["--pool", world.pool] + command)
                 #expect(result.reason == .exit && result.stderr.contains("wait to be salvaged"), "\(command): \(result)")
                 #expect(try accessed() == accessedBefore, "\(command) read the \(size) \(file)")
             }
@@ -179,7 +179,7 @@ struct OwnerChecksTests {
             let kept = file == "commit" ? "is left as it is" : "its \(input.count) committed bytes are kept"
             // `land` warns and goes on with its takes (exit 0); `recover` exits 1, naming it.
             for (command, status) in [(["land"], Int32(0)), (["recover"], Int32(1))] {
-                let result = try CrashKit.run(world.binary, ["--pool", world.pool] + command, timeout: 20)
+                let result = try CrashKit.run(world.binary, ["--pool", world.pool] + command)
                 #expect(result.reason == .exit && result.status == status && result.stderr.contains(named)
                         && result.stderr.contains(kept), "\(command): \(result)")
                 #expect(try accessed() == accessedBefore, "\(command) read the \(size) \(file)")

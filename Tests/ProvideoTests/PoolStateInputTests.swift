@@ -60,7 +60,7 @@ import Testing
             default: try TestSupport.shell("truncate -s 1T '\(path)'")
             }
             for command in [["status"], ["list"], ["check"], ["recover"], ["status", "--json"]] {
-                let outcome = try CrashKit.run("provideo", ["--pool", pool] + command, timeout: 20)
+                let outcome = try CrashKit.run("provideo", ["--pool", pool] + command)
                 Self.expectAnswered(outcome, "\(command) with \(file) a \(kind)")
             }
             try? FileManager.default.removeItem(atPath: path)

@@ -31,7 +31,7 @@ package enum CrashKit {
     /// standard input (tolerating a child that dies before reading it all).
     @discardableResult
     package static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil,
-                    environment: [String: String] = [:], timeout: Double = 60) throws -> Outcome {
+                    environment: [String: String] = [:], timeout: Double = TestSupport.hangLimit) throws -> Outcome {
         _ = ignoreSIGPIPE
         let process = try TestSupport.start(tool, arguments, environment: environment, stdinPipe: input != nil)
         final class Box: @unchecked Sendable { var data = Data() }
@@ -62,7 +62,7 @@ package enum CrashKit {
     /// `provideo --pool POOL ARGS...`.
     @discardableResult
     package static func provideo(_ pool: String, _ arguments: [String], input: [UInt8]? = nil,
-                         environment: [String: String] = [:], timeout: Double = 60) throws -> Outcome {
+                         environment: [String: String] = [:], timeout: Double = TestSupport.hangLimit) throws -> Outcome {
         try run("provideo", ["--pool", pool] + arguments, input: input, environment: environment, timeout: timeout)
     }
 

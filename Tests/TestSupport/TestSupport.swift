@@ -405,6 +405,11 @@ extension TestSupport {
         return try body()
     }
 
+    /// How long a child may run past the point where it should end before a test calls it hung,
+    /// in seconds. A hang detector, never a speed bound: under `.ci/run --stress` a recorder
+    /// given 20 s to finish 24 MiB on a loop ext4 was still finishing (it ended once told to).
+    package static let hangLimit: Double = 300
+
     /// Waits for `process` to exit, terminating it (SIGTERM, then SIGKILL) after `seconds`.
     /// Returns false when it had to be killed. Ends in `waitUntilExit()` either way: until it is
     /// called, Foundation's `Process` and its run-loop source hold each other, so the child's
