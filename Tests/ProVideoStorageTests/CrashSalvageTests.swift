@@ -50,7 +50,7 @@ extension CrashTests {
                     var outputs: [String] = []
                     for process in both {
                         let out = String(decoding: (process.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile(), as: UTF8.self)
-                        #expect(TestSupport.wait(process, seconds: TestSupport.hangLimit) && process.terminationStatus == 0, "recover: \(out)")
+                        #expect(TestSupport.wait(process) && process.terminationStatus == 0, "recover: \(out)")
                         outputs.append(out)
                     }
                     #expect(outputs.filter { $0.contains("(\(input.count) bytes) to \(destination)") }.count == 1,

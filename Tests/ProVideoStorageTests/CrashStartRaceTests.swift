@@ -58,7 +58,7 @@ extension CrashTests {
                     CrashKit.writeAll(input.fileDescriptor, payload[...])
                     try input.close()
                     try? (loser.standardInput as! Pipe).fileHandleForWriting.close()
-                    #expect(TestSupport.wait(winner, seconds: TestSupport.hangLimit), "iteration \(iteration): the winner did not finish")
+                    #expect(TestSupport.wait(winner), "iteration \(iteration): the winner did not finish")
                     #expect(winner.terminationReason == .exit && winner.terminationStatus == 0,
                             "iteration \(iteration): the winner exited \(winner.terminationStatus)")
                     #expect(TestSupport.fileEquals(destinations[1 - loserIndex], payload))
@@ -111,7 +111,7 @@ extension CrashTests {
                 #expect(!CrashKit.exists(dir + "/other.bin"))
                 #expect(recorder.isRunning)
                 try input.close()
-                #expect(TestSupport.wait(recorder, seconds: TestSupport.hangLimit) && recorder.terminationStatus == 0)
+                #expect(TestSupport.wait(recorder) && recorder.terminationStatus == 0)
                 #expect(TestSupport.fileEquals(destination, payload))
                 let sane = try CrashKit.expectSane(pool, "after the refused operations")
                 #expect(sane.initialCapacity == 16 << 20)

@@ -32,7 +32,7 @@ import Testing
         default:
             let child = try TestSupport.start("/bin/sh", ["-c", Self.script])
             let output = (child.standardOutput as! Pipe).fileHandleForReading.readDataToEndOfFile()
-            #expect(TestSupport.wait(child, seconds: TestSupport.hangLimit))
+            #expect(TestSupport.wait(child))
             stdout = String(decoding: output, as: UTF8.self)
         }
         let pipes = Self.pipeInodes(stdout)

@@ -72,7 +72,7 @@ struct FilesystemRecordTests {
                 var closed = false
                 defer {
                     if !closed { try? input.close() }
-                    TestSupport.wait(recorder, seconds: TestSupport.hangLimit)
+                    TestSupport.wait(recorder)
                 }
                 let chunk = TestSupport.pattern(1 << 20, seed: 77)
                 var fed: [UInt8] = []
@@ -94,7 +94,7 @@ struct FilesystemRecordTests {
                 #expect(remaining.last! <= (64 << 20) - (16 << 20), "remainingCapacity did not fall with the feed: \(remaining)")
                 try input.close()
                 closed = true
-                #expect(TestSupport.wait(recorder, seconds: TestSupport.hangLimit))
+                #expect(TestSupport.wait(recorder))
                 #expect(recorder.terminationStatus == 0)
                 #expect(TestSupport.fileEquals(destination, fed))
                 let after = try TestSupport.poolStatus(pool)
@@ -112,7 +112,7 @@ struct FilesystemRecordTests {
                 let input = (recorder.standardInput as! Pipe).fileHandleForWriting
                 defer {
                     try? input.close()
-                    TestSupport.wait(recorder, seconds: TestSupport.hangLimit)
+                    TestSupport.wait(recorder)
                 }
                 try input.write(contentsOf: TestSupport.pattern(12 << 20, seed: 78))
                 usleep(2_000_000)

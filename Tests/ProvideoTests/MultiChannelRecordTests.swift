@@ -39,7 +39,7 @@ import Testing
         /// Closes the input and waits (at most 60 s) for the summary; returns the exit status.
         func finish() -> Int32 {
             close()
-            TestSupport.wait(process, seconds: TestSupport.hangLimit)
+            TestSupport.wait(process)
             return process.terminationStatus
         }
 

@@ -47,7 +47,7 @@ struct UncountableGrantTests {
 
             try feed.write(contentsOf: Data(input[(1 << 20)...]))
             try feed.close()
-            #expect(TestSupport.wait(recorder, seconds: TestSupport.hangLimit) && recorder.terminationStatus == 0)
+            #expect(TestSupport.wait(recorder) && recorder.terminationStatus == 0)
             let whole = TestSupport.fileHolds(world.out + "/take.mov", input)
             #expect(whole, "the take is not its input")
             let check = try world.provideo("check")

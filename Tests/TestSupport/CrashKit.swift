@@ -31,7 +31,7 @@ package enum CrashKit {
     /// standard input (tolerating a child that dies before reading it all).
     @discardableResult
     package static func run(_ tool: String, _ arguments: [String], input: [UInt8]? = nil,
-                    environment: [String: String] = [:], timeout: Double = TestSupport.hangLimit) throws -> Outcome {
+                    environment: [String: String] = [:]) throws -> Outcome {
         _ = ignoreSIGPIPE
         let process = try TestSupport.start(tool, arguments, environment: environment, stdinPipe: input != nil)
         final class Box: @unchecked Sendable { var data = Data() }
@@ -48,8 +48,8 @@ package enum CrashKit {
             _ = writeAll(fd, input[...])
             try pipe.fileHandleForWriting.close()
         }
-        if !TestSupport.wait(process, seconds: timeout) {
-            Issue.record("\(tool) \(arguments) did not finish within \(timeout) s; it was killed")
+        if !TestSupport.wait(process) {
+            Issue.record("\(tool) \(arguments) did not finish within \(TestSupport.hangLimit) s; it was killed")
         }
         group.wait()
         // Closed here, not when Foundation frees the `Process` (later, from its own thread).
@@ -62,8 +62,8 @@ package enum CrashKit {
     /// `provideo --pool POOL ARGS...`.
     @discardableResult
     package static func provideo(_ pool: String, _ arguments: [String], input: [UInt8]? = nil,
-                         environment: [String: String] = [:], timeout: Double = TestSupport.hangLimit) throws -> Outcome {
-        try run("provideo", ["--pool", pool] + arguments, input: input, environment: environment, timeout: timeout)
+                         environment: [String: String] = [:]) throws -> Outcome {
+        try run("provideo", ["--pool", pool] + arguments, input: input, environment: environment)
     }
 
     /// Writes `bytes` to `fd`; returns how many were written before an error (EPIPE).

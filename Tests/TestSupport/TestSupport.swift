@@ -120,7 +120,7 @@ package enum TestSupport {
     }
 
     /// Starts a tool with piped standard output and error (and input when `stdinPipe`). The
-    /// caller ends it with `wait(_:seconds:)` or `waitUntilExit()`, never by `isRunning` alone:
+    /// caller ends it with `wait(_:)` or `waitUntilExit()`, never by `isRunning` alone:
     /// a `Process` not waited for keeps its pipes open in this process.
     package static func start(_ tool: String, _ arguments: [String], environment: [String: String] = [:],
                       stdinPipe: Bool = false) throws -> Process {
@@ -410,13 +410,13 @@ extension TestSupport {
     /// given 20 s to finish 24 MiB on a loop ext4 was still finishing (it ended once told to).
     package static let hangLimit: Double = 300
 
-    /// Waits for `process` to exit, terminating it (SIGTERM, then SIGKILL) after `seconds`.
+    /// Waits for `process` to exit, terminating it (SIGTERM, then SIGKILL) after `hangLimit`.
     /// Returns false when it had to be killed. Ends in `waitUntilExit()` either way: until it is
     /// called, Foundation's `Process` and its run-loop source hold each other, so the child's
     /// pipes stay open in this process for good (see `start`).
     @discardableResult
-    package static func wait(_ process: Process, seconds: Double) -> Bool {
-        let deadline = Date(timeIntervalSinceNow: seconds)
+    package static func wait(_ process: Process) -> Bool {
+        let deadline = Date(timeIntervalSinceNow: hangLimit)
         while process.isRunning && Date() < deadline { usleep(20_000) }
         guard process.isRunning else {
             process.waitUntilExit()
