@@ -18,6 +18,8 @@ import Foundation
 /// each grant's step is at least twice what the stream wrote while the previous grant ran,
 /// up to four times the configured step. When the reserve is empty it looks again every
 /// second (a replenish or a finished capture may refill it), or at once when the recorder asks.
+/// A grant's cut of the reserve (`ReserveGrants.cut`) is made by the capture's `ReserveCutter`,
+/// so that the next grant never waits for it (issue 44).
 ///
 /// `@unchecked Sendable`: every `var` is read and written only with `condition` locked;
 /// `grants` (the file descriptors and the pool lock used for granting) is used only on the
@@ -55,13 +57,18 @@ final class CaptureGranter: @unchecked Sendable {
     private var answered: UInt64 = 0
     private var stopping = false
     private var emptyAt: UInt64?
-    /// The grant in progress from the cut of the reserve until it returns: the capture's file's
-    /// size before it, the reserve's size before the cut, and the bytes it moves.
+    /// Bytes this capture's file was granted that the reserve still holds, until their cut.
+    private var uncut: Int64 = 0
+    /// The cut in progress, from when the reserve's size is read under the size lock until its
+    /// claim is cleared: the reserve's size before it, and the bytes it cuts.
     private var cut: Cut?
-    private typealias Cut = (from: Int64, reserveBefore: Int64, amount: Int64)
+    private typealias Cut = (reserveBefore: Int64, amount: Int64)
     /// Counts the cuts begun: a reserve size read between two equal counts, with no cut set,
-    /// is not torn by a grant of this capture.
+    /// is not torn by a cut of this capture.
     private var cuts: UInt64 = 0
+    private var cutter: ReserveCutter?
+    /// How long `stop()` waits for the cutter's last cuts at most, in nanoseconds.
+    private static let cutLimit: UInt64 = 30_000_000_000
 
     /// How long an empty reserve is left alone before the next look, unless asked, in
     /// nanoseconds.
@@ -79,6 +86,12 @@ final class CaptureGranter: @unchecked Sendable {
         self.configuredStep = step
         unit = grants.reserve.unit
         state = Grants(granted: granted, reserveEmpty: false, answered: true, failure: nil, step: step)
+        // Weak: a cut still failing at `stop()`'s deadline ends after the granter may be gone.
+        cutter = ReserveCutter(grants: grants, beginning: { [weak self] reserveBefore, amount in
+            self?.cutBegan(reserveBefore: reserveBefore, amount: amount)
+        }, ended: { [weak self] amount, made in
+            self?.cutEnded(amount: amount, made: made)
+        })
         let thread = Thread { [self] in run() }
         thread.name = "provideo-granter"
         thread.start()
@@ -88,29 +101,53 @@ final class CaptureGranter: @unchecked Sendable {
     var grantedBytes: Int64 { current.granted }
 
     /// Bytes the capture can still write beyond `length`: what its file was granted beyond it,
-    /// plus the reserve not yet granted (reads the reserve's size). Exact with respect to this
-    /// capture's own grants and never waits for one: while a grant is cutting the reserve
-    /// (under the reserve lock, so nobody else changes it) the figure is the one before the
-    /// grant; a size read that a cut began beside is read again. After three torn reads
-    /// (grants back to back) it is the lower figure, short by one grant, never over.
+    /// plus what the reserve holds free of other grants in flight (reads the reserve's size and
+    /// the claims, `ReserveClaims`). Exact with respect to this capture's own grants and never
+    /// waits for one: its claims in flight are its own bytes, its granted bytes the reserve
+    /// still holds are counted once, and while its cutter cuts the reserve (under the size
+    /// lock, so nobody else changes it) the figure is the one after the cut; a size read that a
+    /// cut began beside is read again. After three torn reads it is the lower figure, never
+    /// over. A read of the reserve or the claims that fails counts none of them: what this
+    /// capture was granted is proven, the rest is not.
     func remainingCapacity(beyond length: Int64) -> Int64 {
         var floor: Int64 = 0
         for _ in 0..<3 {
-            let (granted, cut, cuts) = snapshot()
-            if let cut { return CapacityAccount.remaining(granted: cut.from + cut.amount, length: length,
-                                                          reserve: cut.reserveBefore - cut.amount) }
-            let reserve = (try? grants.reserve.size()) ?? 0
-            floor = CapacityAccount.remaining(granted: granted, length: length, reserve: reserve)
-            let (_, cutAfter, cutsAfter) = snapshot()
-            if cutAfter == nil && cutsAfter == cuts { return floor }
+            let (granted, uncut, cut, cuts) = snapshot()
+            floor = CapacityAccount.remaining(granted: granted, length: length, reserve: 0)
+            let free: Int64
+            do {
+                let others = try grants.lock.claims.others(grants.reserve.calls).total
+                let reserve = try cut.map { $0.reserveBefore - $0.amount } ?? grants.reserve.size()
+                free = reserve - others - (uncut - (cut?.amount ?? 0))
+            } catch {
+                return floor
+            }
+            let figure = CapacityAccount.remaining(granted: granted, length: length, reserve: free)
+            let (_, _, cutAfter, cutsAfter) = snapshot()
+            if cut != nil || (cutAfter == nil && cutsAfter == cuts) { return figure }
+            floor = min(figure, floor)
         }
         return floor
     }
 
-    private func snapshot() -> (granted: Int64, cut: Cut?, cuts: UInt64) {
+    private func snapshot() -> (granted: Int64, uncut: Int64, cut: Cut?, cuts: UInt64) {
         condition.lock()
         defer { condition.unlock() }
-        return (state.granted, cut, cuts)
+        return (state.granted, uncut, cut, cuts)
+    }
+
+    private func cutBegan(reserveBefore: Int64, amount: Int64) {
+        condition.lock()
+        defer { condition.unlock() }
+        cut = (reserveBefore, amount)
+        cuts += 1
+    }
+
+    private func cutEnded(amount: Int64, made: Bool) {
+        condition.lock()
+        defer { condition.unlock() }
+        cut = nil
+        if made { uncut -= amount }
     }
 
     /// The grants as they stand, without waiting.
@@ -167,6 +204,7 @@ final class CaptureGranter: @unchecked Sendable {
         condition.unlock()
         grantLock.lock()
         defer { grantLock.unlock() }
+        _ = cutter?.finish(until: MonotonicTime.now() + Self.cutLimit)
         return grantedBytes
     }
 
@@ -198,19 +236,19 @@ final class CaptureGranter: @unchecked Sendable {
             var error: ProVideoError?
             var full = false, busy = false
             do {
-                // The new bytes are the recorder's once the file holds them, before the reserve's
-                // cut (its discards) ends.
-                added = try grants.grant(bytes, to: data, granted: from, sharing: !needing, allocated: { amount in
+                // The new bytes are the recorder's once the file holds them; the reserve's cut
+                // (its discards) is the cutter's.
+                let claimed = try grants.claim(bytes, for: data, granted: from, sharing: !needing)
+                if claimed > 0 {
+                    let cutting = try grants.allocate(claimed, to: data, granted: from)
                     condition.lock()
-                    state.granted = from + amount
+                    state.granted = from + claimed
+                    if cutting { uncut += claimed }
                     condition.unlock()
                     condition.broadcast()
-                }, cutting: { reserveBefore, amount in
-                    condition.lock()
-                    cut = (from, reserveBefore, amount)
-                    cuts += 1
-                    condition.unlock()
-                })
+                    if cutting { cutter?.cut(claimed) }
+                    added = claimed
+                }
             } catch let failed as ProVideoError {
                 // The reserve lock stayed busy: try again later. A filesystem too full for the
                 // grant even after the reserve gave its bytes up is an empty reserve to the
@@ -225,11 +263,8 @@ final class CaptureGranter: @unchecked Sendable {
                 error = ProVideoError(.ioError, "a grant failed: \(other)", path: data.path)
             }
             // The state changes before `grantLock` is released: `stop()` returns the final size.
-            // `state.granted` is already the file's size: `allocated` set it (and left it so when a
-            // cut failed after the allocation, as the file keeps the bytes).
             condition.lock()
             assert(added == 0 || state.granted == from + added, "a grant returned bytes it did not publish")
-            cut = nil
             state.reserveEmpty = (added == 0 && error == nil && !busy) || full
             emptyAt = state.reserveEmpty ? MonotonicTime.now() : nil
             if let error { state.failure = error }

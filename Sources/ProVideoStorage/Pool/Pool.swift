@@ -359,8 +359,10 @@ public final class Pool: @unchecked Sendable {
     /// was granted and has not written yet. The same number in every process; a capture
     /// publishes its progress every 250 ms while it writes (Apple: `remainingCapacity`).
     ///
-    /// A snapshot read on each access, under the pool's reserve lock (so a grant in progress
-    /// is counted once: the read waits for it, milliseconds as a rule): one statx(2) of the
+    /// A snapshot read on each access, under the pool's reserve size lock and reserve lock
+    /// (`CapacityAccount`: the read waits for a cut of the reserve or a return step in
+    /// progress, milliseconds as a rule, up to a second on a `discard` mount beside a writer;
+    /// it never waits for a capture's fallocate): a read of the claims, one statx(2) of the
     /// reserve, and per running capture a statx of its file and a read of its 8-byte progress
     /// block. Any thread but a recorder's real-time one: it uses `Capture.remainingCapacity`,
     /// which never waits.
@@ -369,14 +371,9 @@ public final class Pool: @unchecked Sendable {
     public var remainingCapacity: Int64 {
         get throws {
             let reserveFile = reserve(layout.reserve)
-            // Read under the reserve lock, which every grant holds from its first step to its
-            // last: a grant grows a capture's file, then cuts the reserve, and a reader between
-            // the two counted it twice: another process saw the capacity rise mid-capture. A
-            // return cuts the capture's file before it takes the lock to grow the reserve: a
-            // reader between the two counts that step (256 MiB at most) short, never over.
-            // Sizes read from the pool's files: summed without overflow (a member could plant
-            // many sparse files of the largest size).
-            return try lock.withReserve { try capacityAccount(reserveFile).remaining }
+            // With the claims of grants in flight, and no cut halfway: a reader that counted a
+            // grant twice, or once short, saw the capacity rise mid-capture.
+            return try lock.withReserveSize { try lock.withReserve { try capacityAccount(reserveFile).remaining } }
         }
     }
 
@@ -446,7 +443,7 @@ public final class Pool: @unchecked Sendable {
     @discardableResult
     public func resize(to capacity: Int64) throws -> Int64 {
         try Self.requireValidCapacity(capacity)
-        return try whileBusy(.adjustingCapacity, action: "resize the pool") { try lock.withReserve {
+        return try whileBusy(.adjustingCapacity, action: "resize the pool") { try lock.withReserveSize {
             let reserve = reserve(layout.reserve)
             let target = reserve.rounded(capacity)
             let current = try reserve.size()
@@ -489,9 +486,9 @@ public final class Pool: @unchecked Sendable {
     @discardableResult
     public func replenish() throws -> ReplenishResult {
         try whileBusy(.replenishing, action: "replenish the pool", besideCaptures: true) {
-            let (added, missing) = try lock.withReserve {
+            let (added, missing) = try lock.withReserveSize {
                 let reserve = reserve(layout.reserve)
-                let wanted = try capacityAccount(reserve).missing
+                let wanted = try lock.withReserve { try capacityAccount(reserve).missing }
                 let added = try refill(reserve, by: wanted)
                 return (added, max(wanted - added, 0))
             }
@@ -529,8 +526,9 @@ public final class Pool: @unchecked Sendable {
 
     // MARK: Internals
 
-    /// The pool's capacity as its files hold it now (`CapacityAccount`), against the
-    /// `initialCapacity` recorded in `pool.json` (another process may have resized the pool).
+    /// The pool's capacity as its files and the claims hold it now (`CapacityAccount`), against
+    /// the `initialCapacity` recorded in `pool.json` (another process may have resized the
+    /// pool). Call with the reserve lock held.
     func capacityAccount(_ reserveFile: Reserve) throws -> CapacityAccount {
         let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
         // An entry of captures/ that is not a directory (a stray file or link) holds no capture's
@@ -542,8 +540,8 @@ public final class Pool: @unchecked Sendable {
                 return false
             }
         }
-        return try CapacityAccount.read(reserve: reserveFile, captures: captures.map { ($0.data, $0.progress) },
-                                        initialCapacity: capacity)
+        return try CapacityAccount.read(reserve: reserveFile, claims: lock.claims.all(calls),
+                                        captures: captures.map { ($0.data, $0.progress) }, initialCapacity: capacity)
     }
 
     func reserve(_ file: String) -> Reserve {
@@ -589,7 +587,7 @@ public final class Pool: @unchecked Sendable {
         _ = try lock.withMutationIfFree {
             salvaged += try salvageDeadCaptures(control: control)
             guard try lock.heldByOthers().subtracting(.capturing).isEmpty else { return }
-            try lock.withReserve { try repairReserve() }
+            try lock.withReserveSize { try lock.withReserve { try repairReserve() } }
         }
     }
 
@@ -604,9 +602,11 @@ public final class Pool: @unchecked Sendable {
         // A grant whose reserve cut a power cut lost, or a grow recorded in pool.json whose
         // fallocate a power cut kept while a later shrink's record was lost.
         configuration = try PoolConfiguration.load(layout.configuration)
-        let limit = try capacityAccount(reserveFile).reserveLimit
-        if try reserveFile.size() > limit {
-            try reserveFile.open(nocow: false).truncate(limit, calls)
+        // Captures running in other processes may have grants in flight: their bytes the
+        // reserve still holds stay for their cuts.
+        let account = try capacityAccount(reserveFile)
+        if account.excess > 0 {
+            try reserveFile.open(nocow: false).truncate(account.reserve - account.excess, calls)
         }
         access.spare?.refill(to: reserveFile.headroom(reaching: configuration.initialCapacity), calls, access: access)
     }

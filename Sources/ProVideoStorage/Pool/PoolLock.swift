@@ -4,8 +4,12 @@ import Glibc
 /// The pool's lock file. Byte 0 serializes short state changes between processes; bytes 1…3
 /// are the busy reasons, each held with an OFD lock (fcntl(2) `F_OFD_SETLK`) by the process
 /// doing that work for as long as it runs (`capturing` shared, by every running capture);
-/// byte 16 serializes changes of the reserve's size (grants, returns, replenish), which must
-/// not wait behind a long mutation such as a move's copy. OFD locks belong to an open file description, so
+/// byte 16 (the reserve lock) serializes the claims of grants (`ReserveClaims`, bytes 64…191 and
+/// 4096…8191) and what reads them, for a few reads and one pwrite at a time; byte 17
+/// (the reserve's size lock) serializes changes of the reserve's size (a grant's cut, a
+/// return, a replenish), which may take a second on a `discard` mount and which a claim
+/// must not wait behind; neither waits behind a long mutation such as a move's copy. Whoever
+/// holds both takes 17 first. OFD locks belong to an open file description, so
 /// they conflict between two opens in one process too, and the kernel drops them when their
 /// owner dies: a free busy byte is proof the owner is gone, never a guess from a pid.
 ///
@@ -19,9 +23,18 @@ import Glibc
 /// through a writable path to the same pool; a mutation is refused (`readOnlyError`).
 final class PoolLock {
     private let file: FileDescriptor
-    private let threads = (mutation: NSRecursiveLock(), reserve: NSRecursiveLock())
+    private let threads = (mutation: ThreadHold(), reserve: ThreadHold(), reserveSize: ThreadHold())
     private static let mutationByte: Int64 = 0
     private static let reserveByte: Int64 = 16
+    private static let reserveSizeByte: Int64 = 17
+    /// The grants in flight through this lock file description, and every other's.
+    let claims: ReserveClaims
+    /// A byte's lock between this process's threads, and how deep the thread holding it is in
+    /// `holding` the byte (changed only with `lock` held).
+    private final class ThreadHold {
+        let lock = NSRecursiveLock()
+        var depth = 0
+    }
     /// The lock file's filesystem refused a write open (EROFS).
     let readOnly: Bool
 
@@ -35,6 +48,7 @@ final class PoolLock {
             file = try FileDescriptor.open(path, O_RDONLY)
             readOnly = true
         }
+        claims = ReserveClaims(file: file)
     }
 
     /// What a change to a pool on a read-only filesystem fails with.
@@ -63,10 +77,10 @@ final class PoolLock {
         }
     }
 
-    /// Runs `body` holding the reserve lock (byte 16): every change of the reserve's size
-    /// (a grant to a capture, a capture's return, a replenish, a repair) is made under it, so
-    /// that each reads the size it changes. Waits up to `mutationWaitLimit`, polling every
-    /// millisecond (holders keep it for one fallocate or ftruncate).
+    /// Runs `body` holding the reserve lock (byte 16): every claim of a grant, and every
+    /// figure that counts the claims (`ReserveClaims`), is made under it. Holders keep it for
+    /// a few reads and one pwrite of the lock file, never for an fallocate or an ftruncate.
+    /// Waits up to `mutationWaitLimit`, polling every millisecond.
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withReserve<T>(_ body: () throws -> T) throws -> T {
         try holding(Self.reserveByte, threads.reserve, "reserve lock", pollMicroseconds: 1_000, body) {
@@ -75,14 +89,30 @@ final class PoolLock {
         }
     }
 
+    /// Runs `body` holding the reserve's size lock (byte 17): every change of the reserve's
+    /// size (a grant's cut, a return, a replenish, a resize, a repair) is made under it, so
+    /// that each reads the size it changes. Take it before the reserve lock, never inside it.
+    /// Waits up to `mutationWaitLimit`, polling every millisecond.
+    /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
+    func withReserveSize<T>(_ body: () throws -> T) throws -> T {
+        try holding(Self.reserveSizeByte, threads.reserveSize, "reserve's size lock", pollMicroseconds: 1_000, body) {
+            "another process has held the pool's reserve size lock (\(file.path)) for \($0) s; a process is stopped "
+                + "inside a change of the reserve's size: try again"
+        }
+    }
+
     /// Runs `body` holding `byte` and this process's `threadLock` for it, polling for the byte
     /// until `mutationWaitLimit`; `refusal` says why it gave up, given the seconds waited.
     /// Shared on a read-only lock file (`readOnly`): such a process only reads.
-    private func holding<T>(_ byte: Int64, _ threadLock: NSRecursiveLock, _ what: String, pollMicroseconds: UInt32,
+    private func holding<T>(_ byte: Int64, _ thread: ThreadHold, _ what: String, pollMicroseconds: UInt32,
                             _ body: () throws -> T, refusal: (UInt64) -> String) throws -> T {
         let deadline = MonotonicTime.now() + mutationWaitLimit
-        try hold(threadLock, what, until: deadline, pollMicroseconds: pollMicroseconds)
-        defer { threadLock.unlock() }
+        try hold(thread.lock, what, until: deadline, pollMicroseconds: pollMicroseconds)
+        defer { thread.lock.unlock() }
+        // Nested in itself on this thread: the byte is held, and the outer call releases it.
+        thread.depth += 1
+        defer { thread.depth -= 1 }
+        if thread.depth > 1 { return try body() }
         while try !(readOnly ? file.lockShared(byte, 1) : file.lock(byte, 1, wait: false)) {
             guard MonotonicTime.now() < deadline else {
                 throw ProVideoError(.busy, refusal(mutationWaitLimit / 1_000_000_000), path: file.path)
@@ -97,8 +127,11 @@ final class PoolLock {
     /// running it otherwise.
     /// nil too on a read-only lock file: nothing can be changed there.
     func withMutationIfFree<T>(_ body: () throws -> T) throws -> T? {
-        guard !readOnly, threads.mutation.try() else { return nil }
-        defer { threads.mutation.unlock() }
+        guard !readOnly, threads.mutation.lock.try() else { return nil }
+        defer { threads.mutation.lock.unlock() }
+        threads.mutation.depth += 1
+        defer { threads.mutation.depth -= 1 }
+        if threads.mutation.depth > 1 { return try body() }
         guard try file.lock(Self.mutationByte, 1, wait: false) else { return nil }
         defer { file.unlock(Self.mutationByte, 1) }
         return try body()

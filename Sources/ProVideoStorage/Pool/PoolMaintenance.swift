@@ -328,10 +328,11 @@ extension Pool {
             problems.append("remainingCapacity \(remaining) exceeds the \(reserved) bytes really reserved")
         }
         let capacity = initialCapacity
-        let held = try capacityAccount(reserve(layout.reserve)).held
-        if size + held > capacity {
-            problems.append("the reserve (\(size) bytes) and the captures' grants (\(held) bytes) exceed "
-                            + "the pool's capacity of \(capacity) bytes")
+        // A grant in flight holds its bytes in a capture's file and the reserve until its cut.
+        let account = try lock.withReserve { try capacityAccount(reserve(layout.reserve)) }
+        if account.ownReserve + account.held > capacity {
+            problems.append("the reserve (\(account.ownReserve) bytes beyond grants in flight) and the captures' grants "
+                            + "(\(account.held) bytes) exceed the pool's capacity of \(capacity) bytes")
         }
         return problems
     }

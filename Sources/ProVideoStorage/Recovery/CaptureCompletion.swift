@@ -47,7 +47,7 @@ extension Pool {
         try FileSystem.syncDirectory(layout.captures, calls)
         // Paid once the journal is gone, so a replay never pays twice (a kill just before loses
         // it: `replenish` restores it).
-        if let owed = journal.owed { try lock.withReserve { growReserve(by: owed) } }
+        if let owed = journal.owed { try growReserve(by: owed) }
         return placement
     }
 
@@ -103,7 +103,7 @@ extension Pool {
             guard size > keep else { return }
             let amount = min(size - keep, Self.returnStep)
             try FileDescriptor.open(data, O_RDWR).truncate(size - amount, calls)
-            try lock.withReserve { growReserve(by: amount) }
+            try growReserve(by: amount)
         }
     }
 
@@ -124,20 +124,26 @@ extension Pool {
     }
 
     /// Grows the reserve by up to `bytes`, best effort, never past `initialCapacity` less what
-    /// the captures hold. Call with the reserve lock held.
-    private func growReserve(by bytes: Int64) {
-        let reserveFile = reserve(layout.reserve)
-        // Grants that cannot be counted are not given away.
-        let account: CapacityAccount
-        do {
-            account = try capacityAccount(reserveFile)
-        } catch {
-            // Unknown, not zero: nothing is given back until `replenish` can count the grants.
-            return
+    /// the captures hold. Holds the size lock throughout and the reserve lock only to count:
+    /// the grants of running captures claim beside it (issue 44).
+    /// - Throws: `.busy` when a lock stayed taken for 30 s.
+    private func growReserve(by bytes: Int64) throws {
+        try lock.withReserveSize {
+            let reserveFile = reserve(layout.reserve)
+            // Grants that cannot be counted are not given away.
+            let account: CapacityAccount
+            do {
+                account = try lock.withReserve { try capacityAccount(reserveFile) }
+            } catch let error as ProVideoError where error.code == .busy {
+                throw error
+            } catch {
+                // Unknown, not zero: nothing is given back until `replenish` can count the grants.
+                return
+            }
+            let grow = min(bytes, account.missing) / reserveFile.unit * reserveFile.unit
+            // Best effort: a reserve that could not grow is smaller; `replenish` restores it later.
+            if grow > 0 { _ = try? refill(reserveFile, by: grow) }
         }
-        let grow = min(bytes, account.missing) / reserveFile.unit * reserveFile.unit
-        // Best effort: a reserve that could not grow is smaller; `replenish` restores it later.
-        if grow > 0 { _ = try? refill(reserveFile, by: grow) }
     }
 
     /// Removes a capture's files and its directory, ignoring what is gone: `data`, then the

@@ -7,21 +7,29 @@ import Glibc
 /// a power cut left too large, a finished capture's give-back, and `Capture.remainingCapacity`.
 ///
 /// Sizes are read from the pool's files, so they are summed without overflow (a member of the
-/// pool's group could plant many sparse files of the largest size). Read it under the reserve
-/// lock for a snapshot never over: a grant grows a capture's file, then cuts the reserve, under
-/// the lock; a return cuts the capture's file outside it, then grows the reserve under it, so
-/// the snapshot may be short by one return step (`Pool.returnStep`).
+/// pool's group could plant many sparse files of the largest size). The grants in flight are
+/// counted from their claims (`ReserveClaims`): their bytes are the reserve's no longer but
+/// their capture's, whether its fallocate has given its file them yet or not (a capture's
+/// share is the larger of its file's size and its claim's end). Read under the size lock and
+/// the reserve lock, the snapshot is exact but for returns: a grant claims, then grows a
+/// capture's file, then cuts the reserve and clears its claim (under the size lock), and each
+/// step leaves the figures as they were; a return cuts the capture's file, then grows the
+/// reserve under the size lock, so the snapshot may be short by one return step
+/// (`Pool.returnStep`). Under the reserve lock alone it may also be short by a cut in
+/// progress, never over.
 struct CapacityAccount {
     /// What one running capture's file holds.
     struct CaptureShare {
-        /// Bytes its file was granted (its size).
+        /// Bytes its file was granted: its size, or its grant in flight's end.
         var granted: Int64
         /// Bytes it has written, from its progress block, rounded up to the reserve's unit.
         var written: Int64
     }
 
-    /// Bytes of the reserve.
+    /// Bytes of the reserve (its file's size).
     var reserve: Int64
+    /// Every slot's grants in flight, in bytes: the reserve still holds them.
+    var claims: ReserveClaims.Totals
     var captures: [CaptureShare]
     /// The capacity the pool was created or resized to (`pool.json`).
     var initialCapacity: Int64
@@ -33,34 +41,44 @@ struct CapacityAccount {
     /// whose file cannot be looked at holds an unknown share, so the account cannot be made:
     /// taken for 0, a regrowth or `replenish` grew the reserve into that capture's grant.
     /// - Throws: the reserve's statx error; a capture file's statx error other than ENOENT.
-    static func read(reserve: Reserve, captures: [(data: String, progress: String)],
+    static func read(reserve: Reserve, claims: ReserveClaims.Totals, captures: [(data: String, progress: String)],
                      initialCapacity: Int64) throws -> CapacityAccount {
         let shares = try captures.map { files in
             let granted: Int64
             do {
-                granted = Int64(clamping: try FileSystem.facts(files.data).size)
+                let facts = try FileSystem.facts(files.data)
+                granted = max(Int64(clamping: facts.size), claims.claimEnds[facts.ino] ?? 0)
             } catch let error as ProVideoError where error.errno == ENOENT {
                 granted = 0
             }
             return CaptureShare(granted: granted, written: reserve.rounded(CaptureJournal.readCounter(files.progress)))
         }
-        return CapacityAccount(reserve: try reserve.size(), captures: shares, initialCapacity: initialCapacity,
-                               unit: reserve.unit)
+        return CapacityAccount(reserve: try reserve.size(), claims: claims, captures: shares,
+                               initialCapacity: initialCapacity, unit: reserve.unit)
     }
 
     /// Bytes the captures' files hold: their grants.
     var held: Int64 { captures.map(\.granted).saturatingSum() }
 
-    /// Bytes captures can still write, together: the reserve plus what each capture was granted
-    /// and has not written yet.
-    var remaining: Int64 { (captures.map { max($0.granted - $0.written, 0) } + [reserve]).saturatingSum() }
+    /// Bytes captures can still write, together: the reserve free of claims plus what each
+    /// capture was granted and has not written yet.
+    var remaining: Int64 {
+        (captures.map { max($0.granted - $0.written, 0) } + [ownReserve]).saturatingSum()
+    }
+
+    /// Bytes of the reserve that are the reserve's: its size less the grants in flight, which
+    /// the captures' shares count.
+    var ownReserve: Int64 { max(reserve - claims.total, 0) }
 
     /// The most the reserve may hold: `initialCapacity` less what the captures hold, in whole
     /// units, never negative.
     var reserveLimit: Int64 { max(initialCapacity - held, 0) / unit * unit }
 
     /// Bytes the reserve lacks to reach its limit (what `replenish` adds), never negative.
-    var missing: Int64 { max(initialCapacity - held - reserve, 0) }
+    var missing: Int64 { max(initialCapacity - held - ownReserve, 0) }
+
+    /// Bytes the reserve holds beyond its limit (what a repair cuts), never negative.
+    var excess: Int64 { max(ownReserve - reserveLimit, 0) }
 
     /// A running capture's own remaining capacity: what its file was granted beyond `length`,
     /// plus the reserve. Read `granted` before the reserve: a grant in progress then makes it

@@ -2,86 +2,156 @@ import Glibc
 
 /// Moves space from the pool's reserve to a capture's file, ahead of the capture's write head,
 /// so that every write still lands on preallocated blocks on every filesystem (ext4 has no
-/// reflink to move extents between files): `fallocate(data, granted, n)` gives the capture's
-/// file `n` more preallocated bytes, then `ftruncate(reserve, size − n)` gives the reserve's
-/// last `n` bytes back to the filesystem. Grants are made under the pool's reserve lock, so two
-/// captures never take the same bytes (Docs/MULTI-CHANNEL.md has the design and its costs).
+/// reflink to move extents between files). A grant is three steps (issue 44):
+/// 1. `claim`: under the reserve lock, for a few reads and one pwrite, it takes `n` bytes of
+///    what the reserve holds beyond every grant in flight (`ReserveClaims`);
+/// 2. `allocate`: `fallocate(data, granted, n)` gives the capture's file `n` more preallocated
+///    bytes, with no lock (on ext4 it waits for the capture's own writes in flight,
+///    `inode_dio_wait`: 90–161 ms with 32 × 4 MiB in flight);
+/// 3. `cut`: `ftruncate(reserve, size − n)` gives the reserve's last `n` bytes back to the
+///    filesystem, under the reserve's size lock only (on a `discard` mount it waits for the
+///    device's discards: 55–716 ms for 210 MiB beside a writer), then clears the claim.
+/// So a capture's grant waits for no other capture's fallocate, cut or give-back, and the
+/// claims keep two captures from taking the same bytes (Docs/MULTI-CHANNEL.md has the design
+/// and its measurements).
 ///
-/// Order 1 → 2 never leaves freed bytes for another writer to take. It needs `n` bytes free
+/// Order 2 → 3 never leaves freed bytes for another writer to take. It needs `n` bytes free
 /// beside the reserve; on a filesystem too full for that, the reserve gives them up first.
-/// A power cut can lose a grant's bookkeeping either way: a capture's file larger than what
-/// the reserve gave (`Pool.repair(control:)` cuts the reserve to `initialCapacity` less what the
-/// captures hold), or a reserve smaller than it should be (`replenish` restores it).
+/// A kill or a power cut can lose a grant's bookkeeping either way: a capture's file larger than
+/// what the reserve gave (`Pool.repair(control:)` cuts the reserve to `initialCapacity` less
+/// what the captures hold), or a reserve smaller than it should be (`replenish` restores it).
 struct ReserveGrants {
     let reserve: Reserve
     let lock: PoolLock
 
-    /// Grants up to `bytes` (rounded down to the reserve's unit) to the capture's file `data`,
-    /// which holds `granted` bytes so far. A grant made ahead of need (`sharing`) takes at most
-    /// half of what the reserve has left (at least 1 MiB), so that a nearly empty reserve is
-    /// shared among the captures that run rather than taken by the first to ask.
-    /// `cutting(reserveBefore, amount)` is called, with the reserve lock held, before each cut of
-    /// the reserve: until the grant returns, the reserve is `reserveBefore` or
-    /// `reserveBefore - amount` and nobody else changes it (the granter's exact
-    /// `remainingCapacity`). `allocated(amount)` is called as soon as the capture's file holds
-    /// the `amount` new bytes: after `cutting`, and before the cut itself when the filesystem
-    /// has room for both. The cut frees blocks, which on a `discard` mount waits for the
-    /// device's discards (on ext4 beside a writer, a cut of 210 MiB took 55–716 ms), and the
-    /// capture can write its new bytes meanwhile.
-    /// - Returns: the bytes granted: 0 when the reserve is empty.
-    /// - Throws: `.ioError`: the capture's file and the reserve are as they were, unless the
-    ///   reserve's cut failed after `allocated`: the file then keeps its new bytes, counted
-    ///   twice until `Pool.repair(control:)`, as after a power cut between the two steps;
-    ///   `.busy` when the reserve lock stayed taken for 30 s.
-    func grant(_ bytes: Int64, to data: FileDescriptor, granted: Int64, sharing: Bool,
-               allocated: (_ amount: Int64) -> Void = { _ in },
-               cutting: (_ reserveBefore: Int64, _ amount: Int64) -> Void = { _, _ in }) throws -> Int64 {
+    /// Step 1: claims up to `bytes` (rounded down to the reserve's unit) for the capture's file
+    /// `data`, which holds `granted` bytes so far. A grant made ahead of need (`sharing`) takes
+    /// at most half of what the reserve has free (at least 1 MiB), so that a nearly empty reserve
+    /// is shared among the captures that run rather than taken by the first to ask.
+    /// - Returns: the bytes claimed: 0 when the reserve has none free.
+    /// - Throws: `.invariantViolated` when `data` is not `granted` bytes long; `.busy` when the
+    ///   reserve lock stayed taken for 30 s or every claim slot is taken; `.ioError` or
+    ///   `.corruptState` when the claims cannot be read or recorded (nothing is claimed).
+    func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
         try lock.withReserve {
             // A grant from anywhere but the file's end would count bytes the file already has.
-            let size = Int64(try data.facts().size)
+            let facts = try data.facts()
+            let size = Int64(facts.size)
             guard size == granted else {
                 throw ProVideoError(.invariantViolated, "a grant from offset \(granted) of \(data.path), whose size is "
                                     + "\(size)", path: data.path)
             }
-            let available = try reserve.size()
+            let available = try reserve.size() - lock.claims.all(reserve.calls).total
+            guard available > 0 else { return 0 }
             let share = sharing ? max(available / 2, min(available, 1 << 20)) : available
             let amount = max(min(bytes, share) / reserve.unit * reserve.unit, min(available, reserve.unit))
             guard amount > 0 else { return 0 }
-            let calls = reserve.calls
-            let reserveFD = try reserve.open(nocow: false)
-            var rc = calls.fallocate(data.rawValue, false, granted, amount)
-            if rc == -ENOSPC || rc == -EDQUOT {
-                let full = ProVideoError.system("fallocate", errno: -rc, path: data.path)
-                do { try rollBack(data, to: granted) } catch {
-                    throw Rollback.keepingFirst(full, restoring: "the capture's file's size (\(granted) bytes)") { throw error }
-                }
-                cutting(available, amount)
-                try reserveFD.truncate(available - amount, calls)
-                rc = calls.fallocate(data.rawValue, false, granted, amount)
-                if rc < 0 {
-                    // The reserve gave `amount` up for nothing: it grows back, or the error says
-                    // the pool is that much short (`provideo replenish` restores it).
-                    throw Rollback.keepingFirst(ProVideoError.system("fallocate", errno: -rc, path: data.path),
-                                                restoring: "the capture's file and \(amount) bytes of the reserve "
-                                                + "(`provideo replenish` restores them)") {
-                        try rollBack(data, to: granted)
-                        try reserve.grow(reserveFD, from: available - amount, to: available)
-                    }
-                }
-                allocated(amount)
-                return amount
-            }
-            if rc < 0 {
-                throw Rollback.keepingFirst(ProVideoError.system("fallocate", errno: -rc, path: data.path),
-                                            restoring: "the capture's file's size (\(granted) bytes)") {
-                    try rollBack(data, to: granted)
-                }
-            }
-            CrashPoint.hit("grant.allocated")
-            cutting(available, amount)
-            allocated(amount)
-            try reserveFD.truncate(available - amount, calls)
+            try lock.claims.claim(amount, inode: facts.ino, end: granted + amount, reserve.calls)
             return amount
+        }
+    }
+
+    /// Step 2: allocates the `amount` bytes claimed in the capture's file, from `granted`.
+    /// - Returns: whether the reserve still holds them (`cut` must follow); false when the
+    ///   filesystem was too full and the reserve gave them up first.
+    /// - Throws: `.ioError`, `.notEnoughSpace`: the capture's file is as it was and the claim
+    ///   is released (the reserve is whole, or the error says what it lacks).
+    func allocate(_ amount: Int64, to data: FileDescriptor, granted: Int64) throws -> Bool {
+        let calls = reserve.calls
+        let rc = calls.fallocate(data.rawValue, false, granted, amount)
+        if rc == -ENOSPC || rc == -EDQUOT {
+            try allocateFromTheReserve(amount, to: data, granted: granted,
+                                       after: ProVideoError.system("fallocate", errno: -rc, path: data.path))
+            return false
+        }
+        if rc < 0 {
+            throw Rollback.keepingFirst(ProVideoError.system("fallocate", errno: -rc, path: data.path),
+                                        restoring: "the capture's file's size (\(granted) bytes) and the reserve's claim") {
+                try rollBack(data, to: granted)
+                try lock.withReserve { try lock.claims.endClaim(allocated: false, calls) }
+            }
+        }
+        CrashPoint.hit("grant.allocated")
+        try lock.withReserve { try lock.claims.endClaim(allocated: true, calls) }
+        return true
+    }
+
+    /// Step 3: cuts `amount` allocated bytes from the reserve and clears their claim.
+    /// `beginning(reserveBefore)` is called once the reserve's size is read and nobody else
+    /// can change it, before the cut; `ended()` once the claim is cleared (or the cut failed).
+    /// - Throws: ftruncate's or the claim's error (a cut whose claim could not be cleared is
+    ///   undone); `.busy` when the size lock stayed taken for 30 s. The claim then stays: the
+    ///   bytes count as taken until the cut is made or this lock file description is closed
+    ///   (`Pool.repair(control:)` then cuts them).
+    func cut(_ amount: Int64, beginning: (_ reserveBefore: Int64) -> Void = { _ in }, ended: () -> Void = {}) throws {
+        try lock.withReserveSize {
+            let size = try reserve.size()
+            guard size >= amount else {
+                throw ProVideoError(.invariantViolated, "a cut of \(amount) bytes from a reserve of \(size) bytes",
+                                    path: reserve.path)
+            }
+            beginning(size)
+            defer { ended() }
+            let reserveFD = try reserve.open(nocow: false)
+            try reserveFD.truncate(size - amount, reserve.calls)
+            do {
+                try lock.withReserve { try lock.claims.clearCut(amount, reserve.calls) }
+            } catch {
+                // A cut reserve beside a claim that still stands would count the bytes as missing
+                // from it (a give-back would grow it past the capacity): the cut is undone.
+                throw Rollback.keepingFirst(error, restoring: "the \(amount) bytes cut from the reserve while their claim "
+                                            + "stood (the reserve holds them twice until `Pool.repair`)") {
+                    try reserve.grow(reserveFD, from: size - amount, to: size)
+                }
+            }
+        }
+    }
+
+    /// The three steps at once (a capture's start, which holds its bytes before it returns).
+    /// - Returns: the bytes granted: 0 when the reserve has none free.
+    /// - Throws: what the steps throw; after `allocate`, the file keeps its new bytes and a
+    ///   failed cut leaves them counted twice until `Pool.repair(control:)`, as after a power cut.
+    func grant(_ bytes: Int64, to data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
+        let amount = try claim(bytes, for: data, granted: granted, sharing: sharing)
+        if amount > 0, try allocate(amount, to: data, granted: granted) { try cut(amount) }
+        return amount
+    }
+
+    /// A filesystem too full for the claimed bytes beside the reserve: the reserve gives them
+    /// up, then the capture's file takes them, under the size lock so that no give-back counts
+    /// them as missing meanwhile.
+    private func allocateFromTheReserve(_ amount: Int64, to data: FileDescriptor, granted: Int64,
+                                        after full: ProVideoError) throws {
+        let calls = reserve.calls
+        do { try rollBack(data, to: granted) } catch {
+            throw Rollback.keepingFirst(full, restoring: "the capture's file's size (\(granted) bytes) and the reserve's claim") {
+                try lock.withReserve { try lock.claims.endClaim(allocated: false, calls) }
+                throw error
+            }
+        }
+        try lock.withReserveSize {
+            let reserveFD: FileDescriptor, size: Int64
+            do {
+                size = try reserve.size()
+                reserveFD = try reserve.open(nocow: false)
+                try reserveFD.truncate(size - amount, calls)
+            } catch {
+                throw Rollback.keepingFirst(error, restoring: "the reserve's claim") {
+                    try lock.withReserve { try lock.claims.endClaim(allocated: false, calls) }
+                }
+            }
+            try lock.withReserve { try lock.claims.endClaim(allocated: false, calls) }
+            let rc = calls.fallocate(data.rawValue, false, granted, amount)
+            if rc < 0 {
+                // The reserve gave `amount` up for nothing: it grows back, or the error says
+                // the pool is that much short (`provideo replenish` restores it).
+                throw Rollback.keepingFirst(ProVideoError.system("fallocate", errno: -rc, path: data.path),
+                                            restoring: "the capture's file and \(amount) bytes of the reserve "
+                                            + "(`provideo replenish` restores them)") {
+                    try rollBack(data, to: granted)
+                    try reserve.grow(reserveFD, from: size - amount, to: size)
+                }
+            }
         }
     }
 
