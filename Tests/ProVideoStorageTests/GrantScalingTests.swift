@@ -1,0 +1,208 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// Grants scale with the number of streams (issue 44): no capture's grant waits behind another
+/// capture's fallocate, behind its own or another's cut of the reserve, or behind a give-back.
+/// Each test holds one step inside a system call until the step it must not wait for has
+/// happened (or `holdLimit` passed), so what it proves does not depend on the machine's speed:
+/// with a grant that waited, the hold runs out and the test says so.
+@Suite struct GrantScalingTests {
+    /// How long a held call waits for what it waits for, in nanoseconds.
+    static let holdLimit: UInt64 = 20_000_000_000
+    static let step: Int64 = 1 << 20
+
+    static var options: CaptureOptions {
+        var options = testOptions
+        options.overrunPolicy = .wait(nanoseconds: 30_000_000_000)
+        options.grantSize = step
+        return options
+    }
+
+    /// Waits until `condition` holds or `holdLimit` passed; returns whether it held.
+    static func awaiting(_ condition: () -> Bool) -> Bool {
+        let deadline = MonotonicTime.now() + holdLimit
+        while !condition() {
+            guard MonotonicTime.now() < deadline else { return false }
+            usleep(1_000)
+        }
+        return true
+    }
+
+    /// Four captures' first grants after their start, each held inside its fallocate until all
+    /// four are inside theirs at once: they were (a grant under one reserve lock for all
+    /// captures, as before, let one in at a time), and every file is exact after.
+    @Test(.timeLimit(.minutes(3)))
+    func theCapturesGrantsRunAtOnce() throws {
+        let count = 4
+        // The capture files whose first grant after the start was held, those inside their
+        // fallocate now, and the most that were inside at once.
+        let state = Shared((held: Set<String>(), inside: 0, most: 0))
+        var calls = SystemCalls.live
+        calls.fallocate = { fd, keepSize, offset, length in
+            let path = TestSupport.path(of: fd)
+            let holding = offset > 0 && path.contains("/captures/") && state.update { state in
+                guard state.held.count < count, state.held.insert(path).inserted else { return false }
+                state.inside += 1
+                state.most = max(state.most, state.inside)
+                return true
+            }
+            guard holding else { return SystemCalls.live.fallocate(fd, keepSize, offset, length) }
+            _ = Self.awaiting { state.current.most == count }
+            let rc = SystemCalls.live.fallocate(fd, keepSize, offset, length)
+            state.update { $0.inside -= 1 }
+            return rc
+        }
+        try withPool(capacity: 32 << 20, calls: calls) { pool, scratch in
+            let captures = try (0..<count).map { try pool.startCapture(to: scratch + "/iso-\($0).mov", options: Self.options) }
+            var frames = [[UInt8]](repeating: [], count: count)
+            // Two frames each: the second finds the lead below two steps, and every granter asks.
+            for (index, capture) in captures.enumerated() {
+                for seed in 0..<2 {
+                    let frame = TestSupport.pattern(256 << 10, seed: UInt64(index * 10 + seed))
+                    try capture.append(frame)
+                    frames[index] += frame
+                }
+            }
+            let landed = Self.awaiting { captures.allSatisfy { $0.granter.grantedBytes > 2 * Self.step } }
+            let most = state.current.most
+            #expect(most == count, "at most \(most) of \(count) captures' grants were in fallocate at once")
+            #expect(landed, "not every capture's grant landed")
+            for (index, capture) in captures.enumerated() {
+                for seed in 2...7 {
+                    let frame = TestSupport.pattern(256 << 10, seed: UInt64(index * 10 + seed))
+                    try capture.append(frame)
+                    frames[index] += frame
+                }
+            }
+            for (index, capture) in captures.enumerated() {
+                let result = try capture.finish()
+                #expect(TestSupport.fileHolds(result.path, frames[index]), "iso-\(index) does not hold its frames")
+            }
+            #expect(try pool.check() == [])
+        }
+    }
+
+    /// A capture's cut of the reserve, held inside its ftruncate, does not delay the
+    /// capture's next grant: the grant after it landed while the cut was held (a cut made on
+    /// the granter's thread, as before, held every later grant behind it), and the reserve and
+    /// the capture's file add up to the pool's capacity once the cuts are made.
+    @Test(.timeLimit(.minutes(3)))
+    func aCutNeverDelaysTheNextGrant() throws {
+        let capture = Shared<Capture?>(nil), cutHeld = Shared(false), grantedWhileHeld = Shared<Int64>(0)
+        var calls = SystemCalls.live
+        calls.ftruncate = { fd, length in
+            if let running = capture.current, !cutHeld.current, TestSupport.path(of: fd).hasSuffix("/pool/reserve") {
+                cutHeld.update { $0 = true }
+                let before = running.granter.grantedBytes
+                _ = Self.awaiting { running.granter.grantedBytes > before }
+                grantedWhileHeld.update { $0 = running.granter.grantedBytes - before }
+            }
+            return SystemCalls.live.ftruncate(fd, length)
+        }
+        try withPool(capacity: 32 << 20, calls: calls) { pool, scratch in
+            let started = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
+            capture.update { $0 = started }
+            var accepted: [UInt8] = []
+            // Frames until a grant has landed while the cut was held: each append tells the
+            // granter where the head is, and one beyond the granted bytes waits for the grant.
+            for seed in 0..<40 where grantedWhileHeld.current == 0 {
+                let frame = TestSupport.pattern(256 << 10, seed: UInt64(seed))
+                try started.append(frame)
+                accepted += frame
+            }
+            capture.update { $0 = nil }
+            #expect(cutHeld.current, "no cut of the reserve after the start")
+            #expect(grantedWhileHeld.current > 0, "no grant landed while the capture's cut was held")
+            let result = try started.finish()
+            #expect(TestSupport.fileHolds(result.path, accepted))
+            #expect(try pool.check() == [])
+        }
+    }
+
+    /// A finished take's give-back, held inside its growth of the reserve, does not delay a
+    /// running capture's grant: the running capture's grant landed while the give-back was
+    /// held (a give-back holding the reserve lock, as before, held it until the hold ran out).
+    @Test(.timeLimit(.minutes(3)))
+    func aGiveBackNeverDelaysAGrant() throws {
+        let running = Shared<Capture?>(nil), giveBackHeld = Shared(false), grantedWhileHeld = Shared<Int64>(0)
+        var calls = SystemCalls.live
+        calls.fallocate = { fd, keepSize, offset, length in
+            if let capture = running.current, !giveBackHeld.current, TestSupport.path(of: fd).hasSuffix("/pool/reserve") {
+                giveBackHeld.update { $0 = true }
+                let before = capture.granter.grantedBytes
+                _ = Self.awaiting { capture.granter.grantedBytes > before }
+                grantedWhileHeld.update { $0 = capture.granter.grantedBytes - before }
+            }
+            return SystemCalls.live.fallocate(fd, keepSize, offset, length)
+        }
+        try withPool(capacity: 32 << 20, calls: calls) { pool, scratch in
+            let ending = try pool.startCapture(to: scratch + "/ending.mov", options: Self.options)
+            let kept = try pool.startCapture(to: scratch + "/kept.mov", options: Self.options)
+            let endingFrame = TestSupport.pattern(256 << 10, seed: 1)
+            try ending.append(endingFrame)
+            running.update { $0 = kept }
+            let finisher = Thread { _ = try? ending.cancel() }
+            finisher.start()
+            #expect(Self.awaiting { giveBackHeld.current }, "the cancel gave nothing back to the reserve")
+            // The kept capture's lead falls below two steps: its granter asks while the give-back is held.
+            var accepted: [UInt8] = []
+            for seed in 0..<12 where grantedWhileHeld.current == 0 {
+                let frame = TestSupport.pattern(256 << 10, seed: UInt64(10 + seed))
+                try kept.append(frame)
+                accepted += frame
+            }
+            _ = Self.awaiting { grantedWhileHeld.current > 0 }
+            running.update { $0 = nil }
+            _ = Self.awaiting { finisher.isFinished }
+            #expect(grantedWhileHeld.current > 0, "the running capture's grant did not land while the give-back was held")
+            let result = try kept.finish()
+            #expect(TestSupport.fileHolds(result.path, accepted))
+            #expect(try pool.check() == [])
+        }
+    }
+
+    /// The claims another lock file description records count, and a holder's end frees its
+    /// slot: a claim shows as claimed with its file's new end, then as allocated, then as none
+    /// once cleared; a slot whose holder closed its lock file counts nothing though its bytes
+    /// remain; a value outside any pool's capacity in a held slot makes the claims unknown
+    /// (`.corruptState`), not a number; a slot taken again starts from none.
+    @Test func claimsAreSeenByOthersAndDieWithTheirHolder() throws {
+        try withPool { pool, _ in
+            let calls = SystemCalls.live
+            let observer = try PoolLock(path: pool.layout.lock, access: pool.access)
+            var holder: PoolLock? = try PoolLock(path: pool.layout.lock, access: pool.access)
+            try holder!.withReserve { try holder!.claims.claim(3 << 20, inode: 77, end: 5 << 20, calls) }
+            var seen = try observer.claims.others(calls)
+            #expect(seen == ReserveClaims.Totals(claimed: 3 << 20, allocated: 0, claimEnds: [77: 5 << 20]))
+            try holder!.withReserve { try holder!.claims.endClaim(allocated: true, calls) }
+            seen = try observer.claims.others(calls)
+            #expect(seen == ReserveClaims.Totals(claimed: 0, allocated: 3 << 20, claimEnds: [:]))
+            try holder!.withReserve { try holder!.claims.clearCut(1 << 20, calls) }
+            #expect(try observer.claims.others(calls).allocated == 2 << 20)
+            // Its holder gone, the slot counts nothing: the kernel dropped its lock.
+            holder = nil
+            #expect(try observer.claims.others(calls) == ReserveClaims.Totals())
+            let raw = try FileDescriptor.open(pool.layout.lock, O_RDONLY)
+            var stale = [Int64](repeating: 0, count: 2)
+            _ = try stale.withUnsafeMutableBytes { try raw.read(into: $0, at: ReserveClaims.slotValueBase, calls) }
+            #expect(stale[1] == 2 << 20, "the dead holder's slot no longer holds its value: the test proves nothing")
+            // A new holder takes a slot from none; a planted value in it is refused by readers.
+            let next = try PoolLock(path: pool.layout.lock, access: pool.access)
+            try next.withReserve { try next.claims.claim(1 << 20, inode: 78, end: 1 << 20, calls) }
+            #expect(try observer.claims.others(calls) == ReserveClaims.Totals(claimed: 1 << 20, allocated: 0,
+                                                                               claimEnds: [78: 1 << 20]))
+            let writer = try FileDescriptor.open(pool.layout.lock, O_RDWR)
+            let planted = [Int64.max.littleEndian]
+            try planted.withUnsafeBytes { try writer.writeAll($0, at: ReserveClaims.slotValueBase + 8, calls) }
+            #expect(throws: ProVideoError.self) { try observer.claims.others(calls) }
+            do {
+                _ = try observer.claims.others(calls)
+            } catch let error as ProVideoError {
+                #expect(error.code == .corruptState && error.message.contains("claim slot 0"), "\(error)")
+            }
+        }
+    }
+}
