@@ -164,6 +164,53 @@ import Testing
         }
     }
 
+    /// Another process's account counts a grant once at each of its steps: read through a
+    /// second `Pool` while the capture's fallocate is held (claimed, the file not yet grown),
+    /// just after it (the file grown, the claim standing) and while its cut is held (allocated,
+    /// the reserve not yet cut), the reserve's own bytes and the captures' shares add up to
+    /// the pool's capacity each time (a claim in flight not counted as its capture's made it
+    /// short by the grant, and another process saw the capacity rise mid-capture).
+    @Test(.timeLimit(.minutes(3)))
+    func aGrantInFlightIsCountedOnceAtEachStep() throws {
+        let reader = Shared<Pool?>(nil), sums = Shared<[String: Int64]>([:])
+        // The first reading at each step; -1 for an account that could not be read.
+        let record: @Sendable (String) -> Void = { step in
+            guard let pool = reader.current, sums.current[step] == nil else { return }
+            let account = try? pool.lock.withReserve { try pool.capacityAccount(pool.reserve(pool.layout.reserve)) }
+            sums.update { $0[step] = account.map { $0.ownReserve + $0.held } ?? -1 }
+        }
+        var calls = SystemCalls.live
+        calls.fallocate = { fd, keepSize, offset, length in
+            let capturing = offset > 0 && TestSupport.path(of: fd).contains("/captures/")
+            if capturing { record("claimed") }
+            let rc = SystemCalls.live.fallocate(fd, keepSize, offset, length)
+            if capturing { record("allocated") }
+            return rc
+        }
+        calls.ftruncate = { fd, length in
+            if TestSupport.path(of: fd).hasSuffix("/pool/reserve") { record("cutting") }
+            return SystemCalls.live.ftruncate(fd, length)
+        }
+        try withPool(capacity: 32 << 20, calls: calls) { pool, scratch in
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
+            reader.update { $0 = try? Pool.open(at: pool.path) }
+            try #require(reader.current != nil)
+            var accepted: [UInt8] = []
+            for seed in 0..<12 where sums.current.count < 3 {
+                let frame = TestSupport.pattern(256 << 10, seed: UInt64(seed))
+                try capture.append(frame)
+                accepted += frame
+            }
+            _ = Self.awaiting { sums.current.count == 3 }
+            reader.update { $0 = nil }
+            let capacity = pool.initialCapacity
+            #expect(sums.current == ["claimed": capacity, "allocated": capacity, "cutting": capacity],
+                    "reserve + shares at each step, against \(capacity): \(sums.current)")
+            let result = try capture.finish()
+            #expect(TestSupport.fileHolds(result.path, accepted))
+        }
+    }
+
     /// The claims another lock file description records count, and a holder's end frees its
     /// slot: a claim shows as claimed with its file's new end, then as allocated, then as none
     /// once cleared; a slot whose holder closed its lock file counts nothing though its bytes

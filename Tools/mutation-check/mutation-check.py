@@ -81,7 +81,7 @@ MUTATIONS = [
     ("a claim in flight not counted as its capture's", S + "Reserve/CapacityAccount.swift",
      "granted = max(Int64(clamping: facts.size), claims.claimEnds[facts.ino] ?? 0)",
      "granted = Int64(clamping: facts.size)",
-     "asyncRecorderWithStatusObserver"),
+     "aGrantInFlightIsCountedOnceAtEachStep|asyncRecorderWithStatusObserver"),
     ("a dead holder's claim slot counted", S + "Reserve/ReserveClaims.swift",
      "                  try file.isLockedByOthers(Self.slotLockBase + Int64(index), 1) else { continue }",
      "                  true else { continue }",
