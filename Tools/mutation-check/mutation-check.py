@@ -87,7 +87,7 @@ MUTATIONS = [
      "                  true else { continue }",
      "claimsAreSeenByOthersAndDieWithTheirHolder"),
     ("a claim slot's value not range-checked", S + "Reserve/ReserveClaims.swift",
-     "where !(0...Pool.maximumCapacity).contains(value) {",
+     "where !(0...Reserve.maximumSize).contains(value) {",
      "where value < 0 && false {",
      "claimsAreSeenByOthersAndDieWithTheirHolder"),
     ("salvage takes running captures too", S + "Recovery/RecoveryDecision.swift",

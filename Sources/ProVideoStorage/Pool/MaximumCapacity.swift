@@ -1,9 +1,6 @@
 extension Pool {
-    /// The largest capacity a pool takes, in bytes: 8 EiB less 1 GiB, the largest multiple of
-    /// 1 GiB a file offset (Int64) holds. A capacity is rounded up to the allocation unit (the
-    /// direct-I/O alignment or the block size, a power of two far below 1 GiB), and near
-    /// `Int64.max` that rounding would overflow; below this limit it always fits.
-    package static let maximumCapacity: Int64 = Int64.max / (1 << 30) * (1 << 30)
+    /// The largest capacity a pool takes, in bytes (`Reserve.maximumSize`).
+    package static let maximumCapacity: Int64 = Reserve.maximumSize
 
     /// Refuses a capacity outside 1 ... `maximumCapacity` bytes.
     /// - Throws: `.invalidArgument` saying the limit.

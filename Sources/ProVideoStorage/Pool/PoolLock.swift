@@ -48,7 +48,7 @@ final class PoolLock {
             file = try FileDescriptor.open(path, O_RDONLY)
             readOnly = true
         }
-        claims = ReserveClaims(file: file)
+        claims = ReserveClaims(file: file, writable: !readOnly)
     }
 
     /// What a change to a pool on a read-only filesystem fails with.

@@ -16,6 +16,13 @@ struct Reserve {
     /// The filesystem is btrfs, whose metadata reservations the headroom must cover too.
     var isBtrfs = false
 
+    /// The largest reserve, and so the largest capacity a pool takes, in bytes: 8 EiB less
+    /// 1 GiB, the largest multiple of 1 GiB a file offset (Int64) holds. A capacity is rounded
+    /// up to the allocation unit (the direct-I/O alignment or the block size, a power of two far
+    /// below 1 GiB), and near `Int64.max` that rounding would overflow; below this limit it
+    /// always fits.
+    static let maximumSize: Int64 = Int64.max / (1 << 30) * (1 << 30)
+
     /// The reserve's size in bytes, 0 when there is no reserve file.
     func size() throws -> Int64 {
         guard FileSystem.exists(path) else { return 0 }

@@ -66,15 +66,31 @@ final class ReserveClaims {
     /// This slot's values as last written; changed under the reserve lock.
     private var own = Slot()
 
-    init(file: FileDescriptor) {
+    /// The end of the slots in `pool.lock`, in bytes.
+    static let slotsEnd = slotValueBase + Int64(slotCount * slotSize)
+
+    /// - Parameter writable: the lock file is open for writing: its slots get their blocks
+    ///   now, so that a claim's pwrite never needs a block (a grant on a full filesystem) and
+    ///   never extends the file (XFS then preallocates past its end, and frees that later
+    ///   beside whoever is counting the free space).
+    init(file: FileDescriptor, writable: Bool) {
         self.file = file
+        guard writable else { return }
+        do {
+            guard Int64(try file.facts().allocated_bytes) < Self.slotsEnd else { return }
+        } catch {
+            // Not known to have them: allocated again, which changes nothing where it has them.
+        }
+        // Without the blocks (a full filesystem), a claim finds out: its pwrite fails and
+        // the grant says so; nothing is counted from it.
+        _ = SystemCalls.live.fallocate(file.rawValue, false, 0, Self.slotsEnd)
     }
 
     /// What the other slots in use hold: every slot whose byte another open file description
     /// locks. Needs no lock: a slot is written with one 32-byte pwrite; call it under the
     /// reserve lock for a figure no claim changes meanwhile.
     /// - Throws: pread's or fcntl's error (`.ioError`): the claims are then unknown, not none;
-    ///   `.corruptState` for a value outside 0 ... `Pool.maximumCapacity`.
+    ///   `.corruptState` for a value outside 0 ... `Reserve.maximumSize`.
     func others(_ calls: SystemCalls) throws -> Totals {
         let values = try readSlots(calls)
         let mine = slotLock.withLock { slot }
@@ -83,7 +99,7 @@ final class ReserveClaims {
             let slot = values[index]
             guard slot.claimed != 0 || slot.allocated != 0,
                   try file.isLockedByOthers(Self.slotLockBase + Int64(index), 1) else { continue }
-            for value in [slot.claimed, slot.allocated, slot.claimEnd] where !(0...Pool.maximumCapacity).contains(value) {
+            for value in [slot.claimed, slot.allocated, slot.claimEnd] where !(0...Reserve.maximumSize).contains(value) {
                 throw ProVideoError(.corruptState, "claim slot \(index) of \(file.path) holds \(value) bytes, outside any "
                                     + "pool's capacity: the reserve's free bytes are unknown until the process holding "
                                     + "the slot ends", path: file.path)
