@@ -211,6 +211,60 @@ import Testing
         }
     }
 
+    /// A grant read between a cut's ftruncate and the clearing of its claim finds the reserve's
+    /// last bytes free, not taken twice (field case: the C API's test, on CI, ended a capture
+    /// `storageFull` at 12 or 15 of 16 MiB). A pool of four steps: the start takes two, the
+    /// first grant after two frames a third, whose cut is held just after its ftruncate until the granter's
+    /// claim for a frame needing the fourth has read the claim slots. The frame is accepted (a
+    /// claim that counted the cut bytes as claimed as well found none free) and the pool ends
+    /// exactly full.
+    @Test(.timeLimit(.minutes(3)))
+    func aGrantBesideACutFindsTheReserveAsItIs() throws {
+        // Armed once the capture has started (its start cut the reserve on this thread), the
+        // first cut after is its cutter's: it is held while `holding`, until a slot read on
+        // another thread than this (the recorder's): the granter's claim.
+        let armed = Shared(false), holding = Shared(false), slotReads = Shared(0)
+        let recorder = pthread_self()
+        var calls = SystemCalls.live
+        calls.ftruncate = { fd, length in
+            let rc = SystemCalls.live.ftruncate(fd, length)
+            if armed.current, TestSupport.path(of: fd).hasSuffix("/pool/reserve") {
+                armed.update { $0 = false }
+                holding.update { $0 = true }
+                _ = Self.awaiting { slotReads.current > 0 }
+                holding.update { $0 = false }
+            }
+            return rc
+        }
+        calls.pread = { fd, buffer, count, offset in
+            if holding.current, offset == ReserveClaims.slotValueBase, pthread_equal(pthread_self(), recorder) == 0,
+               TestSupport.path(of: fd).hasSuffix("/pool/pool.lock") {
+                slotReads.update { $0 += 1 }
+            }
+            return SystemCalls.live.pread(fd, buffer, count, offset)
+        }
+        try withPool(capacity: 4 * Self.step, calls: calls) { pool, scratch in
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
+            #expect(capture.granter.grantedBytes == 2 * Self.step)
+            armed.update { $0 = true }
+            // Two quarter steps: the second finds the lead below two steps, and the granter takes
+            // the third.
+            let first = TestSupport.pattern(Int(Self.step / 2), seed: 1)
+            try capture.append(Array(first[..<Int(Self.step / 4)]))
+            try capture.append(Array(first[Int(Self.step / 4)...]))
+            #expect(Self.awaiting { holding.current }, "the granter's grant was never cut")
+            #expect(capture.granter.grantedBytes == 3 * Self.step)
+            // Up to the pool's last byte: the frame needs the fourth step, the reserve's last.
+            let last = TestSupport.pattern(Int(4 * Self.step - Self.step / 2), seed: 2)
+            try capture.append(last)
+            #expect(slotReads.current > 0, "the granter did not read the claims while the cut was held: the test proves nothing")
+            let result = try capture.finish()
+            #expect(result.length == 4 * Self.step)
+            #expect(TestSupport.fileHolds(result.path, first + last))
+            #expect(try pool.check() == [])
+        }
+    }
+
     /// The claims another lock file description records count, and a holder's end frees its
     /// slot: a claim shows as claimed with its file's new end, then as allocated, then as none
     /// once cleared; a slot whose holder closed its lock file counts nothing though its bytes

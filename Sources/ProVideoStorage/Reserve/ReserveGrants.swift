@@ -28,27 +28,47 @@ struct ReserveGrants {
     /// `data`, which holds `granted` bytes so far. A grant made ahead of need (`sharing`) takes
     /// at most half of what the reserve has free (at least 1 MiB), so that a nearly empty reserve
     /// is shared among the captures that run rather than taken by the first to ask.
+    ///
+    /// The reserve lock alone does not order a claim against a cut in flight (made under the
+    /// size lock, its claim cleared after the ftruncate): read between the two, the cut bytes
+    /// count twice and the reserve looks that much emptier than it is. So a claim that finds
+    /// less than `bytes` free while allocated bytes await their cut reads again under the size
+    /// lock too, where no cut is in flight: near an empty reserve a grant waits for the cuts,
+    /// and never answers "empty" for bytes that are only being cut (a capture told so ends
+    /// `storageFull` with space left).
     /// - Returns: the bytes claimed: 0 when the reserve has none free.
     /// - Throws: `.invariantViolated` when `data` is not `granted` bytes long; `.busy` when the
-    ///   reserve lock stayed taken for 30 s or every claim slot is taken; `.ioError` or
-    ///   `.corruptState` when the claims cannot be read or recorded (nothing is claimed).
+    ///   reserve lock or the size lock stayed taken for 30 s or every claim slot is taken;
+    ///   `.ioError` or `.corruptState` when the claims cannot be read or recorded (nothing is
+    ///   claimed).
     func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
-        try lock.withReserve {
-            // A grant from anywhere but the file's end would count bytes the file already has.
-            let facts = try data.facts()
-            let size = Int64(facts.size)
-            guard size == granted else {
-                throw ProVideoError(.invariantViolated, "a grant from offset \(granted) of \(data.path), whose size is "
-                                    + "\(size)", path: data.path)
-            }
-            let available = try reserve.size() - lock.claims.all(reserve.calls).total
-            guard available > 0 else { return 0 }
-            let share = sharing ? max(available / 2, min(available, 1 << 20)) : available
-            let amount = max(min(bytes, share) / reserve.unit * reserve.unit, min(available, reserve.unit))
-            guard amount > 0 else { return 0 }
-            try lock.claims.claim(amount, inode: facts.ino, end: granted + amount, reserve.calls)
+        if let amount = try lock.withReserve({ try claim(bytes, for: data, granted: granted, sharing: sharing, exact: false) }) {
             return amount
         }
+        return try lock.withReserveSize {
+            try lock.withReserve { try claim(bytes, for: data, granted: granted, sharing: sharing, exact: true) } ?? 0
+        }
+    }
+
+    /// A claim under the reserve lock; nil when it found less than `bytes` free beside
+    /// allocated bytes not yet cut and is not `exact` (the size lock held: no cut in flight).
+    private func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool, exact: Bool) throws -> Int64? {
+        // A grant from anywhere but the file's end would count bytes the file already has.
+        let facts = try data.facts()
+        let size = Int64(facts.size)
+        guard size == granted else {
+            throw ProVideoError(.invariantViolated, "a grant from offset \(granted) of \(data.path), whose size is "
+                                + "\(size)", path: data.path)
+        }
+        let claims = try lock.claims.all(reserve.calls)
+        let available = try reserve.size() - claims.total
+        if available < bytes && claims.allocated > 0 && !exact { return nil }
+        guard available > 0 else { return 0 }
+        let share = sharing ? max(available / 2, min(available, 1 << 20)) : available
+        let amount = max(min(bytes, share) / reserve.unit * reserve.unit, min(available, reserve.unit))
+        guard amount > 0 else { return 0 }
+        try lock.claims.claim(amount, inode: facts.ino, end: granted + amount, reserve.calls)
+        return amount
     }
 
     /// Step 2: allocates the `amount` bytes claimed in the capture's file, from `granted`.
