@@ -88,6 +88,45 @@ extension CrashTests {
             }
         }
 
+        /// The reserve's fallocate fails (EIO) while a finish gives the capture's unused grant
+        /// back: the reserve's growth is unknown, so finish reports the fallocate and stops
+        /// there, the take still journaled; an open with the disk well again places it whole
+        /// and a replenish restores the pool's whole capacity. Before, the error was dropped
+        /// (`try?`) and the finish went on as if the reserve had grown.
+        @Test func aReserveThatCannotRegrowStopsTheFinishWithItsError() throws {
+            try TestSupport.withScratch("regrow-eio") { dir in
+                let path = dir + "/pool"
+                _ = try Pool.create(at: path, capacity: 16 * Self.mib)
+                defer { try? Pool.open(at: path).destroy() }
+                let switches = CrashFaultSwitches()
+                var calls = SystemCalls.live
+                calls.fallocate = { fd, keep, offset, length in
+                    guard switches["failing"], TestSupport.path(of: fd) == path + "/reserve" else {
+                        return SystemCalls.live.fallocate(fd, keep, offset, length)
+                    }
+                    _ = switches.count("fallocate")
+                    return -EIO
+                }
+                let input = TestSupport.pattern(300_011, seed: 53)
+                try {
+                    let capture = try Pool.open(at: path, systemCalls: calls).startCapture(to: dir + "/take.mov", options: testOptions)
+                    try capture.append(input)
+                    switches["failing"] = true
+                    let error = #expect(throws: ProVideoError.self) { try capture.finish() }
+                    #expect(error?.systemCall == "fallocate" && error?.errno == EIO, "finish threw \(String(describing: error))")
+                    #expect(switches.total("fallocate") >= 1, "the reserve's fallocate was never called")
+                    switches["failing"] = false
+                }()
+                let pool = try Pool.open(at: path)
+                #expect(TestSupport.fileEquals(dir + "/take.mov", input), "the take was not placed whole")
+                #expect(!TestSupport.hasCapture(path), "the capture's files are left")
+                _ = try pool.replenish()
+                #expect(try pool.remainingCapacity == 16 * Self.mib)
+                #expect(try pool.check() == [])
+                try FileManager.default.removeItem(atPath: dir + "/take.mov")
+            }
+        }
+
         /// A resize whose grow fails (fallocate EIO) and whose rollback of the recorded capacity
         /// fails too (the configuration's flush): the resize reports the fallocate and that the
         /// recorded capacity could not be restored.

@@ -95,8 +95,9 @@ extension Pool {
     /// dead), and freeing its blocks waits for the device's discards on a `discard` mount (a
     /// cut of 1 GiB took up to 1.2 s on ext4 beside a writer), which the grants of the captures
     /// still running must not wait behind. Meanwhile the pool's capacity reads that step short,
-    /// never over (`CapacityAccount`). A reserve lock that stays taken for 30 s (`.busy`) loses
-    /// the step already cut, as a crash there would (`replenish` restores it).
+    /// never over (`CapacityAccount`). A reserve lock that stays taken for 30 s (`.busy`), or a
+    /// reserve whose growth failed other than for space, loses the step already cut, as a crash
+    /// there would (`replenish` restores it), and stops the give-back with that error.
     func giveBack(from data: String, keeping keep: Int64) throws {
         while true {
             let size = Int64(try FileSystem.facts(data).size)
@@ -123,10 +124,15 @@ extension Pool {
         return room
     }
 
-    /// Grows the reserve by up to `bytes`, best effort, never past `initialCapacity` less what
-    /// the captures hold. Holds the size lock throughout and the reserve lock only to count:
-    /// the grants of running captures claim beside it (issue 44).
-    /// - Throws: `.busy` when a lock stayed taken for 30 s.
+    /// Grows the reserve by up to `bytes`, never past `initialCapacity` less what the captures
+    /// hold. Holds the size lock throughout and the reserve lock only to count: the grants of
+    /// running captures claim beside it (issue 44). A filesystem without the space is a fact,
+    /// answered best effort (the reserve stays smaller; `replenish` restores it later); any
+    /// other failure leaves the reserve's growth unknown and is thrown, so the give-back stops
+    /// there, with the capture still journaled for its replay.
+    /// - Throws: `.busy` when a lock stayed taken for 30 s; what `refill` throws but
+    ///   `.notEnoughSpace` (a failed read of the reserve's size, `fallocate`'s or the flush's
+    ///   `EIO`).
     private func growReserve(by bytes: Int64) throws {
         try lock.withReserveSize {
             let reserveFile = reserve(layout.reserve)
@@ -141,8 +147,12 @@ extension Pool {
                 return
             }
             let grow = min(bytes, account.missing) / reserveFile.unit * reserveFile.unit
-            // Best effort: a reserve that could not grow is smaller; `replenish` restores it later.
-            if grow > 0 { _ = try? refill(reserveFile, by: grow) }
+            guard grow > 0 else { return }
+            do {
+                _ = try refill(reserveFile, by: grow)
+            } catch let error as ProVideoError where error.code == .notEnoughSpace {
+                return
+            }
         }
     }
 
