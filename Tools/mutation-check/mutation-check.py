@@ -79,7 +79,7 @@ MUTATIONS = [
      "            } catch {\n",
      "aReserveThatCannotRegrowStopsTheFinishWithItsError"),
     ("a claim beside a cut in flight counts the cut bytes twice", S + "Reserve/ReserveGrants.swift",
-     "        if available < bytes && claims.allocated > 0 && !exact { return nil }\n",
+     "        if available < bytes && claims.allocated > 0 && !sizeLockHeld { return nil }\n",
      "",
      "aGrantBesideACutFindsTheReserveAsItIs|apiTestProgramPassesEveryCheck"),
     ("a grant's cut on the granter's thread", S + "Capture/CaptureGranter.swift",

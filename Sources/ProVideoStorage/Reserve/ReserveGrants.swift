@@ -42,17 +42,18 @@ struct ReserveGrants {
     ///   `.ioError` or `.corruptState` when the claims cannot be read or recorded (nothing is
     ///   claimed).
     func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
-        if let amount = try lock.withReserve({ try claim(bytes, for: data, granted: granted, sharing: sharing, exact: false) }) {
+        if let amount = try lock.withReserve({ try claim(bytes, for: data, granted: granted, sharing: sharing, sizeLockHeld: false) }) {
             return amount
         }
         return try lock.withReserveSize {
-            try lock.withReserve { try claim(bytes, for: data, granted: granted, sharing: sharing, exact: true) } ?? 0
+            try lock.withReserve { try claim(bytes, for: data, granted: granted, sharing: sharing, sizeLockHeld: true) } ?? 0
         }
     }
 
     /// A claim under the reserve lock; nil when it found less than `bytes` free beside
-    /// allocated bytes not yet cut and is not `exact` (the size lock held: no cut in flight).
-    private func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool, exact: Bool) throws -> Int64? {
+    /// allocated bytes not yet cut, and a cut may be in flight (`sizeLockHeld` false).
+    private func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool,
+                       sizeLockHeld: Bool) throws -> Int64? {
         // A grant from anywhere but the file's end would count bytes the file already has.
         let facts = try data.facts()
         let size = Int64(facts.size)
@@ -62,7 +63,7 @@ struct ReserveGrants {
         }
         let claims = try lock.claims.all(reserve.calls)
         let available = try reserve.size() - claims.total
-        if available < bytes && claims.allocated > 0 && !exact { return nil }
+        if available < bytes && claims.allocated > 0 && !sizeLockHeld { return nil }
         guard available > 0 else { return 0 }
         let share = sharing ? max(available / 2, min(available, 1 << 20)) : available
         let amount = max(min(bytes, share) / reserve.unit * reserve.unit, min(available, reserve.unit))
