@@ -185,9 +185,13 @@ public final class CaptureMount: @unchecked Sendable {
             mounted.waitUntilEnded()
             return false
         }
+        // A rename onto a file replaces it, as rename(2) does once the take has landed: the
+        // outcome does not depend on whether the close came first (issue 39, D3). The landing
+        // replaces only a file that was there at the rename, never one made after it.
         var taken = stat()
-        if fstatat(directory, to, &taken, AT_SYMLINK_NOFOLLOW) == 0 {
-            throw ProVideoError(.destinationExists, "\(to) exists", errno: EEXIST)
+        let replacing = fstatat(directory, to, &taken, AT_SYMLINK_NOFOLLOW) == 0
+        if replacing && taken.st_mode & S_IFMT == S_IFDIR {
+            throw ProVideoError(.invalidDestination, "\(to) is a directory", errno: EISDIR)
         }
         return try mounted.lock.withLock {
             guard mounted.current == .open else { return false }
@@ -198,6 +202,7 @@ public final class CaptureMount: @unchecked Sendable {
                 captures[from] = nil
                 captures[to] = mounted
                 mounted.name = to
+                mounted.replacing = replacing
             }
             return true
         }
@@ -222,7 +227,7 @@ public final class CaptureMount: @unchecked Sendable {
                 if result.landingTo == nil {
                     if mounted.name != mounted.destination {
                         let rc = try? ThreadIdentity.acting(as: mounted.uid, mounted.gid) {
-                            pv_rename(directory, mounted.destination, mounted.name, 1)
+                            pv_rename(directory, mounted.destination, mounted.name, mounted.replacing ? 0 : 1)
                         }
                         if rc == 0 { landed = destinationPath + "/" + mounted.name } else {
                             log("\(mounted.destination) landed, but could not be renamed to \(mounted.name): "

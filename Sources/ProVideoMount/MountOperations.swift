@@ -16,9 +16,10 @@ enum MountOperations {
     static func table() -> fuse_operations {
         var operations = fuse_operations()
         operations.`init` = { _, config in
-            // Sizes and names change while a take is written: the kernel asks every time.
+            // Sizes and names change while a take is written: the kernel asks every time. A
+            // capture's opens are direct I/O each (no page cache between a writer and its take);
+            // the destination's own files are not, so a shared mmap of them works (issue 39, D4).
             if let config {
-                config.pointee.direct_io = 1
                 config.pointee.attr_timeout = 0
                 config.pointee.entry_timeout = 0
                 config.pointee.negative_timeout = 0
@@ -132,17 +133,26 @@ enum MountOperations {
 
     static func openFile(_ name: String, _ info: UnsafeMutablePointer<fuse_file_info>) throws -> Int32 {
         if let mounted = mount.capture(named: name) {
-            let writing = pv_fuse_flags(info) & O_ACCMODE != O_RDONLY
-            // A reader (a preview, ffprobe) does not keep the take from landing: only writers count.
-            let open = mounted.lock.withLock { () -> Bool in
-                guard mounted.current == .open else { return false }
-                if writing { mounted.writers += 1 }
-                return true
+            let flags = pv_fuse_flags(info)
+            let writing = flags & O_ACCMODE != O_RDONLY
+            // A reader (a preview, ffprobe) does not keep the take from landing: only writers
+            // count. A take has one writer's open: a second opener's writes would interleave
+            // with the first's (EBUSY), and an O_TRUNC open would overwrite its start (EPERM:
+            // a take only grows). nil: its last writer has closed it, it is finishing.
+            let refusal = mounted.lock.withLock { () -> Int32? in
+                guard mounted.current == .open, mounted.writerOpen else { return nil }
+                guard writing else { return 0 }
+                if flags & O_TRUNC != 0 && mounted.length > 0 { return -EPERM }
+                return -EBUSY
             }
-            if open {
-                info.pointee.fh = mount.add(.capture(mounted, writing: writing))
-                pv_fuse_set_direct_io(info)
-                return 0
+            if let refusal {
+                if refusal == 0 {
+                    info.pointee.fh = mount.add(.capture(mounted, writing: false))
+                    pv_fuse_set_direct_io(info)
+                } else {
+                    mount.log("refused a second open for writing of \(name), being recorded, for user \(pv_fuse_uid())")
+                }
+                return refusal
             }
             // Finishing: once landed, the recording is a file of the destination.
             mounted.waitUntilEnded()
@@ -194,18 +204,15 @@ enum MountOperations {
     /// capture goes on until `release`, when the last is gone.
     static func flush(_ number: UInt64) -> Int32 { 0 }
 
-    /// The last descriptor of an open closed: a capture whose last writer this was finishes
+    /// The last descriptor of an open closed: a capture whose writer's open this was finishes
     /// (the kernel sends this after close(2) has returned: the recording reaches its
     /// destination moments later, and is seen through the mount meanwhile).
     static func release(_ number: UInt64) -> Int32 {
         switch mount.removeHandle(number) {
         case .capture(let mounted, let writing)?:
             guard writing else { break }
-            let last = mounted.lock.withLock { () -> Bool in
-                mounted.writers -= 1
-                return mounted.writers == 0
-            }
-            if last { mount.finishInBackground(mounted) }
+            mounted.lock.withLock { mounted.writerOpen = false }
+            mount.finishInBackground(mounted)
         case .file(let fd)?:
             close(fd)
         case nil:

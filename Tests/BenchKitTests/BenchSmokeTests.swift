@@ -101,6 +101,23 @@ import Testing
         }
     }
 
+    /// Run by bare name from `PATH` (as an installed tool is), `--mode all` still finds
+    /// `provideo` and runs the mount mode (issue 39, D6: it looked beside `argv[0]`, which then
+    /// names no directory, and ran three modes).
+    @Test(.enabled(if: CaptureMountProcess.isAvailable && TestSupport.isRoot, "needs /dev/fuse and root"))
+    func aBenchRunFromPathRunsTheMountMode() throws {
+        try Self.withPool { pool, _ in
+            let path = TestSupport.productsDirectory + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
+            let result = try TestSupport.run("/usr/bin/env", [
+                "provideo-bench", "--pool", pool.path, "--bitrate", "40M", "--fps", "50", "--duration", "0.1",
+                "--mode", "all", "--json"], environment: ["PATH": path, "PROVIDEO_BIN": ""])
+            #expect(result.status == 0, "\(result.stderr)")
+            let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+            let modes = (object?["modes"] as? [String: Any])?.keys.sorted()
+            #expect(modes == ["buffered", "direct", "mount", "pool"], "modes run: \(String(describing: modes)); \(result.stderr)")
+        }
+    }
+
     @Test func calibrateReportsBandwidth() throws {
         try Self.withPool { pool, _ in
             let fio = FileManager.default.isExecutableFile(atPath: "/usr/bin/fio")

@@ -215,6 +215,77 @@ struct CaptureMountTests {
         }
     }
 
+    /// A take in progress has one writer's open (issue 39, D1 and D2): an `O_TRUNC` open of it
+    /// (`echo hello > M/take` while it records) is `EPERM`, a second open for writing is
+    /// `EBUSY`, a reader is let in; the take lands as its writer wrote it. Before, both opens
+    /// wrote into the take: the second writer's bytes over the first's start.
+    @Test func aTakeInProgressHasOneWriter() throws {
+        try Self.withMount { mounted in
+            let path = mounted.mount + "/one.bin"
+            let writer = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            try #require(writer >= 0, "\(String(cString: strerror(errno)))")
+            let bytes = TestSupport.pattern(3 << 20, seed: 11)
+            #expect(bytes.withUnsafeBytes { Glibc.write(writer, $0.baseAddress, $0.count) } == bytes.count)
+            let truncating = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
+            let truncatingError = errno
+            #expect(truncating == -1 && truncatingError == EPERM, "O_TRUNC open: \(truncating), \(String(cString: strerror(truncatingError)))")
+            let second = open(path, O_WRONLY | O_APPEND)
+            let secondError = errno
+            #expect(second == -1 && secondError == EBUSY, "second writer: \(second), \(String(cString: strerror(secondError)))")
+            for fd in [truncating, second] where fd >= 0 {
+                _ = Array("hello\n".utf8).withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) }
+                close(fd)
+            }
+            let reader = open(path, O_RDONLY)
+            try #require(reader >= 0, "a reader was refused: \(String(cString: strerror(errno)))")
+            var first = [UInt8](repeating: 0, count: 4096)
+            #expect(first.withUnsafeMutableBytes { pread(reader, $0.baseAddress, 4096, 0) } == 4096)
+            #expect(first == Array(bytes.prefix(4096)))
+            close(reader)
+            close(writer)
+            let landed = try #require(mounted.landed("one.bin"))
+            let same = TestSupport.fileHolds(landed, bytes)
+            #expect(same, "the take is not what its writer wrote")
+            // Landed, it is a file of the destination: a shared mapping of it works through the
+            // mount (D4: every file was direct I/O, and mmap failed with ENODEV).
+            let file = open(path, O_RDWR)
+            try #require(file >= 0, "\(String(cString: strerror(errno)))")
+            defer { close(file) }
+            let mapped = mmap(nil, 4096, PROT_READ | PROT_WRITE, MAP_SHARED, file, 0)
+            let mapError = errno
+            try #require(mapped != MAP_FAILED, "shared mmap through the mount: \(String(cString: strerror(mapError)))")
+            defer { munmap(mapped, 4096) }
+            #expect(Array(UnsafeRawBufferPointer(start: mapped, count: 4096)) == Array(bytes.prefix(4096)))
+        }
+    }
+
+    /// Write-then-rename onto a file that exists (a muxer replacing last run's `x.mov`) replaces
+    /// it whether the rename comes before or after the close (issue 39, D3: before the close it
+    /// was EEXIST, after it the file was replaced).
+    @Test func aRenameOntoAFileReplacesItBeforeOrAfterTheClose() throws {
+        try Self.withMount { mounted in
+            let bytes = TestSupport.pattern(2_000_000, seed: 12)
+            for renameFirst in [true, false] {
+                let old = mounted.destination + "/x.mov"
+                try Data("last run\n".utf8).write(to: URL(fileURLWithPath: old))
+                let fd = open(mounted.mount + "/x.tmp", O_WRONLY | O_CREAT | O_EXCL, 0o644)
+                try #require(fd >= 0, "\(String(cString: strerror(errno)))")
+                #expect(bytes.withUnsafeBytes { Glibc.write(fd, $0.baseAddress, $0.count) } == bytes.count)
+                if !renameFirst { close(fd) }
+                let renamed = rename(mounted.mount + "/x.tmp", mounted.mount + "/x.mov")
+                #expect(renamed == 0, "rename \(renameFirst ? "before" : "after") the close: \(String(cString: strerror(errno)))")
+                if renameFirst { close(fd) }
+                // The old file is there all along: wait for the take to be in its place.
+                let deadline = Date().addingTimeInterval(20)
+                while !TestSupport.fileHolds(old, bytes) && Date() < deadline { usleep(20_000) }
+                let same = TestSupport.fileHolds(old, bytes)
+                #expect(same, "x.mov is not the take (rename \(renameFirst ? "before" : "after") the close)")
+                #expect(!FileManager.default.fileExists(atPath: mounted.destination + "/x.tmp"))
+                try FileManager.default.removeItem(atPath: old)
+            }
+        }
+    }
+
     /// The races a recorder's own pattern meets: a rename right after close (while the finish
     /// may run) lands under the new name; a reader that stays open does not keep the take from
     /// landing; a directory holding a capture can be neither removed nor renamed; a mount over

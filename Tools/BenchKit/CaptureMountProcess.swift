@@ -3,8 +3,8 @@ import Glibc
 import ProVideoStorage
 
 /// `provideo mount --foreground` of the benchmark's pool, run as its own process for the
-/// mount mode, as a user would run it: `provideo` is the one beside this program (or
-/// `$PROVIDEO_BIN`). Its recordings would land in `destination`; the mode cancels each one
+/// mount mode, as a user would run it: `provideo` is `$PROVIDEO_BIN`, else the one beside
+/// this program, else the first on `PATH`. Its recordings would land in `destination`; the mode cancels each one
 /// (an unlink before the close), so the pool's capacity comes back as in pool mode.
 package final class CaptureMountProcess {
     package let mountpoint: String
@@ -17,10 +17,16 @@ package final class CaptureMountProcess {
         FileManager.default.fileExists(atPath: "/dev/fuse") && FileManager.default.isExecutableFile(atPath: binary)
     }
 
-    static var binary: String {
-        if let named = ProcessInfo.processInfo.environment["PROVIDEO_BIN"], !named.isEmpty { return named }
-        let here = URL(fileURLWithPath: CommandLine.arguments[0]).resolvingSymlinksInPath().deletingLastPathComponent()
-        return here.appendingPathComponent("provideo").path
+    /// The `provideo` the mount mode runs. This program's own path is /proc/self/exe, not
+    /// `argv[0]`: run by bare name from `PATH`, `argv[0]` names no directory.
+    package static var binary: String {
+        let environment = ProcessInfo.processInfo.environment
+        if let named = environment["PROVIDEO_BIN"], !named.isEmpty { return named }
+        let here = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath().deletingLastPathComponent()
+        let beside = here.appendingPathComponent("provideo").path
+        if FileManager.default.isExecutableFile(atPath: beside) { return beside }
+        let onPath = (environment["PATH"] ?? "").split(separator: ":").map { String($0) + "/provideo" }
+        return onPath.first { FileManager.default.isExecutableFile(atPath: $0) } ?? beside
     }
 
     /// Mounts `pool` at `directory/mnt`, showing `directory/landed`; returns once mounted.

@@ -39,11 +39,12 @@ enum BenchCommands {
         guard landSize > 0 else { throw UsageError("--land-size must be more than 0") }
         let modes: [BenchMode]
         if modeName == "all" {
-            // The mount mode needs FUSE and `provideo` beside this program; without them "all"
-            // is the other three, and says so.
+            // The mount mode needs FUSE and `provideo`; without them "all" is the other three,
+            // and says so.
             modes = CaptureMountProcess.isAvailable ? BenchMode.allCases : BenchMode.allCases.filter { $0 != .mount }
             if !CaptureMountProcess.isAvailable {
-                FileHandle.standardError.write(Data("provideo-bench: no mount mode (no /dev/fuse, or no provideo beside this program)\n".utf8))
+                FileHandle.standardError.write(Data(("provideo-bench: no mount mode (needs /dev/fuse and an executable "
+                                                     + "\(CaptureMountProcess.binary); set PROVIDEO_BIN to another)\n").utf8))
             }
         } else if let mode = BenchMode(rawValue: modeName) {
             modes = [mode]
