@@ -211,6 +211,59 @@ import Testing
         }
     }
 
+    /// Each grant is timed step by step, with its lead at landing (issue 44's table): a
+    /// fallocate held 30 ms and a cut held 20 ms show at least that; a grant asked for early
+    /// lands with the lead the recorder had (1.625 steps of stream at 100 Mbit/s), one the
+    /// recorder waited for is counted late with no lead, and every grant is counted once.
+    @Test(.timeLimit(.minutes(3)))
+    func eachGrantIsTimedStepByStep() throws {
+        let armed = Shared(false)
+        var calls = SystemCalls.live
+        calls.fallocate = { fd, keepSize, offset, length in
+            if offset > 0, TestSupport.path(of: fd).contains("/captures/") { TestSupport.sleep(nanoseconds: 30_000_000) }
+            return SystemCalls.live.fallocate(fd, keepSize, offset, length)
+        }
+        calls.ftruncate = { fd, length in
+            if armed.current, TestSupport.path(of: fd).hasSuffix("/pool/reserve") { TestSupport.sleep(nanoseconds: 20_000_000) }
+            return SystemCalls.live.ftruncate(fd, length)
+        }
+        try withPool(capacity: 8 * Self.step, calls: calls) { pool, scratch in
+            let capture = try pool.startCapture(to: scratch + "/timed.mov", options: Self.options)
+            #expect(capture.granter.grantedBytes == 2 * Self.step)
+            armed.update { $0 = true }
+            #expect(capture.grantTimings.allocate.count == 0, "the start's own grant is not the granter's")
+            // Two frames of three eighths of a step: at the second (a frame's start is the head
+            // it tells the granter) the lead falls below two steps and the granter asks early.
+            let first = TestSupport.pattern(Int(3 * Self.step / 4), seed: 3)
+            try capture.append(Array(first[..<Int(3 * Self.step / 8)]))
+            try capture.append(Array(first[Int(3 * Self.step / 8)...]))
+            #expect(Self.awaiting { capture.granter.grantedBytes == 3 * Self.step }, "the early grant never landed")
+            let early = capture.grantTimings
+            #expect(early.allocate.count == 1 && early.claim.count == 1 && early.late == 0, "\(early)")
+            #expect(early.allocate.percentile(0) >= 30_000_000, "the held fallocate: \(early.allocate.summary)")
+            let lead = GrantTimings.streamTime(2 * Self.step - 3 * Self.step / 8, bitrate: Self.options.bitrate)
+            #expect(early.leadAtLanding.count == 1 && early.leadAtLanding.maximum == lead,
+                    "lead \(early.leadAtLanding.maximum) ns, not \(lead)")
+            // A frame past the granted end: the recorder waits for the grant, which lands late.
+            let second = TestSupport.pattern(Int(5 * Self.step / 2), seed: 4)
+            try capture.append(second)
+            #expect(Self.awaiting { capture.grantTimings.cut.count >= 2 }, "the cuts were never timed")
+            let result = try capture.finish()
+            let timings = capture.grantTimings
+            let grants = UInt64((capture.granter.grantedBytes - 2 * Self.step) / Self.step)
+            #expect(timings.late == 1, "late grants: \(timings.late)")
+            #expect(timings.leadAtLanding.percentile(0) == 0, "the late grant had a lead: \(timings.leadAtLanding.summary)")
+            let timed = "\(grants) grants; timed: \(timings.claim.count) claims, \(timings.allocate.count) fallocates, "
+                + "\(timings.leadAtLanding.count) leads"
+            #expect(timings.allocate.count == grants && timings.claim.count == grants && timings.leadAtLanding.count == grants,
+                    "\(timed)")
+            #expect(timings.cut.percentile(0) >= 20_000_000, "the held cut: \(timings.cut.summary)")
+            #expect(result.length == Int64(first.count + second.count))
+            #expect(TestSupport.fileHolds(result.path, first + second))
+            #expect(try pool.check() == [])
+        }
+    }
+
     /// A grant read between a cut's ftruncate and the clearing of its claim finds the reserve's
     /// last bytes free, not taken twice (field case: the C API's test, on CI, ended a capture
     /// `storageFull` at 12 or 15 of 16 MiB). A pool of four steps: the start takes two, the

@@ -36,6 +36,8 @@ package final class SegmentedPoolWriter: FrameWriter {
     /// Frames refused because their take's file was not yet granted that far (the filesystem's
     /// fallocate behind the stream), over the takes ended so far; read once the writer closed.
     package private(set) var grantRefusals: Int64 = 0
+    /// The grants of the takes ended so far, together; read once the writer closed.
+    package private(set) var grantTimings = GrantTimings()
 
     /// Starts the first capture.
     /// - Parameters:
@@ -105,6 +107,7 @@ package final class SegmentedPoolWriter: FrameWriter {
         current = next
         completion = Percentiles.worst(completion, finished.statistics.completionLatency.summary)
         grantRefusals += finished.statistics.grantOverruns
+        grantTimings.merge(finished.grantTimings)
         segments += 1
         preparing = false
         segmentEnd = written + segmentBytes
@@ -114,6 +117,7 @@ package final class SegmentedPoolWriter: FrameWriter {
     package func close() throws {
         completion = Percentiles.worst(completion, current.statistics.completionLatency.summary)
         grantRefusals += current.statistics.grantOverruns
+        grantTimings.merge(current.grantTimings)
         var failure: Error?
         do { try current.cancel() } catch { failure = error }
         // Whatever the worker still starts or cancels ends before close returns.

@@ -113,6 +113,8 @@ package enum Sizing {
         package var ended: String
         /// Whether this trial confirmed the search's answer at length (`confirmationTrial`).
         package var confirming = false
+        /// Its grants' latencies and leads at landing, every stream's together (issue 44).
+        package var grants: GrantSummary?
 
         /// What the dropped frames waited for; nil when none dropped.
         package var dropCause: DropCause? {
@@ -390,7 +392,8 @@ package enum Sizing {
                           appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
                           segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },
-                          ended: ended, confirming: confirming)
+                          ended: ended, confirming: confirming,
+                          grants: GrantSummary(writers.reduce(into: GrantTimings()) { $0.merge($1.grantTimings) }))
         log("  \(streams) stream(s): \(trial.passed ? "passed" : "failed"), \(trial.framesDropped) dropped"
             + (trial.framesAwaitingGrant > 0 ? " (\(trial.framesAwaitingGrant) awaiting a grant)" : "")
             + (trial.framesOverwritten > 0 ? " (\(trial.framesOverwritten) overwritten in the card's queue: the recorder "
@@ -398,7 +401,7 @@ package enum Sizing {
                 + "\(milliseconds(trial.appendLatencyNs.max)))" : "")
             + (trial.cpuStolen.map { String(format: ", CPU stolen %.1f %%", $0 * 100) } ?? "") + ", append p99.9 "
             + "\(milliseconds(append.p999)) (frame interval \(milliseconds(interval))), \(String(format: "%.0f", trial.seconds)) s, "
-            + "ended: \(ended)")
+            + "ended: \(ended)" + (trial.grants.map { "\n    \($0.line)" } ?? ""))
         return (trial, run)
     }
 

@@ -456,6 +456,10 @@ public final class Capture {
                              + "slower than the stream: raise the buffer budget or lower the bitrate", path: destination)
     }
 
+    /// How long its grants took, step by step, and their lead at landing; readable from any
+    /// thread, before and after `finish()` (`GrantTimings`).
+    package var grantTimings: GrantTimings { granter.grantTimings }
+
     /// The capture's file in the pool, for tools of this package that write it directly (the
     /// bench's fio pass); call `ensureGranted` first so they write preallocated blocks only.
     package var file: String { files.data }

@@ -67,6 +67,9 @@ final class CaptureGranter: @unchecked Sendable {
     /// is not torn by a cut of this capture.
     private var cuts: UInt64 = 0
     private var cutter: ReserveCutter?
+    /// The declared bitrate, bits per second: a grant's lead at landing as stream time.
+    private let bitrate: Int64
+    private var timings = GrantTimings()
     /// How long `stop()` waits for the cutter's last cuts at most, in nanoseconds.
     private static let cutLimit: UInt64 = 30_000_000_000
 
@@ -80,17 +83,19 @@ final class CaptureGranter: @unchecked Sendable {
     ///   - data: the capture's file, opened for writing (a descriptor of the granter's own).
     ///   - granted: its size, the bytes granted so far.
     ///   - step: bytes per grant, a multiple of `unit` (the reserve's allocation unit).
-    init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, step: Int64) {
+    ///   - bitrate: the capture's declared bitrate, bits per second (`GrantTimings.leadAtLanding`).
+    init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, step: Int64, bitrate: Int64) {
         self.grants = grants
         self.data = data
         self.configuredStep = step
+        self.bitrate = bitrate
         unit = grants.reserve.unit
         state = Grants(granted: granted, reserveEmpty: false, answered: true, failure: nil, step: step)
         // Weak: a cut still failing at `stop()`'s deadline ends after the granter may be gone.
         cutter = ReserveCutter(grants: grants, beginning: { [weak self] reserveBefore, amount in
             self?.cutBegan(reserveBefore: reserveBefore, amount: amount)
-        }, ended: { [weak self] amount, made in
-            self?.cutEnded(amount: amount, made: made)
+        }, ended: { [weak self] amount, made, took in
+            self?.cutEnded(amount: amount, made: made, took: took)
         })
         let thread = Thread { [self] in run() }
         thread.name = "provideo-granter"
@@ -143,11 +148,21 @@ final class CaptureGranter: @unchecked Sendable {
         cuts += 1
     }
 
-    private func cutEnded(amount: Int64, made: Bool) {
+    private func cutEnded(amount: Int64, made: Bool, took: UInt64) {
         condition.lock()
         defer { condition.unlock() }
         cut = nil
-        if made { uncut -= amount }
+        if made {
+            uncut -= amount
+            timings.cut.record(took)
+        }
+    }
+
+    /// The grants' timings so far (`GrantTimings`).
+    var grantTimings: GrantTimings {
+        condition.lock()
+        defer { condition.unlock() }
+        return timings
     }
 
     /// The grants as they stand, without waiting.
@@ -238,12 +253,22 @@ final class CaptureGranter: @unchecked Sendable {
             do {
                 // The new bytes are the recorder's once the file holds them; the reserve's cut
                 // (its discards) is the cutter's.
+                let started = MonotonicTime.now()
                 let claimed = try grants.claim(bytes, for: data, granted: from, sharing: !needing)
+                let claimedAt = MonotonicTime.now()
                 if claimed > 0 {
                     let cutting = try grants.allocate(claimed, to: data, granted: from)
+                    let allocatedAt = MonotonicTime.now()
                     condition.lock()
                     state.granted = from + claimed
                     if cutting { uncut += claimed }
+                    timings.claim.record(claimedAt - started)
+                    timings.allocate.record(allocatedAt - claimedAt)
+                    // Late: the recorder had asked for bytes past the old end (it waited, or
+                    // was refused); its lead then was none.
+                    let late = wanted > from
+                    if late { timings.late += 1 }
+                    timings.leadAtLanding.record(late ? 0 : GrantTimings.streamTime(from - head, bitrate: bitrate))
                     condition.unlock()
                     condition.broadcast()
                     if cutting { cutter?.cut(claimed) }

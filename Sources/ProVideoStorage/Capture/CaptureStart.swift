@@ -93,7 +93,8 @@ extension Pool {
         do {
             let data = try FileDescriptor.open(files.data, O_RDWR, direct: true)
             let started = CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
-                                         data: try FileDescriptor.open(files.data, O_RDWR), granted: granted, step: step)
+                                         data: try FileDescriptor.open(files.data, O_RDWR), granted: granted, step: step,
+                                         bitrate: options.bitrate)
             granter = started
             let host = CaptureHost(
                 calls: calls, optimalIOSize: configuration.storage.device.optimalIOSize, reserve: reserveFile,

@@ -11,7 +11,7 @@ import Foundation
 final class ReserveCutter: @unchecked Sendable {
     private let grants: ReserveGrants
     private let beginning: (_ reserveBefore: Int64, _ amount: Int64) -> Void
-    private let ended: (_ amount: Int64, _ cut: Bool) -> Void
+    private let ended: (_ amount: Int64, _ cut: Bool, _ nanoseconds: UInt64) -> Void
     private let condition = MonotonicCondition()
     /// Bytes handed in and not yet cut, the one cut in progress included.
     private var pending: Int64 = 0
@@ -25,10 +25,11 @@ final class ReserveCutter: @unchecked Sendable {
     /// - Parameters:
     ///   - beginning: called with the size lock held, before each cut: the reserve is
     ///     `reserveBefore` until the cut, then `reserveBefore − amount`, and nobody else changes it.
-    ///   - ended: called after each cut with its amount, and whether it was made (the claim is
-    ///     then cleared); a failed cut is tried again after a second.
+    ///   - ended: called after each cut with its amount, whether it was made (the claim is then
+    ///     cleared) and how long it took, the size lock's wait included; a failed cut is tried
+    ///     again after a second.
     init(grants: ReserveGrants, beginning: @escaping (_ reserveBefore: Int64, _ amount: Int64) -> Void,
-         ended: @escaping (_ amount: Int64, _ cut: Bool) -> Void) {
+         ended: @escaping (_ amount: Int64, _ cut: Bool, _ nanoseconds: UInt64) -> Void) {
         self.grants = grants
         self.beginning = beginning
         self.ended = ended
@@ -70,13 +71,14 @@ final class ReserveCutter: @unchecked Sendable {
             let amount = pending
             condition.unlock()
             var made = false
+            let started = MonotonicTime.now()
             do {
                 try grants.cut(amount, beginning: { beginning($0, amount) }, ended: {})
                 made = true
             } catch {
                 // The claim stays: the bytes count as taken, never twice; the cut is tried again.
             }
-            ended(amount, made)
+            ended(amount, made, MonotonicTime.now() - started)
             condition.lock()
             if made {
                 pending -= amount
