@@ -27,6 +27,26 @@ import Testing
         }
     }
 
+    /// The capacity is the one `pool.json` records now, or unknown: with another process's
+    /// resize to 8 MiB recorded and `pool.json` then unreadable, a pool opened at 16 MiB
+    /// answers neither a replenish nor its remaining capacity (`.corruptState`), and the
+    /// reserve stays at 8 MiB. Before, the account fell back to the capacity read at open, and
+    /// the remaining capacity was a figure against it.
+    @Test func anUnreadableCapacityIsUnknownNotTheOneReadAtOpen() throws {
+        try withPool(capacity: 16 << 20) { pool, _ in
+            #expect(try Pool.open(at: pool.path).resize(to: 8 << 20) == 8 << 20)
+            let configuration = pool.path + "/pool.json"
+            let recorded = try Data(contentsOf: URL(fileURLWithPath: configuration))
+            defer { try? recorded.write(to: URL(fileURLWithPath: configuration)) }
+            try Data("{".utf8).write(to: URL(fileURLWithPath: configuration))
+            let error = #expect(throws: ProVideoError.self) { try pool.replenish() }
+            #expect(error?.code == .corruptState, "replenish threw \(String(describing: error))")
+            #expect(try TestSupport.statSizes(pool.path + "/reserve").size == 8 << 20, "the reserve grew past the recorded capacity")
+            let unknown = #expect(throws: ProVideoError.self) { try pool.remainingCapacity }
+            #expect(unknown?.code == .corruptState, "remainingCapacity threw \(String(describing: unknown))")
+        }
+    }
+
     @Test func theAccountMatchesTheDisk() throws {
         try withPool(capacity: 32 << 20) { pool, scratch in
             let capacity = pool.initialCapacity

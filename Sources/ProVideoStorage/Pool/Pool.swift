@@ -412,7 +412,7 @@ public final class Pool: @unchecked Sendable {
                 admittedOverBandwidth: journal.admittedOverBandwidth ?? false, counters: progress.counters))
         }
         let remaining = try remainingCapacity
-        let current = (try? PoolConfiguration.load(layout.configuration)) ?? configuration
+        let current = try PoolConfiguration.load(layout.configuration)
         let storage = current.storage
         let admitted = captures.map(\.bitrate).saturatingSum()
         let landing = try landings()
@@ -527,10 +527,12 @@ public final class Pool: @unchecked Sendable {
     // MARK: Internals
 
     /// The pool's capacity as its files and the claims hold it now (`CapacityAccount`), against
-    /// the `initialCapacity` recorded in `pool.json` (another process may have resized the
-    /// pool). Call with the reserve lock held.
+    /// the `initialCapacity` recorded in `pool.json` now (another process may have resized the
+    /// pool: the copy read at open is no proof). Call with the reserve lock held.
+    /// - Throws: `pool.json`'s read error (`.corruptState`, `.ioError`): the capacity is then
+    ///   unknown; the captures' and the claims' read errors.
     func capacityAccount(_ reserveFile: Reserve) throws -> CapacityAccount {
-        let capacity = (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
+        let capacity = try PoolConfiguration.load(layout.configuration).initialCapacity
         // An entry of captures/ that is not a directory (a stray file or link) holds no capture's
         // file; one that went meanwhile has finished.
         let captures = try captureFiles().filter { files in
