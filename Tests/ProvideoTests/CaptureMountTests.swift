@@ -377,8 +377,9 @@ struct CaptureMountTests {
     }
 
     /// Two members of the pool's group write through one root `--allow-other` mount: each
-    /// recording is its writer's; a user outside the group is refused (EACCES) and nothing of
-    /// theirs lands.
+    /// recording is its writer's, with the group `provideo record` gives the same user's take
+    /// (the pool's: issue 39, D5, the rule stated); a user outside the group is refused
+    /// (EACCES) and nothing of theirs lands.
     @Test func eachUserRecordsAsThemselfThroughAnAllowOtherMount() throws {
         typealias Users = AccessTests
         try Users.withUsers { scratch, binary in
@@ -416,6 +417,14 @@ struct CaptureMountTests {
                 #expect((try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) == 2_000_000)
             }
             #expect(!FileManager.default.fileExists(atPath: destination + "/\(Users.outsider).bin"))
+            let recorded = destination + "/\(Users.recorder)-record.bin"
+            let record = try TestSupport.run("/usr/bin/setpriv", [
+                "--reuid=\(Users.recorder)", "--regid=\(Users.recorder)", "--init-groups", "/bin/sh", "-c",
+                "head -c 2000000 /dev/zero | '\(binary)' --pool '\(pool)' record '\(recorded)' --bitrate 20M"])
+            #expect(record.status == 0, "record: \(record.stderr)")
+            let mounted = try Users.owner(destination + "/\(Users.recorder).bin"), direct = try Users.owner(recorded)
+            #expect(mounted.user == direct.user && mounted.group == direct.group,
+                    "through the mount \(mounted), through record \(direct)")
             #expect(try TestSupport.run(binary, ["--pool", pool, "check"]).status == 0)
         }
     }
