@@ -135,24 +135,23 @@ enum MountOperations {
         if let mounted = mount.capture(named: name) {
             let flags = pv_fuse_flags(info)
             let writing = flags & O_ACCMODE != O_RDONLY
-            // A reader (a preview, ffprobe) does not keep the take from landing: only writers
-            // count. A take has one writer's open: a second opener's writes would interleave
-            // with the first's (EBUSY), and an O_TRUNC open would overwrite its start (EPERM:
-            // a take only grows). nil: its last writer has closed it, it is finishing.
-            let refusal = mounted.lock.withLock { () -> Int32? in
-                guard mounted.current == .open, mounted.writerOpen else { return nil }
+            // A take has one writer's open, its creator's, for as long as it is `.open`: a
+            // second opener's writes would interleave with the first's (EBUSY), and an O_TRUNC
+            // open would overwrite its start (EPERM: a take only grows). A reader (a preview,
+            // ffprobe) is let in and does not keep the take from landing. nil: finishing.
+            let answer = mounted.lock.withLock { () -> Int32? in
+                guard mounted.current == .open else { return nil }
                 guard writing else { return 0 }
-                if flags & O_TRUNC != 0 && mounted.length > 0 { return -EPERM }
-                return -EBUSY
+                return flags & O_TRUNC != 0 && mounted.length > 0 ? -EPERM : -EBUSY
             }
-            if let refusal {
-                if refusal == 0 {
+            if let answer {
+                if answer == 0 {
                     info.pointee.fh = mount.add(.capture(mounted, writing: false))
                     pv_fuse_set_direct_io(info)
                 } else {
-                    mount.log("refused a second open for writing of \(name), being recorded, for user \(pv_fuse_uid())")
+                    mount.log("refused an open for writing of \(name), being recorded, for user \(pv_fuse_uid())")
                 }
-                return refusal
+                return answer
             }
             // Finishing: once landed, the recording is a file of the destination.
             mounted.waitUntilEnded()
@@ -211,8 +210,9 @@ enum MountOperations {
         switch mount.removeHandle(number) {
         case .capture(let mounted, let writing)?:
             guard writing else { break }
-            mounted.lock.withLock { mounted.writerOpen = false }
-            mount.finishInBackground(mounted)
+            // Under the capture's lock, so no open comes between the writer's close and the
+            // take's `.finishing`.
+            mounted.lock.withLock { mount.finishInBackground(mounted) }
         case .file(let fd)?:
             close(fd)
         case nil:

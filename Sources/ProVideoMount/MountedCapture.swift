@@ -28,9 +28,6 @@ final class MountedCapture: @unchecked Sendable {
     /// Who created it: the file's owner in the mount, and the mode it asked for (less its umask).
     let uid: uid_t, gid: gid_t, mode: mode_t
     let created = Date()
-    /// Whether its creator's open (the one open for writing it has: a second is refused) is
-    /// still open; the capture finishes when it goes.
-    var writerOpen = true
     /// Serializes the capture's requests (a `Capture` has a single owner); held across I/O.
     let lock = NSLock()
     /// Guards `state`, `length` and `landed`; never held across I/O, so `stat` never waits.
