@@ -1,5 +1,6 @@
 #include <errno.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -17,6 +18,7 @@
 #include <stdio.h>
 #include <liburing.h>
 #include <blkid/blkid.h>
+#include <openssl/crypto.h>
 #include <openssl/evp.h>
 
 #include "CProVideo.h"
@@ -211,11 +213,26 @@ int pv_device_topology(const char *device_path, pv_topology *out) {
 
 struct pv_sha256 { EVP_MD_CTX *ctx; };
 
+/* Before any other use: no exit handler frees libcrypto's state while another thread of the
+ * process (a host recorder's, a landing's still ending) uses or frees it (OPENSSL_init_crypto(3),
+ * OPENSSL_INIT_NO_ATEXIT; openssl/openssl#6214). The kernel frees it all at exit anyway. */
+static pthread_once_t pv_crypto_once = PTHREAD_ONCE_INIT;
+static int pv_crypto_ready;
+static void pv_crypto_init(void) {
+    pv_crypto_ready = OPENSSL_init_crypto(OPENSSL_INIT_NO_ATEXIT, NULL);
+}
+
 pv_sha256 *pv_sha256_new(void) {
+    pthread_once(&pv_crypto_once, pv_crypto_init);
+    if (!pv_crypto_ready) return NULL;
     pv_sha256 *s = malloc(sizeof *s);
     if (!s) return NULL;
     s->ctx = EVP_MD_CTX_new();
-    EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL);
+    if (!s->ctx || !EVP_DigestInit_ex(s->ctx, EVP_sha256(), NULL)) {
+        EVP_MD_CTX_free(s->ctx);
+        free(s);
+        return NULL;
+    }
     return s;
 }
 

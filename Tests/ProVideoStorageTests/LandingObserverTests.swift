@@ -1,4 +1,5 @@
 import Foundation
+import Glibc
 import Synchronization
 import TestSupport
 import Testing
@@ -11,6 +12,50 @@ import Testing
         var step: OperationControl.Step?
         var done: Int64
         var total: Int64
+    }
+
+    /// Set by `slowDestructor` once it has run.
+    static let destructorsRun = Atomic<Int>(0)
+
+    /// Keeps the landing thread ending for 200 ms after its last report: long after a detached
+    /// thread's caller was told and returned.
+    static let slowDestructor: @convention(c) (UnsafeMutableRawPointer?) -> Void = { _ in
+        usleep(200_000)
+        LandingObserverTests.destructorsRun.add(1, ordering: .sequentiallyConsistent)
+    }
+
+    /// `landPending` returns only once its threads have ended, their thread-local destructors
+    /// included (`JoinedThread`): a process that exits then frees nothing a landing thread still
+    /// frees (CI: `provideo land` SIGSEGV in libcrypto, whose exit handler raced a thread's end).
+    @Test func aLandingReturnsOnlyOnceItsThreadsHaveEnded() throws {
+        try TestSupport.withScratch { scratch in
+            try TestSupport.withScratchOnAnotherFilesystem { other in
+                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20)
+                defer { try? Pool.open(at: pool.path).destroy() }
+                var options = CaptureOptions(bitrate: 100_000_000)
+                options.landing = .background
+                for index in 0..<2 {
+                    let capture = try pool.startCapture(to: other + "/take-\(index).mov", options: options)
+                    try capture.append(TestSupport.pattern(1 << 20, seed: UInt64(index)))
+                    _ = try capture.finish()
+                }
+                var created = pthread_key_t()
+                try #require(pthread_key_create(&created, Self.slowDestructor) == 0)
+                let key = created
+                defer { pthread_key_delete(key) }
+                let before = Self.destructorsRun.load(ordering: .sequentiallyConsistent)
+                let threads = Mutex<Set<UInt>>([])
+                let observer: LandingObserver = { _, _, _, _ in
+                    // A non-nil value, so the destructor runs when this thread ends.
+                    pthread_setspecific(key, UnsafeRawPointer(bitPattern: 1))
+                    threads.withLock { _ = $0.insert(UInt(pthread_self())) }
+                }
+                #expect(try pool.landPending(parallel: 2, observer: observer).map(\.landed) == [true, true])
+                let landingThreads = threads.withLock { $0 }
+                #expect(!landingThreads.isEmpty && !landingThreads.contains(UInt(pthread_self())))
+                #expect(Self.destructorsRun.load(ordering: .sequentiallyConsistent) - before == landingThreads.count)
+            }
+        }
     }
 
     @Test func aTransferReportsItsCopyItsReadBackAndItsEnd() throws {

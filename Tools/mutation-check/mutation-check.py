@@ -237,6 +237,10 @@ MUTATIONS = [
      "guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), procfs || facts.size <= UInt64(smallFileLimit) else {",
      "guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), true else {",
      "aHugeStateFileIsRefusedBySizeUnread"),
+    ("landing threads detached again: landPending returns while they still end", S + "Landing/PoolLanding.swift",
+     "        threads.forEach { $0.join() }\n",
+     "        threads.forEach { _ = Unmanaged.passRetained($0) }\n",
+     "aLandingReturnsOnlyOnceItsThreadsHaveEnded"),
 ]
 
 

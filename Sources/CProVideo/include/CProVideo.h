@@ -115,6 +115,7 @@ int pv_device_topology(const char *device_path, pv_topology *out);
 // MARK: SHA-256 (libcrypto)
 
 typedef struct pv_sha256 pv_sha256;
+/// NULL when libcrypto cannot be initialised or a context allocated.
 pv_sha256 *pv_sha256_new(void);
 void pv_sha256_update(pv_sha256 *ctx, const void *data, size_t length);
 /// Writes 32 bytes to `digest` and frees `ctx`.

@@ -57,6 +57,8 @@ extension Pool {
     ///   - observer: gets each transfer's progress (`LandingObserver`).
     /// - Returns: one result per recording tried; a recording another process is landing is
     ///   skipped.
+    /// - Throws: what listing the recordings waiting to land throws; `.ioError` with
+    ///   pthread_create(3)'s error when not one landing thread can be started.
     package func landPending(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
                             shouldStop: @escaping @Sendable () -> Bool = { false },
                             observer: LandingObserver? = nil) throws -> [LandingResult] {
@@ -95,17 +97,22 @@ extension Pool {
                 results.withLock { $0.append(result) }
             }
         }
-        // Threads of their own, never the caller's: the idle priorities stay with them.
-        let finished = DispatchGroup()
+        // Threads of their own, never the caller's: the idle priorities stay with them. Joined,
+        // so none is still ending when the caller returns and the process exits (`JoinedThread`).
+        // Fewer threads than asked for when the system has no more: the ones started land it all.
+        var threads: [JoinedThread] = []
         for _ in 0..<max(min(parallel, due.count), 0) {
-            finished.enter()
-            Thread {
-                try? IdlePriority.enter()
-                work()
-                finished.leave()
-            }.start()
+            do {
+                threads.append(try JoinedThread {
+                    try? IdlePriority.enter()
+                    work()
+                })
+            } catch {
+                if threads.isEmpty { throw error }
+                break
+            }
         }
-        finished.wait()
+        threads.forEach { $0.join() }
         let done = results.withLock { $0 }
         if done.contains(where: \.landed) { _ = try? replenish() }
         return done

@@ -4,9 +4,9 @@ import CProVideo
 final class SHA256 {
     private var context: OpaquePointer?
 
-    /// - Throws: `.ioError` when libcrypto cannot allocate a context.
+    /// - Throws: `.ioError` when libcrypto cannot be initialised or allocate a context.
     init() throws {
-        guard let context = pv_sha256_new() else { throw ProVideoError(.ioError, "cannot allocate a SHA-256 context") }
+        guard let context = pv_sha256_new() else { throw ProVideoError(.ioError, "libcrypto cannot start a SHA-256 digest (out of memory?)") }
         self.context = context
     }
 

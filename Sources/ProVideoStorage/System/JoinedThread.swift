@@ -1,0 +1,39 @@
+import Glibc
+
+/// A thread its starter waits for with pthread_join(3), which returns only once the thread has
+/// ended, its thread-local destructors included (pthread_key_create(3)). Foundation's `Thread`
+/// is detached: a caller told "done" by the body may return and the process exit while that
+/// thread still runs its destructors, and libcrypto's exit handler then frees the state one of
+/// them is freeing (a SIGSEGV in libcrypto, `provideo land` on CI; openssl/openssl#6214, where
+/// OpenSSL's maintainers ask for the join).
+final class JoinedThread {
+    private var thread: pthread_t
+
+    /// Starts `body` on a new thread.
+    /// - Throws: `.ioError` with pthread_create(3)'s error (EAGAIN: out of threads or memory).
+    init(_ body: @escaping @Sendable () -> Void) throws {
+        let box = Unmanaged.passRetained(Body(body)).toOpaque()
+        var thread = pthread_t()
+        let result = pthread_create(&thread, nil, { raw in
+            let body = Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue()
+            body.run()
+            return nil
+        }, box)
+        guard result == 0 else {
+            Unmanaged<Body>.fromOpaque(box).release()
+            throw ProVideoError.system("pthread_create", errno: result)
+        }
+        self.thread = thread
+    }
+
+    /// Waits until the thread has ended; called once.
+    func join() {
+        let result = pthread_join(thread, nil)
+        precondition(result == 0, "pthread_join: \(result)")
+    }
+
+    private final class Body {
+        let run: @Sendable () -> Void
+        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+    }
+}
