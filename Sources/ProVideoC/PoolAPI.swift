@@ -32,7 +32,7 @@ import ProVideoStorage
         try handle.lock.withLock {
             let pool = handle.pool
             var status = provideo_pool_status()
-            status.initial_capacity = pool.initialCapacity
+            status.initial_capacity = try pool.initialCapacity
             status.remaining_capacity = try pool.remainingCapacity
             status.busy_reasons = UInt32(truncatingIfNeeded: try pool.busyReasons.rawValue)
             status.memory_alignment = UInt32(truncatingIfNeeded: pool.directIOAlignment.memory)

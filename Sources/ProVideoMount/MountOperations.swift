@@ -241,7 +241,7 @@ enum MountOperations {
         var base = statvfs()
         _ = fstatvfs(mount.directory, &base)
         let unit: Int64 = 4096
-        let total = mount.pool.initialCapacity, remaining = try mount.pool.remainingCapacity
+        let total = try mount.pool.initialCapacity, remaining = try mount.pool.remainingCapacity
         base.f_bsize = UInt(unit)
         base.f_frsize = UInt(unit)
         base.f_blocks = fsblkcnt_t(max(total, remaining) / unit)

@@ -44,12 +44,22 @@ import Testing
             #expect(try TestSupport.statSizes(pool.path + "/reserve").size == 8 << 20, "the reserve grew past the recorded capacity")
             let unknown = #expect(throws: ProVideoError.self) { try pool.remainingCapacity }
             #expect(unknown?.code == .corruptState, "remainingCapacity threw \(String(describing: unknown))")
+            // The figures pool.json holds are unknown too: not the 16 MiB, no limit and no
+            // bandwidth this process read at open.
+            let capacity = #expect(throws: ProVideoError.self) { try pool.initialCapacity }
+            #expect(capacity?.code == .corruptState, "initialCapacity threw \(String(describing: capacity))")
+            let limit = #expect(throws: ProVideoError.self) { try pool.maxCaptures }
+            #expect(limit?.code == .corruptState, "maxCaptures threw \(String(describing: limit))")
+            let bandwidth = #expect(throws: ProVideoError.self) { try pool.bandwidth }
+            #expect(bandwidth?.code == .corruptState, "bandwidth threw \(String(describing: bandwidth))")
+            try recorded.write(to: URL(fileURLWithPath: configuration))
+            #expect(try pool.initialCapacity == 8 << 20, "the resize by another Pool shows once pool.json reads")
         }
     }
 
     @Test func theAccountMatchesTheDisk() throws {
         try withPool(capacity: 32 << 20) { pool, scratch in
-            let capacity = pool.initialCapacity
+            let capacity = try pool.initialCapacity
             var account = try Self.account(pool)
             var disk = try Self.disk(pool)
             #expect(account.reserve == disk.reserve && account.held == 0 && account.remaining == capacity)

@@ -264,7 +264,7 @@ import Testing
         }
         try withPool(capacity: 48 << 20, calls: calls) { pool, scratch in
             let reader = try Pool.open(at: pool.path)
-            let capacity = pool.initialCapacity
+            let capacity = try pool.initialCapacity
             let samples = Shared<[Int64]>([])
             let stop = Shared<Bool>(false)
             let sampler = Thread {
@@ -307,7 +307,7 @@ import Testing
             return rc
         }
         try withPool(capacity: 48 << 20, calls: calls) { pool, scratch in
-            let capacity = pool.initialCapacity
+            let capacity = try pool.initialCapacity
             let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options(.wait(nanoseconds: 10_000_000_000)))
             slowCut.update { $0 = 1 }
             var wrong: [(length: Int64, remaining: Int64)] = []

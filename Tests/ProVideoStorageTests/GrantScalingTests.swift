@@ -203,7 +203,7 @@ import Testing
             }
             _ = Self.awaiting { sums.current.count == 3 }
             reader.update { $0 = nil }
-            let capacity = pool.initialCapacity
+            let capacity = try pool.initialCapacity
             #expect(sums.current == ["claimed": capacity, "allocated": capacity, "cutting": capacity],
                     "reserve + shares at each step, against \(capacity): \(sums.current)")
             let result = try capture.finish()

@@ -5,7 +5,7 @@ import ProVideoStorage
 /// the container's header at offset 0 as a muxer does.
 func record(_ encodedFrames: [[UInt8]], header: [UInt8], to destination: String) throws -> RecordingResult {
     let pool = try Pool.open()                       // $PROVIDEO_POOL, else /var/lib/provideo
-    print(pool.initialCapacity, try pool.remainingCapacity, try pool.busyReasons)
+    print(try pool.initialCapacity, try pool.remainingCapacity, try pool.busyReasons)
     let capture = try pool.startCapture(to: destination, options: CaptureOptions(bitrate: 880_000_000))
     for frame in encodedFrames {
         try capture.append(frame)                    // returns without waiting for the disk

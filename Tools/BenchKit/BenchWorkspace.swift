@@ -45,10 +45,10 @@ package final class BenchWorkspace {
         }
         pool = try Pool.open(at: named)
         let remaining = try pool.remainingCapacity
-        let minimumBytes = needed(pool.initialCapacity)
+        let minimumBytes = needed(try pool.initialCapacity)
         guard remaining >= minimumBytes else {
             // A larger pool may take larger grant steps: grow by what the largest steps need.
-            let grown = pool.initialCapacity + max(needed(Int64.max), minimumBytes) - remaining
+            let grown = try pool.initialCapacity + max(needed(Int64.max), minimumBytes) - remaining
             let mebibytes = (grown + (1 << 20) - 1) >> 20
             throw BenchError("the pool at \(named) has \(ByteFormat.human(remaining)) of reserve left; this run needs "
                              + "\(ByteFormat.human(minimumBytes)) for all its streams (their frames and the grants each "
@@ -69,7 +69,7 @@ package final class BenchWorkspace {
         guard FileManager.default.fileExists(atPath: path + "/pool.json") else { return "no pool at \(path)" }
         let pool = try Pool.open(at: path)
         let remaining = try pool.remainingCapacity
-        let minimumBytes = needed(pool.initialCapacity)
+        let minimumBytes = needed(try pool.initialCapacity)
         guard remaining >= minimumBytes else {
             return "the pool at \(path) has \(ByteFormat.human(remaining)) of reserve left, this run needs "
                 + "\(ByteFormat.human(minimumBytes)) (\(minimumBytes) bytes)"

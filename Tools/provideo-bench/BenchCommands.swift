@@ -169,15 +169,16 @@ enum BenchCommands {
         }
         defer { workspace.release() }
         let pool = workspace.pool
-        let perStream = settings.poolBytesPerStream(capacity: pool.initialCapacity)
+        let (capacity, maxCaptures) = (try pool.initialCapacity, try pool.maxCaptures)
+        let perStream = settings.poolBytesPerStream(capacity: capacity)
         let remaining = try pool.remainingCapacity
         // Each stream runs two captures while it switches takes.
-        let holds = min(Int(remaining / perStream), pool.maxCaptures.map { $0 / 2 } ?? .max)
+        let holds = min(Int(remaining / perStream), maxCaptures.map { $0 / 2 } ?? .max)
         func grownSize(_ streams: Int) -> String {
-            "\((Int64(streams) * perStream + pool.initialCapacity - remaining + (1 << 20) - 1) >> 20)M"
+            "\((Int64(streams) * perStream + capacity - remaining + (1 << 20) - 1) >> 20)M"
         }
         guard holds >= streamsMin else {
-            let why = pool.maxCaptures.map { "(it runs at most \($0) captures at once, two a stream) " } ?? ""
+            let why = maxCaptures.map { "(it runs at most \($0) captures at once, two a stream) " } ?? ""
             throw BenchError("the pool at \(pool.path) holds \(holds) stream(s) of this rate \(why)(\(ByteFormat.human(perStream)) "
                              + "each: a take of \(settings.segment / 1_000_000_000) s and the grants held ahead); "
                              + (poolPath == nil ? "free space for a larger scratch pool, or name one with --pool"
@@ -198,7 +199,7 @@ enum BenchCommands {
         settings.upperBoundReason = streamsMaxOption.map { "--streams-max \($0)" } ?? "twice what the sustained bandwidth carries"
         if upper > holds {
             log("the pool holds \(holds) stream(s) (\(ByteFormat.human(perStream)) each): trying at most \(holds)"
-                + (pool.maxCaptures == nil ? "; grow it to \(grownSize(upper)) to try \(upper)" : ""))
+                + (maxCaptures == nil ? "; grow it to \(grownSize(upper)) to try \(upper)" : ""))
             upper = holds
             settings.upperBoundReason = "the most the pool holds"
         }

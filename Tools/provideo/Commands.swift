@@ -29,7 +29,8 @@ enum Commands {
                                                                             zeroFilled: zero, bandwidth: pool.bandwidth,
                                                                             maxCaptures: pool.maxCaptures, measurement: measured))
         }
-        print("created a pool of \(ByteFormat.human(pool.initialCapacity)) (\(pool.initialCapacity) bytes) at \(pool.path)")
+        let created = try pool.initialCapacity
+        print("created a pool of \(ByteFormat.human(created)) (\(created) bytes) at \(pool.path)")
         if let measured {
             print(Captures.sentence(measured))
         } else if bandwidth == nil {
@@ -196,8 +197,10 @@ enum Commands {
                 CommandLineProgram.printError("warning: replenishing the reserve failed: \(error)")
             }
         }
-        guard let remaining = replenished?.remainingCapacity ?? (try? pool.remainingCapacity) else { return nil }
-        return Recorder.ReserveNote(remainingCapacity: remaining, capacity: pool.initialCapacity, replenished: replenished)
+        // A note after the recording: when a figure cannot be read there is no note, not a wrong one.
+        guard let remaining = replenished?.remainingCapacity ?? (try? pool.remainingCapacity),
+              let capacity = try? pool.initialCapacity else { return nil }
+        return Recorder.ReserveNote(remainingCapacity: remaining, capacity: capacity, replenished: replenished)
     }
 
     /// The fstab naming the mount points a pool must not be created beneath while unmounted,

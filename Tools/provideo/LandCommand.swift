@@ -20,7 +20,7 @@ enum LandCommand {
         let stop: @Sendable () -> Bool = { StopSignals.requested }
         let pool = try Commands.openPool(path)
         let pending = try !pool.landings().isEmpty
-        if watch || pending, let note = SchedulerLines.landNote(pool.ioSchedulers, capped: rate != nil, bandwidth: pool.bandwidth) {
+        if watch || pending, let note = SchedulerLines.landNote(pool.ioSchedulers, capped: rate != nil, bandwidth: try pool.bandwidth) {
             CommandLineProgram.printError(note)
         }
         let progress = LandProgressDisplay()

@@ -76,7 +76,7 @@ extension Pool {
     public func resize(to capacity: Int64, progress: ProVideoProgress? = nil) async throws -> Int64 {
         try checkNotCancelled("the resize")
         return try await OffThread.run("provideo-resize", cancellable: false, progress: progress) { _ in
-            let change = abs(capacity - self.initialCapacity)
+            let change = abs(capacity - (try self.initialCapacity))
             progress?(0, change)
             let resized: Int64 = try self.resize(to: capacity)
             progress?(change, change)

@@ -50,7 +50,7 @@ extension Pool {
                                      startedAt: Date().timeIntervalSince1970, pid: ProcessIdentity.pid)
         journal.landInBackground = try options.landing.landsInBackground(destination, poolDirectory: path)
         let reserveFile = reserve(layout.reserve)
-        let step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
+        var step: Int64 = 0
         var granted: Int64 = 0
         try lock.withMutation {
             let busy = try lock.heldByOthers()
@@ -60,6 +60,8 @@ extension Pool {
             do {
                 try salvageDeadCaptures(control: .none)
                 configuration = try PoolConfiguration.load(layout.configuration)
+                // The capacity now, not at open: another process may have resized the pool.
+                step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
                 let (running, undecided) = try captureCensus()
                 try refuseTakenDestination(destination, running: running)
                 try admit(options, running: running, undecided: undecided, journal: &journal)

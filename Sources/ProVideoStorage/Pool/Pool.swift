@@ -338,22 +338,29 @@ public final class Pool: @unchecked Sendable {
 
     // MARK: State
 
-    /// The size the administrator chose, in bytes.
-    /// Read from `pool.json` on each access, so a resize by another process shows at once.
+    /// The size the administrator chose, in bytes. Read from `pool.json` on each access, so a
+    /// resize by another process shows at once.
+    /// - Throws: `pool.json`'s read or decode error (`.corruptState`, `.ioError`,
+    ///   `.permissionDenied`): the figure is unknown, never the one read when the pool was opened.
     public var initialCapacity: Int64 {
-        (try? PoolConfiguration.load(layout.configuration).initialCapacity) ?? configuration.initialCapacity
+        get throws { try PoolConfiguration.load(layout.configuration).initialCapacity }
     }
 
     /// The alignment of every direct write into the pool, in bytes.
     package var directIOAlignment: DirectIOAlignment { configuration.storage.directIOAlignment }
 
-    /// How many captures may run at once (`create(maxCaptures:)`); nil: no limit.
-    public var maxCaptures: Int? { (try? PoolConfiguration.load(layout.configuration))?.captureLimit ?? configuration.captureLimit }
+    /// How many captures may run at once (`create(maxCaptures:)`); nil: no limit. Read as
+    /// `initialCapacity` is, and throws as it does.
+    public var maxCaptures: Int? {
+        get throws { try PoolConfiguration.load(layout.configuration).captureLimit }
+    }
 
     /// The durable write bandwidth captures are admitted against, in bits per second; nil when
     /// the pool has none (every capture is admitted). Captures may declare together
-    /// `admissibleShare` of it.
-    public var bandwidth: Int64? { (try? PoolConfiguration.load(layout.configuration))?.bandwidth ?? configuration.bandwidth }
+    /// `admissibleShare` of it. Read as `initialCapacity` is, and throws as it does.
+    public var bandwidth: Int64? {
+        get throws { try PoolConfiguration.load(layout.configuration).bandwidth }
+    }
 
     /// Bytes captures can still write, together: the reserve's size plus what each capture
     /// was granted and has not written yet. The same number in every process; a capture

@@ -327,7 +327,7 @@ extension Pool {
         if remaining > reserved {
             problems.append("remainingCapacity \(remaining) exceeds the \(reserved) bytes really reserved")
         }
-        let capacity = initialCapacity
+        let capacity = try initialCapacity
         // A grant in flight holds its bytes in a capture's file and the reserve until its cut.
         let account = try lock.withReserve { try capacityAccount(reserve(layout.reserve)) }
         if account.ownReserve + account.held > capacity {
