@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
@@ -49,6 +50,11 @@ int pv_ioprio_set_idle(void) {
 int pv_sched_idle(void) {
     struct sched_param param = { .sched_priority = 0 };
     return NEG_ERRNO(sched_setscheduler(0, SCHED_IDLE, &param));
+}
+
+int pv_eventfd(void) {
+    int fd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK);
+    return fd >= 0 ? fd : -errno;
 }
 
 int pv_fadvise_dontneed(int fd, int64_t offset, int64_t length) {

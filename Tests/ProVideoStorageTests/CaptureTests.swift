@@ -252,7 +252,7 @@ func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8])
         try TestSupport.withScratch("one-capture") { scratch in
             let pool = try Pool.create(at: scratch + "/pool", capacity: 16 << 20, maxCaptures: 1)
             defer { try? pool.destroy() }
-            #expect(pool.maxCaptures == 1)
+            #expect(try pool.maxCaptures == 1)
             let capture = try pool.startCapture(to: scratch + "/a.mov", options: testOptions)
             let error = #expect(throws: ProVideoError.self) {
                 _ = try Pool.open(at: pool.path).startCapture(to: scratch + "/b.mov", options: testOptions)

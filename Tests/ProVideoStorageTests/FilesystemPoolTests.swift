@@ -278,7 +278,7 @@ extension FilesystemTests {
                 let five = space.available / 100 * 5 / 4096 * 4096
                 let pool = try Pool.create(at: path, capacity: eighty, systemCalls: calls)
                 defer { FS.destroyQuietly(path) }
-                #expect(pool.initialCapacity == eighty)
+                #expect(try pool.initialCapacity == eighty)
                 #expect(try TestSupport.lsattrFlags(path + "/reserve").contains("C"))
                 let grown = try pool.resize(to: eighty + five)
                 #expect(grown == eighty + five)

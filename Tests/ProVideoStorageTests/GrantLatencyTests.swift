@@ -84,6 +84,42 @@ import Testing
         return options
     }
 
+    /// The recorder's appends take no lock the granter's thread holds (issue 41): with the
+    /// granter's lock held by this test, as by a granter preempted inside it, appends within
+    /// the grants, each of which tells the granter the head (the lead is under two steps from the
+    /// first frame on), and a frame refused for want of a grant all return. A recorder that took
+    /// the lock would wait here until the test let go; the 60 s bound only ends such a wait.
+    @Test(.timeLimit(.minutes(3)))
+    func anAppendTakesNoLockTheGranterHolds() throws {
+        let released = Shared(false), landed = Shared<[UInt64]>([])
+        try withPool(capacity: 48 << 20, calls: Self.heldGrants(released: released, landed: landed)) { pool, scratch in
+            defer { released.update { $0 = true } }
+            var options = Self.options(.fail)
+            options.bufferBudget = 24 << 20
+            let capture = try pool.startCapture(to: scratch + "/take.mov", options: options)
+            let granter = capture.granter
+            let done = DispatchSemaphore(value: 0)
+            let outcome = Shared<(accepted: Int, refusals: [String])>((0, []))
+            granter.condition.lock()
+            let appender = Thread {
+                let (accepted, refusals, _, _) = Self.appendAll(capture, frames: 33)
+                outcome.update { $0 = (accepted.count, refusals) }
+                done.signal()
+            }
+            appender.start()
+            let returned = done.wait(timeout: .now() + 60) == .success
+            granter.condition.unlock()
+            if !returned { done.wait() }
+            #expect(returned, "the appends waited for the granter's lock")
+            let (accepted, refusals) = outcome.current
+            #expect(accepted == 32 * (512 << 10), "accepted \(accepted) bytes, not the 16 MiB granted: \(refusals)")
+            #expect(refusals.count == 1 && refusals.allSatisfy { $0.contains("not yet granted") }, "\(refusals)")
+            released.update { $0 = true }
+            let result = try capture.finish()
+            #expect(result.length == Int64(accepted))
+        }
+    }
+
     /// `.fail` with the capture's first grant past its start held until every frame has been
     /// tried: the 32 frames within the start's two 8 MiB steps are accepted, the 8 beyond them
     /// are refused at once for want of a grant, counted, and no append waited for the grant

@@ -28,7 +28,7 @@ import Testing
                     + "(the deadline, a step, and the worst wake-up lateness: \(probe.summary))"
                 #expect(waited < allowed, "\(why)")
                 let opened = try Pool.open(at: scratch + "/pool")
-                #expect(opened.initialCapacity == 8 << 20)
+                #expect(try opened.initialCapacity == 8 << 20)
             }
             #expect(try waiter.withMutation { 7 } == 7)
         }

@@ -241,6 +241,10 @@ MUTATIONS = [
      "        threads.forEach { $0.join() }\n",
      "        threads.forEach { _ = Unmanaged.passRetained($0) }\n",
      "aLandingReturnsOnlyOnceItsThreadsHaveEnded"),
+    ("the recorder's advance takes the granter's lock again (priority inversion)", S + "Capture/CaptureGranter.swift",
+     "    func advance(to head: Int64, needing end: Int64) -> Grants {\n",
+     "    func advance(to head: Int64, needing end: Int64) -> Grants {\n        condition.lock(); defer { condition.unlock() }\n",
+     "anAppendTakesNoLockTheGranterHolds"),
 ]
 
 

@@ -26,6 +26,8 @@ int pv_ioprio_set_idle(void);
 /// sched_setscheduler(2) SCHED_IDLE on the calling thread: it runs only when a CPU has nothing
 /// else to run.
 int pv_sched_idle(void);
+/// eventfd(2) with EFD_CLOEXEC | EFD_NONBLOCK and a count of 0: a descriptor, or -errno.
+int pv_eventfd(void);
 /// posix_fadvise(2) POSIX_FADV_DONTNEED on [offset, offset+length): drops clean cached pages.
 int pv_fadvise_dontneed(int fd, int64_t offset, int64_t length);
 /// copy_file_range(2) between explicit offsets; returns bytes copied or -errno.

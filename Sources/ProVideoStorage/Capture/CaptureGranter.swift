@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 
 /// Keeps a capture's file granted ahead of its write head, on a thread of its own: the only
 /// thread of the capture that calls fallocate(2). The recorder's thread reads what is granted
@@ -21,7 +22,14 @@ import Foundation
 /// A grant's cut of the reserve (`ReserveGrants.cut`) is made by the capture's `ReserveCutter`,
 /// so that the next grant never waits for it (issue 44).
 ///
-/// `@unchecked Sendable`: every `var` is read and written only with `condition` locked;
+/// The recorder's thread takes no lock the granter's thread holds (issue 41): what it reads of
+/// the grants and what it tells the granter are atomics, each written by one side, and it wakes
+/// the granter through an eventfd (`ThreadWake`). A `SCHED_OTHER` granter preempted in a
+/// critical section therefore never stalls a real-time recorder; only `wait(reaching:until:)`,
+/// where the recorder has chosen to wait for a grant, takes `condition`.
+///
+/// `@unchecked Sendable`: the atomics are the recorder's view; `uncut`, `cut`, `cuts` and
+/// `timings` are read and written only with `condition` locked; `emptyAt` only on the thread;
 /// `grants` (the file descriptors and the pool lock used for granting) is used only on the
 /// thread, with `grantLock` locked, which also orders every grant before `stop()` returns.
 final class CaptureGranter: @unchecked Sendable {
@@ -46,16 +54,27 @@ final class CaptureGranter: @unchecked Sendable {
     private let unit: Int64
     private let grants: ReserveGrants
     private let data: FileDescriptor
-    private let condition = MonotonicCondition()
+    /// The thread's lock for the figures the recorder never reads (internal: a test holds it
+    /// to stand for a granter preempted inside it).
+    let condition = MonotonicCondition()
     private let grantLock = NSLock()
-    private var state: Grants
-    private var head: Int64 = 0
-    /// The end the recorder last asked for, and how many asks beyond the granted bytes it made
-    /// (`asked`) and the thread has tried to meet (`answered`).
-    private var wanted: Int64 = 0
-    private var asked: UInt64 = 0
-    private var answered: UInt64 = 0
-    private var stopping = false
+    private let wake: ThreadWake
+
+    // Written by the thread, read by the recorder.
+    private let granted: Atomic<Int64>
+    private let step: Atomic<Int64>
+    /// The last ask the thread tried to meet, shifted left by one, with bit 0 set when that
+    /// try found the reserve empty: one word, so an answer is never read with another's emptiness.
+    private let answer = Atomic<UInt64>(0)
+    private let failed = Atomic<Bool>(false)
+    private let failure = Mutex<ProVideoError?>(nil)
+    // Written by the recorder (`advance`, `wait`), read by the thread.
+    private let head = Atomic<Int64>(0)
+    /// The end the recorder last asked for, and how many asks beyond the granted bytes it made.
+    private let wanted = Atomic<Int64>(0)
+    private let asked = Atomic<UInt64>(0)
+    private let stopping = Atomic<Bool>(false)
+
     private var emptyAt: UInt64?
     /// Bytes this capture's file was granted that the reserve still holds, until their cut.
     private var uncut: Int64 = 0
@@ -84,13 +103,16 @@ final class CaptureGranter: @unchecked Sendable {
     ///   - granted: its size, the bytes granted so far.
     ///   - step: bytes per grant, a multiple of `unit` (the reserve's allocation unit).
     ///   - bitrate: the capture's declared bitrate, bits per second (`GrantTimings.leadAtLanding`).
-    init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, step: Int64, bitrate: Int64) {
+    /// - Throws: `.ioError` when the thread's eventfd cannot be made (`ThreadWake`).
+    init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, step: Int64, bitrate: Int64) throws {
         self.grants = grants
         self.data = data
         self.configuredStep = step
         self.bitrate = bitrate
         unit = grants.reserve.unit
-        state = Grants(granted: granted, reserveEmpty: false, answered: true, failure: nil, step: step)
+        self.granted = Atomic(granted)
+        self.step = Atomic(step)
+        wake = try ThreadWake()
         // Weak: a cut still failing at `stop()`'s deadline ends after the granter may be gone.
         cutter = ReserveCutter(grants: grants, beginning: { [weak self] reserveBefore, amount in
             self?.cutBegan(reserveBefore: reserveBefore, amount: amount)
@@ -103,7 +125,7 @@ final class CaptureGranter: @unchecked Sendable {
     }
 
     /// The bytes granted so far: the capture may write below this offset.
-    var grantedBytes: Int64 { current.granted }
+    var grantedBytes: Int64 { granted.load(ordering: .sequentiallyConsistent) }
 
     /// Bytes the capture can still write beyond `length`: what its file was granted beyond it,
     /// plus what the reserve holds free of other grants in flight (reads the reserve's size and
@@ -138,7 +160,7 @@ final class CaptureGranter: @unchecked Sendable {
     private func snapshot() -> (granted: Int64, uncut: Int64, cut: Cut?, cuts: UInt64) {
         condition.lock()
         defer { condition.unlock() }
-        return (state.granted, uncut, cut, cuts)
+        return (grantedBytes, uncut, cut, cuts)
     }
 
     private func cutBegan(reserveBefore: Int64, amount: Int64) {
@@ -165,56 +187,63 @@ final class CaptureGranter: @unchecked Sendable {
         return timings
     }
 
-    /// The grants as they stand, without waiting.
-    var current: Grants {
-        condition.lock()
-        defer { condition.unlock() }
-        return grants(answering: asked)
-    }
+    /// The grants as they stand, without waiting or locking.
+    var current: Grants { grants(answering: asked.load(ordering: .sequentiallyConsistent)) }
 
-    /// The state as of now, `answered` for the ask numbered `ask`; call with `condition` locked.
+    /// The grants as of now, `answered` for the ask numbered `ask`. The answer is read before
+    /// the granted bytes, which the thread publishes before it: they are this answer's or newer.
     private func grants(answering ask: UInt64) -> Grants {
-        var grants = state
-        grants.answered = answered >= ask
-        return grants
+        let answer = answer.load(ordering: .sequentiallyConsistent)
+        let failure = failed.load(ordering: .sequentiallyConsistent) ? failure.withLock { $0 } : nil
+        return Grants(granted: grantedBytes, reserveEmpty: answer & 1 == 1, answered: answer >> 1 >= ask,
+                      failure: failure, step: step.load(ordering: .sequentiallyConsistent))
     }
 
     /// Tells the thread the capture has appended up to `head` bytes and needs `end` granted;
     /// wakes it when the lead has fallen below two steps or `end` is beyond the granted bytes.
-    /// Never waits for a grant.
+    /// Never waits for a grant and takes no lock; called on the recorder's thread only.
     func advance(to head: Int64, needing end: Int64) -> Grants {
-        condition.lock()
-        defer { condition.unlock() }
-        self.head = head
+        self.head.store(head, ordering: .sequentiallyConsistent)
+        let before = current
+        var ask = asked.load(ordering: .sequentiallyConsistent)
         // An ask still pending for this need or a larger one is not asked again, so that it
         // can be answered (a recorder refused at every frame would otherwise never learn that
-        // the reserve is empty).
-        if end > state.granted && !(answered < asked && end <= wanted) { asked += 1 }
-        wanted = end
-        if state.granted - head < 2 * state.step || end > state.granted { condition.signal() }
-        return grants(answering: asked)
+        // the reserve is empty). The end is published before the ask: a thread that sees the
+        // ask sees what it asks for.
+        let pending = !before.answered && end <= wanted.load(ordering: .sequentiallyConsistent)
+        wanted.store(end, ordering: .sequentiallyConsistent)
+        if end > before.granted && !pending {
+            ask += 1
+            asked.store(ask, ordering: .sequentiallyConsistent)
+        }
+        if before.granted - head < 2 * before.step || end > before.granted { wake.wake() }
+        return grants(answering: ask)
     }
 
     /// Waits until `end` bytes are granted, the thread found the reserve empty after this
     /// call asked, the grants failed or stopped, or `deadline` (`MonotonicTime`) passed.
+    /// Called on the recorder's thread only, when its overrun policy lets it wait.
     func wait(reaching end: Int64, until deadline: UInt64) -> Grants {
+        wanted.store(end, ordering: .sequentiallyConsistent)
+        let ask = asked.add(1, ordering: .sequentiallyConsistent).newValue
+        wake.wake()
         condition.lock()
         defer { condition.unlock() }
-        wanted = end
-        asked += 1
-        let ask = asked
-        condition.signal()
-        while state.granted < end, state.failure == nil, !stopping, !(answered >= ask && state.reserveEmpty),
-              condition.wait(until: deadline) {}
-        return grants(answering: ask)
+        while true {
+            let grants = grants(answering: ask)
+            guard grants.granted < end, grants.failure == nil, !stopping.load(ordering: .sequentiallyConsistent),
+                  !(grants.answered && grants.reserveEmpty) else { return grants }
+            guard condition.wait(until: deadline) else { return self.grants(answering: ask) }
+        }
     }
 
     /// Stops granting; returns once no grant is in progress (a grant waits at most 30 s for
     /// the reserve lock), so the capture's file does not change after this. Returns the bytes
     /// granted.
     func stop() -> Int64 {
+        stopping.store(true, ordering: .sequentiallyConsistent)
+        wake.wake()
         condition.lock()
-        stopping = true
         condition.broadcast()
         condition.unlock()
         grantLock.lock()
@@ -224,29 +253,31 @@ final class CaptureGranter: @unchecked Sendable {
     }
 
     private func run() {
-        condition.lock()
-        while !stopping {
+        while !stopping.load(ordering: .sequentiallyConsistent) {
+            // The ask before its end (`advance` publishes them the other way round).
+            let ask = asked.load(ordering: .sequentiallyConsistent)
+            let wanted = wanted.load(ordering: .sequentiallyConsistent)
+            let headBefore = head.load(ordering: .sequentiallyConsistent)
+            let from = grantedBytes, step = step.load(ordering: .sequentiallyConsistent)
             let now = MonotonicTime.now()
-            let resting = asked == answered && emptyAt.map { now < $0 + Self.emptyRetry } == true
-            let short = wanted > state.granted || state.granted - head < 2 * state.step
-            guard short, !resting, state.failure == nil else {
-                condition.wait(until: now + (resting ? Self.emptyRetry / 4 : Self.emptyRetry))
+            let resting = ask == answer.load(ordering: .sequentiallyConsistent) >> 1
+                && emptyAt.map { now < $0 + Self.emptyRetry } == true
+            let short = wanted > from || from - headBefore < 2 * step
+            guard short, !resting, !failed.load(ordering: .sequentiallyConsistent) else {
+                // A change the recorder makes after the look above wakes this wait at once.
+                wake.wait(until: now + (resting ? Self.emptyRetry / 4 : Self.emptyRetry))
                 continue
             }
             // A need beyond the granted bytes takes what it needs, not a shared half.
-            let needing = wanted > state.granted
-            let bytes = max(state.step, wanted - state.granted)
-            let from = state.granted, headBefore = head, ask = asked
-            condition.unlock()
+            let needing = wanted > from
+            let bytes = max(step, wanted - from)
             grantLock.lock()
-            // `stop()` may have come between the two locks and found `grantLock` free: it has
+            // `stop()` may have come before the lock and found `grantLock` free: it has
             // returned, so the capture's file must not change now.
-            condition.lock()
-            if stopping {
+            if stopping.load(ordering: .sequentiallyConsistent) {
                 grantLock.unlock()
                 break
             }
-            condition.unlock()
             var added: Int64 = 0
             var error: ProVideoError?
             var full = false, busy = false
@@ -259,16 +290,17 @@ final class CaptureGranter: @unchecked Sendable {
                 if claimed > 0 {
                     let cutting = try grants.allocate(claimed, to: data, granted: from)
                     let allocatedAt = MonotonicTime.now()
+                    // Late: the recorder had asked for bytes past the old end (it waited, or
+                    // was refused); its lead then was none.
+                    let late = self.wanted.load(ordering: .sequentiallyConsistent) > from
+                    let lead = from - head.load(ordering: .sequentiallyConsistent)
                     condition.lock()
-                    state.granted = from + claimed
+                    granted.store(from + claimed, ordering: .sequentiallyConsistent)
                     if cutting { uncut += claimed }
                     timings.claim.record(claimedAt - started)
                     timings.allocate.record(allocatedAt - claimedAt)
-                    // Late: the recorder had asked for bytes past the old end (it waited, or
-                    // was refused); its lead then was none.
-                    let late = wanted > from
                     if late { timings.late += 1 }
-                    timings.leadAtLanding.record(late ? 0 : GrantTimings.streamTime(from - head, bitrate: bitrate))
+                    timings.leadAtLanding.record(late ? 0 : GrantTimings.streamTime(lead, bitrate: bitrate))
                     condition.unlock()
                     condition.broadcast()
                     if cutting { cutter?.cut(claimed) }
@@ -287,18 +319,23 @@ final class CaptureGranter: @unchecked Sendable {
             } catch let other {
                 error = ProVideoError(.ioError, "a grant failed: \(other)", path: data.path)
             }
-            // The state changes before `grantLock` is released: `stop()` returns the final size.
+            // The answer is published before `grantLock` is released: `stop()` returns the final size.
+            assert(added == 0 || grantedBytes == from + added, "a grant returned bytes it did not publish")
+            let empty = (added == 0 && error == nil && !busy) || full
+            emptyAt = empty ? MonotonicTime.now() : nil
+            let written = head.load(ordering: .sequentiallyConsistent) - headBefore
             condition.lock()
-            assert(added == 0 || state.granted == from + added, "a grant returned bytes it did not publish")
-            state.reserveEmpty = (added == 0 && error == nil && !busy) || full
-            emptyAt = state.reserveEmpty ? MonotonicTime.now() : nil
-            if let error { state.failure = error }
-            answered = ask
-            state.step = Self.adaptedStep(configured: configuredStep, unit: unit, writtenDuringGrant: head - headBefore)
+            if let error {
+                failure.withLock { $0 = error }
+                failed.store(true, ordering: .sequentiallyConsistent)
+            }
+            self.step.store(Self.adaptedStep(configured: configuredStep, unit: unit, writtenDuringGrant: written),
+                            ordering: .sequentiallyConsistent)
+            answer.store(ask << 1 | (empty ? 1 : 0), ordering: .sequentiallyConsistent)
+            condition.unlock()
             grantLock.unlock()
             condition.broadcast()
         }
-        condition.unlock()
     }
 
     /// The next grants' step: at least twice the bytes the stream wrote while the last grant

@@ -94,7 +94,7 @@ extension Pool {
         var granter: CaptureGranter?
         do {
             let data = try FileDescriptor.open(files.data, O_RDWR, direct: true)
-            let started = CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
+            let started = try CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
                                          data: try FileDescriptor.open(files.data, O_RDWR), granted: granted, step: step,
                                          bitrate: options.bitrate)
             granter = started
