@@ -85,23 +85,41 @@ package enum FS {
     }
 
     /// Fills the filesystem at `mount` with preallocated files (under `mount/filler`) until
-    /// less than one block is free (statvfs f_bfree), so nothing more can be allocated.
+    /// less than one block is free (statvfs f_bfree), so nothing more can be allocated. Passes
+    /// repeat after a syncfs(2) (`sync -f`) until one allocates nothing: ext4 counts the blocks of a failed
+    /// fallocate's file, unlinked, as free at once but hands them out only after the journal's
+    /// commit, which a busy machine delays past the allocator's retries; a single pass then left
+    /// megabytes that a later write found (CI: a copy to an "exhausted" filesystem landed).
     package static func fill(_ mount: String) throws {
         let directory = mount + "/filler"
         try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
         var index = 0
+        while try fillPass(mount, directory, index: &index) {
+            try TestSupport.shell("sync -f '\(mount)'")
+        }
+    }
+
+    /// One pass of `fill`: whether it allocated anything.
+    private static func fillPass(_ mount: String, _ directory: String, index: inout Int) throws -> Bool {
         var chunk = Int64.max
+        var allocated = false
         while true {
             let space = try TestSupport.freeSpace(mount)
             chunk = min(chunk, space.free) / space.blockSize * space.blockSize
-            if chunk < space.blockSize { return }
+            if chunk < space.blockSize { return allocated }
             let path = "\(directory)/\(index)"
             let fd = open(path, O_CREAT | O_WRONLY, 0o600)
-            if fd < 0 && errno == ENOSPC { return }
+            if fd < 0 && errno == ENOSPC { return allocated }
             guard fd >= 0 else { throw ProVideoError(.ioError, "cannot create \(path): \(errno)") }
             let rc = pv_fallocate(fd, 0, 0, chunk)
             close(fd)
-            if rc == 0 { index += 1 } else { unlink(path); chunk /= 2 }
+            if rc == 0 {
+                index += 1
+                allocated = true
+            } else {
+                unlink(path)
+                chunk /= 2
+            }
         }
     }
 }
