@@ -21,7 +21,7 @@ import Testing
     }
 
     static func waitForProgress(_ capture: Capture, _ bytes: Int64) throws {
-        for _ in 0..<500 where CaptureJournal.readCounter(capture.files.progress) < bytes {
+        for _ in 0..<500 where try (CaptureJournal.readWritten(capture.files.progress) ?? 0) < bytes {
             try capture.poll()
             usleep(2_000)
         }
@@ -57,12 +57,47 @@ import Testing
         }
     }
 
+    /// A capture's progress block that cannot be read leaves its share unknown: the pool's
+    /// remaining capacity throws, never counting the capture's whole grant as room (what a
+    /// length read as 0 did); a block gone (the capture ending) counts no room of it.
+    @Test func anUnreadableProgressBlockIsUnknownNotZero() throws {
+        try withPool(capacity: 32 << 20) { pool, scratch in
+            var options = testOptions
+            options.grantSize = 2 << 20
+            let capture = try pool.startCapture(to: scratch + "/a.mov", options: options)
+            try capture.append(TestSupport.pattern(3 << 20, seed: 1))
+            try Self.waitForProgress(capture, 3 << 20)
+            let truth = try pool.remainingCapacity
+            let account = try Self.account(pool)
+            #expect(truth == (32 << 20) - (3 << 20) && account.held > 3 << 20, "\(truth) \(account)")
+            let progress = capture.files.progress
+            let block = try Data(contentsOf: URL(fileURLWithPath: progress))
+            defer { try? block.write(to: URL(fileURLWithPath: progress)) }
+            // Three bytes: no length at all.
+            try Data([1, 2, 3]).write(to: URL(fileURLWithPath: progress))
+            let short = #expect(throws: ProVideoError.self) { try pool.remainingCapacity }
+            #expect(short?.code == .corruptState, "remainingCapacity threw \(String(describing: short))")
+            // A length past any pool's.
+            var huge = block
+            huge.replaceSubrange(0..<8, with: [UInt8](repeating: 0xFF, count: 8))
+            try huge.write(to: URL(fileURLWithPath: progress))
+            let past = #expect(throws: ProVideoError.self) { try pool.remainingCapacity }
+            #expect(past?.code == .corruptState, "remainingCapacity threw \(String(describing: past))")
+            // Gone: the capture's share gives no room, so the figure is the reserve's alone.
+            try FileManager.default.removeItem(atPath: progress)
+            #expect(try pool.remainingCapacity == account.ownReserve)
+            try block.write(to: URL(fileURLWithPath: progress))
+            #expect(try pool.remainingCapacity == truth)
+            try capture.finish()
+        }
+    }
+
     @Test func theAccountMatchesTheDisk() throws {
         try withPool(capacity: 32 << 20) { pool, scratch in
             let capacity = try pool.initialCapacity
             var account = try Self.account(pool)
             var disk = try Self.disk(pool)
-            #expect(account.reserve == disk.reserve && account.held == 0 && account.remaining == capacity)
+            #expect(try account.reserve == disk.reserve && account.held == 0 && account.remaining == capacity)
 
             // Grants: a running capture with 3 MiB written holds its grants; grants and reserve
             // are the whole capacity, and everyone reports the same remaining capacity.
@@ -76,9 +111,9 @@ import Testing
             #expect(account.reserve == disk.reserve && account.held == disk.held)
             #expect(account.held > 3 << 20)
             #expect(account.reserve + account.held == capacity, "\(account)")
-            #expect(account.remaining == capacity - (3 << 20))
-            #expect(try pool.remainingCapacity == account.remaining)
-            #expect(capture.remainingCapacity == account.remaining)
+            #expect((try account.remaining) == capacity - (3 << 20))
+            #expect(try pool.remainingCapacity == (try account.remaining))
+            #expect(capture.remainingCapacity == (try account.remaining))
 
             // Returns: the take leaves the pool by rename; its unused grant is back in the reserve.
             try capture.finish()
@@ -97,7 +132,7 @@ import Testing
             account = try Self.account(pool)
             disk = try Self.disk(pool)
             #expect(account.held == 0 && account.reserve == disk.reserve)
-            #expect(account.remaining == capacity - (4 << 20), "\(account)")
+            #expect((try account.remaining) == capacity - (4 << 20), "\(account)")
 
             // A salvage: a capture dropped with 1 MiB committed is placed, its grant returned.
             var options0 = options
@@ -114,8 +149,8 @@ import Testing
             account = try Self.account(pool)
             disk = try Self.disk(pool)
             #expect(account.held == 0 && disk.held == 0 && account.reserve == disk.reserve)
-            #expect(account.remaining == capacity - (5 << 20), "\(account)")
-            #expect(try pool.remainingCapacity == account.remaining)
+            #expect((try account.remaining) == capacity - (5 << 20), "\(account)")
+            #expect(try pool.remainingCapacity == (try account.remaining))
         }
     }
 }

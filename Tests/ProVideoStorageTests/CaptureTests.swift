@@ -166,11 +166,11 @@ func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8])
             #expect(capture.committedLength == 50_005)
             #expect(CaptureJournal.readCommitted(capture.files.commit) == 50_005)
             // No whole buffer landed yet: polls publish the length within `progressInterval`.
-            for _ in 0..<100 where CaptureJournal.readCounter(capture.files.progress) < 50_005 {
+            for _ in 0..<100 where try (CaptureJournal.readWritten(capture.files.progress) ?? 0) < 50_005 {
                 try capture.poll()
                 usleep(10_000)
             }
-            #expect(CaptureJournal.readCounter(capture.files.progress) == 50_005)
+            #expect(try CaptureJournal.readWritten(capture.files.progress) == 50_005)
             #expect(try pool.remainingCapacity == pool.initialCapacity - pool.reserve("").rounded(50_005))
             try capture.append(TestSupport.pattern(600_000, seed: 9))  // fills and writes the buffer whole
             let result = try capture.finish()

@@ -269,12 +269,16 @@ extension WriteFaultTests {
     /// is the request's own, so the others' successes do not restart it (a reset on any
     /// success kept such a write going for as long as the recording ran, durability stalled
     /// without a word). Each of its refusals is held 20 ms so the other writes complete in
-    /// between: the test proves that happened before it counts.
+    /// between: the test proves that happened before it counts. The refused buffer is the one
+    /// the second write used: on a fast disk the capture reuses one free buffer, so a fixed
+    /// buffer number may never be written twice.
     @Test func aWriteThatKeepsMeetingNoSpaceFailsAfterItsOwnRetries() throws {
         var rules = FaultEngine.Rules()
+        let refusedSlot = Shared<Int?>(nil)
         let refused: @Sendable (FaultEngine.Request) -> Bool = { request in
-            guard case .slotWrite(slot: 0) = request.tag else { return false }
-            return request.ordinal > 1
+            guard case .slotWrite(let slot) = request.tag, request.ordinal > 1 else { return false }
+            if request.ordinal == 2 { refusedSlot.update { $0 = slot } }
+            return refusedSlot.current == slot
         }
         rules.result = { request, result in refused(request) ? -ENOSPC : result }
         rules.holdCompletion = { request in refused(request) ? 20_000_000 : 0 }
@@ -296,9 +300,9 @@ extension WriteFaultTests {
                 if case .slotWrite = completion.request.tag { return completion.result > 0 }
                 return false
             }
-            try #require(!between.isEmpty, "no other write completed while buffer 0's write was refused: the case did not run")
+            try #require(!between.isEmpty, "no other write completed while buffer \(refusedSlot.current!)'s write was refused: the case did not run")
             #expect(refusals.count == WriteProgress.maximumRetries + 1,
-                    "buffer 0's write was refused \(refusals.count) times; \(between.count) other writes completed meanwhile")
+                    "buffer \(refusedSlot.current!)'s write was refused \(refusals.count) times; \(between.count) other writes completed meanwhile")
         }
     }
 }

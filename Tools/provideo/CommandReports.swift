@@ -54,8 +54,9 @@ enum CommandReports {
         var path: String
         var salvaged: [SalvagedRecording]
         var discarded: [DiscardedCapture]
-        /// Recordings salvaged by earlier commands (`provideo list` shows where they went).
-        var recoveredEarlier: Int
+        /// Recordings salvaged by earlier commands (`provideo list` shows where they went);
+        /// absent when the salvage log cannot be read (stderr says why).
+        var recoveredEarlier: Int?
     }
 
     /// `check`: `ok` is false when `problems` is not empty (the exit status is then 1).

@@ -261,7 +261,7 @@ enum Commands {
         }
         for capture in pool.discarded {
             CommandLineProgram.printError("note: discarded a capture left by a recorder that died before anything was "
-                                          + "committed: \(capture.destination.terminalSafe) (\(capture.bytesWritten) bytes written, none "
+                                          + "committed: \(capture.destination.terminalSafe) (\(capture.bytesWritten.map { "\($0) bytes" } ?? "an unknown number of bytes") written, none "
                                           + "durable); no file was made")
         }
         for refused in pool.unsalvageable {
@@ -309,19 +309,31 @@ enum Commands {
         if json {
             return try CommandLineProgram.printJSON(CommandReports.Recover(
                 path: path, salvaged: pool.salvaged, discarded: pool.discarded,
-                recoveredEarlier: max(try pool.listing().recovered.count - pool.salvaged.count, 0)))
+                recoveredEarlier: recoveredEarlier(pool).map { max($0 - pool.salvaged.count, 0) }))
         }
         for recording in pool.salvaged {
             print("recovered \(ByteFormat.human(recording.length)) (\(recording.length) bytes) to \(recording.path.terminalSafe)")
         }
         for capture in pool.discarded {
             print("discarded the capture for \(capture.destination.terminalSafe): its recorder died before anything was committed "
-                  + "(\(capture.bytesWritten) bytes written, none durable); no file was made")
+                  + "(\(capture.bytesWritten.map { "\($0) bytes" } ?? "an unknown number of bytes") written, none durable); no file was made")
         }
         if pool.salvaged.isEmpty && pool.discarded.isEmpty {
-            let earlier = try pool.listing().recovered.count
+            let earlier = recoveredEarlier(pool) ?? 0
             print("nothing to recover: no capture was left by a dead recorder"
                   + (earlier > 0 ? " (\(earlier) recovered earlier; `provideo list` shows where they went)" : ""))
+        }
+    }
+
+    /// Entries in the salvage log, nil (said on stderr) when it cannot be read. Only the log:
+    /// a recovery that left a capture undecided (its progress unreadable) still reports.
+    static func recoveredEarlier(_ pool: Pool) -> Int? {
+        do {
+            return try pool.recoveredRecordings().count
+        } catch {
+            let message = (error as? ProVideoError)?.message ?? "\(error)"
+            CommandLineProgram.printError("warning: \(message.terminalSafe); recoveries made earlier are not counted")
+            return nil
         }
     }
 

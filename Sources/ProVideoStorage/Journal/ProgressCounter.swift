@@ -1,12 +1,27 @@
+import Glibc
+
 /// The progress block, `captures/<id>/progress`: one aligned block whose first 8 bytes are the
 /// capture's length, little-endian (then its counters, `CaptureCounters`), rewritten by the
 /// capture at most every 250 ms for other processes.
 extension CaptureJournal {
-    /// Reads an 8-byte little-endian counter (`progress`), 0 if the file is missing, short, or
-    /// holds a count no pool could reach (above `Pool.maximumCapacity`): it is read from disk, so
-    /// it is range-checked before any arithmetic uses it.
-    static func readCounter(_ path: String) -> Int64 {
-        counter(in: (try? FileSystem.readSmallFile(path)) ?? [])
+    /// Reads a capture's published length, in bytes, from its progress block; nil when the
+    /// file is gone (the capture finished or was discarded meanwhile). Read from disk, so
+    /// range-checked before any arithmetic uses it.
+    /// - Throws: the read's error (`.ioError`, `.permissionDenied`); `.corruptState` for a
+    ///   block shorter than 8 bytes or a length no pool could reach (above
+    ///   `Pool.maximumCapacity`). An unreadable length is unknown, never 0.
+    static func readWritten(_ path: String) throws -> Int64? {
+        let bytes: [UInt8]
+        do {
+            bytes = try FileSystem.readSmallFile(path)
+        } catch let error as ProVideoError where error.errno == ENOENT {
+            return nil
+        }
+        guard bytes.count >= 8, word(bytes, at: 0) <= UInt64(Pool.maximumCapacity) else {
+            throw ProVideoError(.corruptState, "the progress block \(path) holds no length a capture could have written "
+                                + "(\(bytes.count) bytes)", path: path)
+        }
+        return Int64(word(bytes, at: 0))
     }
 
     /// A running capture's length (bytes written), committed length and counters as one

@@ -625,8 +625,9 @@ public final class Pool: @unchecked Sendable {
 public struct DiscardedCapture: Codable, Sendable, Equatable {
     /// Where the recording was to go.
     public var destination: String
-    /// Bytes the recorder had written, none of them durable, in bytes.
-    public var bytesWritten: Int64
+    /// Bytes the recorder had written, none of them durable; nil when its progress block
+    /// could not be read.
+    public var bytesWritten: Int64?
 }
 
 /// The outcome of `Pool.replenish()`, in bytes.

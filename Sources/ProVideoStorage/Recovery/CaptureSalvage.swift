@@ -54,7 +54,9 @@ extension Pool {
             removeFiles(of: files)
             return nil
         case .discard(let reported):
-            let written = CaptureJournal.readCounter(files.progress)
+            // A figure for the report only: unreadable, it is reported unknown.
+            let written: Int64?
+            do { written = try CaptureJournal.readWritten(files.progress) } catch { written = nil }
             try discardCapture(files, journal: observed.journal)
             if reported, let journal = observed.journal {
                 discarded.append(DiscardedCapture(destination: journal.destination, bytesWritten: written))

@@ -22,8 +22,12 @@ struct CapacityAccount {
     struct CaptureShare {
         /// Bytes its file was granted: its size, or its grant in flight's end.
         var granted: Int64
-        /// Bytes it has written, from its progress block, rounded up to the reserve's unit.
+        /// Bytes it has written, from its progress block, rounded up to the reserve's unit
+        /// (`granted` when the block is gone).
         var written: Int64
+        /// Why its progress block could not be read: its written bytes, and so the room it
+        /// holds, are unknown (`remaining` throws this).
+        var unreadable: ProVideoError?
     }
 
     /// Bytes of the reserve (its file's size).
@@ -44,14 +48,32 @@ struct CapacityAccount {
     static func read(reserve: Reserve, claims: ReserveClaims.Totals, captures: [(data: String, progress: String)],
                      initialCapacity: Int64) throws -> CapacityAccount {
         let shares = try captures.map { files in
-            let granted: Int64
-            do {
-                let facts = try FileSystem.facts(files.data)
-                granted = max(Int64(clamping: facts.size), claims.claimEnds[facts.ino] ?? 0)
-            } catch let error as ProVideoError where error.errno == ENOENT {
-                granted = 0
+            // The progress read on both sides of the grant's: a capture that published more
+            // between them would make the share short by it (a status stream then saw the
+            // capacity rise by 80 KiB once the next figure was read whole). After three tries
+            // the later figure stands: short, never over. A progress block gone means the
+            // capture is ending: its share counts no room left (short, never over).
+            var unreadable: ProVideoError?
+            func readWritten() -> Int64? {
+                do { return try CaptureJournal.readWritten(files.progress) } catch {
+                    unreadable = error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: files.progress)
+                    return nil
+                }
             }
-            return CaptureShare(granted: granted, written: reserve.rounded(CaptureJournal.readCounter(files.progress)))
+            var written = readWritten()
+            var granted: Int64 = 0
+            for _ in 0..<3 {
+                do {
+                    let facts = try FileSystem.facts(files.data)
+                    granted = max(Int64(clamping: facts.size), claims.claimEnds[facts.ino] ?? 0)
+                } catch let error as ProVideoError where error.errno == ENOENT {
+                    granted = 0
+                }
+                let after = readWritten()
+                defer { written = after }
+                if after == written || unreadable != nil { break }
+            }
+            return CaptureShare(granted: granted, written: written.map(reserve.rounded) ?? granted, unreadable: unreadable)
         }
         return CapacityAccount(reserve: try reserve.size(), claims: claims, captures: shares,
                                initialCapacity: initialCapacity, unit: reserve.unit)
@@ -62,8 +84,13 @@ struct CapacityAccount {
 
     /// Bytes captures can still write, together: the reserve free of claims plus what each
     /// capture was granted and has not written yet.
+    /// - Throws: a capture's progress block's read error (`CaptureShare.unreadable`): its
+    ///   share is unknown, and counting it whole or as none would be a guess.
     var remaining: Int64 {
-        (captures.map { max($0.granted - $0.written, 0) } + [ownReserve]).saturatingSum()
+        get throws {
+            if let unreadable = captures.lazy.compactMap(\.unreadable).first { throw unreadable }
+            return (captures.map { max($0.granted - $0.written, 0) } + [ownReserve]).saturatingSum()
+        }
     }
 
     /// Bytes of the reserve that are the reserve's: its size less the grants in flight, which
