@@ -83,6 +83,11 @@ import Testing
             try huge.write(to: URL(fileURLWithPath: progress))
             let past = #expect(throws: ProVideoError.self) { try pool.remainingCapacity }
             #expect(past?.code == .corruptState, "remainingCapacity threw \(String(describing: past))")
+            // Empty, as between the block's create and its fallocate at a capture's start:
+            // nothing written yet, so the whole grant is room (a status during a start threw).
+            try Data().write(to: URL(fileURLWithPath: progress))
+            let granted = try #require(account.captures.first?.granted)
+            #expect(try pool.remainingCapacity == account.ownReserve + granted)
             // Gone: the capture's share gives no room, so the figure is the reserve's alone.
             try FileManager.default.removeItem(atPath: progress)
             #expect(try pool.remainingCapacity == account.ownReserve)

@@ -43,8 +43,26 @@ import Testing
     func helpOfHelp(_ words: [String]) throws {
         let result = try TestSupport.run("provideo", words)
         #expect(result.status == 0 && result.stderr.isEmpty, "\(result)")
-        #expect(result.stdout.hasPrefix("usage: provideo help [COMMAND]\n") && result.stdout.contains("--completion bash|zsh"),
+        #expect(result.stdout.hasPrefix("usage: provideo help [--json] [COMMAND]\n") && result.stdout.contains("--completion bash|zsh"),
                 "\(result.stdout)")
+    }
+
+    /// `help --json` is the description the text comes from (it was "missing COMMAND", exit 2):
+    /// every command with its options, or one command's with its name.
+    @Test func helpAsJSON() throws {
+        let all = try TestSupport.run("provideo", ["help", "--json"])
+        #expect(all.status == 0 && all.stderr.isEmpty, "\(all)")
+        let program = try #require(try JSONSerialization.jsonObject(with: Data(all.stdout.utf8)) as? [String: Any], "\(all.stdout)")
+        let names = (program["commands"] as? [[String: Any]])?.compactMap { $0["name"] as? String } ?? []
+        #expect(program["name"] as? String == "provideo" && Set(Self.commands).isSubset(of: names), "\(names)")
+        let create = try TestSupport.run("provideo", ["help", "--json", "create"])
+        let command = try #require(try JSONSerialization.jsonObject(with: Data(create.stdout.utf8)) as? [String: Any], "\(create)")
+        let options = (command["options"] as? [[String: Any]]) ?? []
+        let capacity = options.first { $0["name"] as? String == "--capacity" }
+        #expect(command["name"] as? String == "create" && capacity?["value"] as? String == "SIZE"
+                && capacity?["required"] as? Bool == true, "\(create.stdout)")
+        let unknown = try TestSupport.run("provideo", ["help", "--json", "nosuch"])
+        #expect(unknown.status == 2 && unknown.stdout.contains("\"usage\""), "\(unknown)")
     }
 
     /// The README's CLI block is the usage's synopses, one a line.

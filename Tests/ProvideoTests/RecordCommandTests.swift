@@ -37,7 +37,7 @@ import Testing
             #expect(!lines[0].contains("Mbit/s"), "\(lines[0])")
             let remaining = try TestSupport.poolStatus(pool).remainingCapacity
             #expect(remaining < 16 << 20 - 3_000_000)
-            #expect(lines[1] == "the take's space came out of the pool's reserve: \(ByteFormat.human(remaining)) of 16.0 MiB "
+            #expect(lines[1] == "the take's space came out of the pool's reserve: \(ByteFormat.significant(remaining)) of 16.0 MiB "
                     + "remain; `provideo replenish` (or `record --replenish`) refills it from the filesystem's free space")
 
             let replenished = try FS.provideo(pool, "record", dir + "/b.mov", "--replenish", "--json", stdin: input)
@@ -49,6 +49,23 @@ import Testing
             let human = try FS.provideo(pool, "record", dir + "/c.mov", "--replenish", stdin: input)
             #expect(human.stdout.hasSuffix(": 16.0 MiB of 16.0 MiB remain\n") && human.stdout.contains("\nreplenished the reserve by "),
                     "\(human.stdout)")
+        }
+    }
+
+    /// The summary's remaining capacity has the three significant digits `status` shows: a take
+    /// of 11.4 MiB in a 16 MiB pool leaves "4.xx MiB", where one decimal hid a take's size
+    /// ("1.5 GiB of 1.5 GiB remain" after 50 MiB); one append is "1 append".
+    @Test func theSummarysFiguresAreStatus() throws {
+        try FS.withScratchPool(capacity: "16M") { dir, pool in
+            let result = try FS.provideo(pool, "record", dir + "/a.mov", stdin: Data(TestSupport.pattern(12_000_000, seed: 3)))
+            #expect(result.status == 0, "\(result.stderr)")
+            let remaining = try TestSupport.poolStatus(pool).remainingCapacity
+            #expect(remaining < 5 << 20 && remaining >= 1 << 20, "\(remaining)")
+            let figure = ByteFormat.significant(remaining)
+            #expect(figure.split(separator: " ")[0].split(separator: ".").last?.count == 2, "\(figure)")
+            #expect(result.stdout.contains("reserve: \(figure) of 16.0 MiB remain"), "\(result.stdout)")
+            let one = try FS.provideo(pool, "record", dir + "/b.mov", stdin: Data(TestSupport.pattern(1000, seed: 4)))
+            #expect(one.stdout.contains(", 1 append, append p99 "), "\(one.stdout)")
         }
     }
 

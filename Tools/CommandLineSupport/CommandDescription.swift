@@ -1,6 +1,6 @@
 /// One description of a program's commands: `--help`, `help COMMAND`, the man page and the
 /// bash and zsh completions are all rendered from it, so they cannot drift apart.
-public struct ProgramDescription: Sendable {
+public struct ProgramDescription: Sendable, Encodable {
     public var name: String
     /// One line for the man page's NAME section.
     public var summary: String
@@ -23,7 +23,7 @@ public struct ProgramDescription: Sendable {
 }
 
 /// One command: its name, its positional arguments and its options.
-public struct CommandDescription: Sendable {
+public struct CommandDescription: Sendable, Encodable {
     public var name: String
     /// Positional arguments as the synopsis shows them ("SIZE", "HELD [DEST]").
     public var arguments: String
@@ -44,7 +44,7 @@ public struct CommandDescription: Sendable {
 }
 
 /// One option: `--name`, or `--name VALUE` when `value` is set.
-public struct OptionDescription: Sendable {
+public struct OptionDescription: Sendable, Encodable {
     public var name: String
     /// The value's placeholder ("SIZE"), nil for a flag.
     public var value: String?

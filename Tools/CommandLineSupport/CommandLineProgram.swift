@@ -3,7 +3,7 @@ import ProVideoStorage
 
 /// Running a command-line program: exit codes 0 (ok), 1 (operation failed), 2 (usage).
 public enum CommandLineProgram {
-    /// Answers `--version`, `help [COMMAND]`, `help --man`, `help --completion bash|zsh`,
+    /// Answers `--version`, `help [--json] [COMMAND]`, `help --man`, `help --completion bash|zsh`,
     /// `--help` and `COMMAND --help` from `program`, else runs `body`; prints errors to
     /// standard error after the program's name and exits with the matching status. A command
     /// run with `--json` that fails before printing its JSON also prints one JSON error object on
@@ -72,10 +72,18 @@ public enum CommandLineProgram {
             }
             if arguments.flag("--man") { return program.manPage }
             if let shell = try arguments.option("--completion") { return try program.completion(shell) }
+            let json = arguments.flag("--json")
             let name = arguments.remaining.first
             if name != nil { _ = try arguments.positional("COMMAND") }
             try arguments.finish()
-            return try program.helpText(for: name)
+            let text = try program.helpText(for: name)
+            guard json else { return text }
+            // The same description the text is rendered from: a wrapper's own help or a GUI's
+            // form reads it without parsing the text.
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys, .withoutEscapingSlashes]
+            let data = try name.flatMap(program.command(named:)).map(encoder.encode) ?? encoder.encode(program)
+            return String(decoding: data, as: UTF8.self)
         }
         guard words.contains("--help") || words.contains("-h") else { return nil }
         let command = words.lazy.compactMap(program.command(named:)).first

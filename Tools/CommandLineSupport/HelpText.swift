@@ -38,8 +38,9 @@ extension ProgramDescription {
 
     /// `help --help` and `help help`: what `help` itself takes.
     public var helpForHelp: String {
-        ["usage: \(name) help [COMMAND]", "the usage, or one command's options (the same as `\(name) COMMAND --help`)",
-         "options:", "  --man", "      the man page", "  --completion bash|zsh", "      a shell completion script"]
+        ["usage: \(name) help [--json] [COMMAND]", "the usage, or one command's options (the same as `\(name) COMMAND --help`)",
+         "options:", "  --json", "      the commands and their options as JSON (one command's with COMMAND)",
+         "  --man", "      the man page", "  --completion bash|zsh", "      a shell completion script"]
             .joined(separator: "\n")
     }
 

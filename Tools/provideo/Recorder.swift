@@ -104,13 +104,15 @@ enum Recorder {
         var replenished: ReplenishResult?
 
         var line: String {
+            // Three significant digits, as `status` prints them: with one decimal a 50 MiB take
+            // left "1.5 GiB of 1.5 GiB" (issue 42).
             guard let replenished else {
-                return "the take's space came out of the pool's reserve: \(ByteFormat.human(remainingCapacity)) of "
-                    + "\(ByteFormat.human(capacity)) remain; `provideo replenish` (or `record --replenish`) refills it "
+                return "the take's space came out of the pool's reserve: \(ByteFormat.significant(remainingCapacity)) of "
+                    + "\(ByteFormat.significant(capacity)) remain; `provideo replenish` (or `record --replenish`) refills it "
                     + "from the filesystem's free space"
             }
-            return "replenished the reserve by \(ByteFormat.human(replenished.added)): \(ByteFormat.human(remainingCapacity)) of "
-                + "\(ByteFormat.human(capacity)) remain"
+            return "replenished the reserve by \(ByteFormat.human(replenished.added)): \(ByteFormat.significant(remainingCapacity)) of "
+                + "\(ByteFormat.significant(capacity)) remain"
                 + (replenished.missing > 0 ? " (\(ByteFormat.human(replenished.missing)) short: free space on the filesystem)" : "")
         }
     }
@@ -184,7 +186,7 @@ enum Recorder {
                         + "were dropped: no buffer was free for them in time")
         }
         line += "; " + (disk.isEmpty ? "the disk kept up" : disk.joined(separator: ", and "))
-        return line + "; engine \(stats.engine), \(stats.frames) appends, append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs"
+        return line + "; engine \(stats.engine), \(stats.frames) append\(stats.frames == 1 ? "" : "s"), append p99 \(stats.appendLatency.percentile(0.99) / 1000) µs"
     }
 
     /// Whether the recording is on another filesystem than its pool (st_dev differs): it was

@@ -8,7 +8,7 @@ extension CaptureJournal {
     /// file is gone (the capture finished or was discarded meanwhile). Read from disk, so
     /// range-checked before any arithmetic uses it.
     /// - Throws: the read's error (`.ioError`, `.permissionDenied`); `.corruptState` for a
-    ///   block shorter than 8 bytes or a length no pool could reach (above
+    ///   block of 1 to 7 bytes or a length no pool could reach (above
     ///   `Pool.maximumCapacity`). An unreadable length is unknown, never 0.
     static func readWritten(_ path: String) throws -> Int64? {
         let bytes: [UInt8]
@@ -17,6 +17,10 @@ extension CaptureJournal {
         } catch let error as ProVideoError where error.errno == ENOENT {
             return nil
         }
+        // Empty: a capture between the block's create and its fallocate (`createCaptureFiles`),
+        // before its data file exists; nothing shrinks a block once allocated, so it has
+        // written nothing. 1 to 7 bytes no step of the capture leaves.
+        if bytes.isEmpty { return 0 }
         guard bytes.count >= 8, word(bytes, at: 0) <= UInt64(Pool.maximumCapacity) else {
             throw ProVideoError(.corruptState, "the progress block \(path) holds no length a capture could have written "
                                 + "(\(bytes.count) bytes)", path: path)

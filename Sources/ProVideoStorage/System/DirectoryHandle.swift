@@ -46,7 +46,7 @@ final class DirectoryHandle {
 
     /// openat(2) of `name` with `O_NOFOLLOW` added.
     func open(_ name: String, _ flags: Int32, mode: mode_t = 0o666) throws -> FileDescriptor {
-        try FileDescriptor.open(path(of: name), flags | O_NOFOLLOW, mode: mode)
+        try FileDescriptor.open(path(of: name), flags | O_NOFOLLOW, mode: mode, shownAs: display(name))
     }
 
     /// unlinkat(2) of `name`; a missing name is fine.

@@ -17,15 +17,18 @@ final class FileDescriptor {
     /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`. A path inside a confined directory
     /// is opened beneath it without following any link (`Confinement`), and must be
     /// a directory (`O_DIRECTORY`) or a regular file, with one link when opened for writing.
+    /// `shownAs` is the path messages give for `path` (a `DirectoryHandle`'s file, opened as
+    /// `/proc/self/fd/N/NAME`, is shown by the user's path).
     /// - Throws: the errno of open(2); `.corruptState` for a confined path that is a link, passes
     ///   through one, or is not a regular file.
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, direct: Bool = false) throws -> FileDescriptor {
+    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, direct: Bool = false,
+                     shownAs: String? = nil) throws -> FileDescriptor {
         let flags = direct ? flags | pv_O_DIRECT : flags
         guard let (root, relative) = Confinement.split(path) else {
             let fd = Glibc.open(path, flags | O_CLOEXEC, mode)
             // ENOENT is a missing file and nothing more: the callers say what it means.
-            if fd < 0 { throw ProVideoError.system("open", errno: Glibc.errno, path: path) }
-            return FileDescriptor(rawValue: fd, path: path)
+            if fd < 0 { throw ProVideoError.system("open", errno: Glibc.errno, path: shownAs ?? path) }
+            return FileDescriptor(rawValue: fd, path: shownAs ?? path)
         }
         // O_NONBLOCK: a FIFO planted in place of a regular file must not block the open.
         let fd = Confinement.open(root: root, relative: relative, flags: flags | O_NONBLOCK, mode: mode)
