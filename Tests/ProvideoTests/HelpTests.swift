@@ -121,6 +121,12 @@ import Testing
             let text = try TestSupport.shell("MANWIDTH=200 man -l \(dir)/page.1 2>/dev/null | col -b")
             let names = tool == "provideo" ? Self.commands : ["calibrate", "--streams", "--fio-hugetlb"]
             for name in names { #expect(text.contains(name), "the man page lacks \(name)") }
+            // man-pages(7)'s sections, in its order.
+            let sections = ["NAME", "SYNOPSIS", "DESCRIPTION", "EXIT STATUS", "ENVIRONMENT"]
+                + (tool == "provideo" ? ["FILES"] : []) + ["NOTES", "SEE ALSO"]
+            let starts = sections.map { text.range(of: "\n\($0)\n")?.lowerBound }
+            #expect(!starts.contains(nil) && starts.map { $0! } == starts.map { $0! }.sorted(), "sections \(sections) in \(text)")
+            #expect(text.contains("PROVIDEO_POOL") && text.contains("usage error"), "\(text)")
         }
     }
 
@@ -129,6 +135,7 @@ import Testing
         ("provideo cre", "create"), ("provideo record --over", "--overrun"), ("provideo record --overrun ", "wait fail"),
         ("provideo --pool /tmp sta", "status"), ("provideo help rec", "record recover"),
         ("provideo-bench cal", "calibrate"), ("provideo-bench --mode p", "pool"),
+        ("provideo status --codec prores-422-hq-2160p29", "prores-422-hq-2160p29.97"),
     ])
     func bashCompletion(_ line: String, _ expected: String) throws {
         try TestSupport.withScratch("bash-completion") { dir in

@@ -9,7 +9,7 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
     static let hasSystemd = FileManager.default.isExecutableFile(atPath: "/usr/bin/systemd-analyze")
-    static let units = ["provideo-recover.service", "provideo-ready.target", "provideo-metrics.service",
+    static let units = ["provideo-recover.service", "provideo-land.service", "provideo-ready.target", "provideo-metrics.service",
                         "provideo-metrics.timer", "provideo-recover@srv-pool.service", "provideo-mount@srv-capture.service"]
 
     private func install(_ scratch: String) throws -> String {

@@ -7,16 +7,41 @@ public struct ProgramDescription: Sendable, Encodable {
     /// Options that come before the command (`--pool PATH`).
     public var globalOptions: [OptionDescription]
     public var commands: [CommandDescription]
-    /// Paragraphs shown after the commands (units, environment, exit status).
+    /// Paragraphs shown after the commands (units).
     public var notes: [String]
+    /// Each exit status and what it means ("0", "ok"): the man page's EXIT STATUS, and one
+    /// line of the usage.
+    public var exitStatus: [Definition]
+    /// The variables the program reads: the man page's ENVIRONMENT.
+    public var environment: [Definition]
+    /// The files it reads or writes by default: the man page's FILES.
+    public var files: [Definition]
+    /// Pages of other programs and calls, "fallocate(2)": the man page's SEE ALSO.
+    public var seeAlso: [String]
 
     public init(name: String, summary: String, globalOptions: [OptionDescription], commands: [CommandDescription],
-                notes: [String]) {
+                notes: [String], exitStatus: [Definition], environment: [Definition] = [], files: [Definition] = [],
+                seeAlso: [String] = []) {
         self.name = name
         self.summary = summary
         self.globalOptions = globalOptions
         self.commands = commands
         self.notes = notes
+        self.exitStatus = exitStatus
+        self.environment = environment
+        self.files = files
+        self.seeAlso = seeAlso
+    }
+
+    /// A term and its meaning, as a man page's tagged paragraph (`.TP`) shows it.
+    public struct Definition: Sendable, Encodable {
+        public var term: String
+        public var meaning: String
+
+        public init(_ term: String, _ meaning: String) {
+            self.term = term
+            self.meaning = meaning
+        }
     }
 
     public func command(named name: String) -> CommandDescription? { commands.first { $0.name == name } }
@@ -71,11 +96,11 @@ public struct OptionDescription: Sendable, Encodable {
         OptionDescription(name, nil, summary)
     }
 
-    /// How the synopsis shows it: `--name`, `--name VALUE`, `--name [VALUE]`, or the choices
-    /// (`--overrun wait|fail`).
+    /// How the synopsis shows it: `--name`, `--name VALUE`, `--name [VALUE]`, or a few choices
+    /// (`--overrun wait|fail`); a long list (`--codec`'s 192 names) only completes.
     public var synopsis: String {
         guard let placeholder = value else { return name }
-        let value = choices.isEmpty ? placeholder : choices.joined(separator: "|")
+        let value = choices.isEmpty || choices.count > 6 ? placeholder : choices.joined(separator: "|")
         return valueOptional ? "\(name) [\(value)]" : "\(name) \(value)"
     }
 }

@@ -20,6 +20,7 @@ extension ProgramDescription {
         lines.append("      this text, or one command's options")
         lines += globalOptions.map { "\($0.synopsis): \($0.summary)" }
         lines += notes
+        lines.append("Exit status: " + exitStatus.map { "\($0.term) \($0.meaning)" }.joined(separator: ", ") + ".")
         lines.append("\(name) --version prints the version.")
         return lines.joined(separator: "\n")
     }

@@ -35,7 +35,8 @@ let program = ProgramDescription(
         ], isDefault: true),
         CommandDescription("size", summary: "how many concurrent streams of a codec the pool records with no dropped frame: "
                            + "trials bisected from the pool's sustained bandwidth, each past the device's write cache", options: [
-            OptionDescription("--codec", "NAME", "the streams' codec (`provideo codecs` lists them: prores-422-hq-2160p29.97)"),
+            OptionDescription("--codec", "NAME", "the streams' codec (`provideo codecs` lists them: prores-422-hq-2160p29.97)",
+                              choices: CodecTable.all.map(\.name)),
             OptionDescription("--bitrate", "RATE", "instead of --codec: each stream's bitrate (880M = 880,000,000 bit/s)"),
             OptionDescription("--fps", "FPS", "with --bitrate: frames per second (29.97 or 30000/1001)"),
             OptionDescription("--streams-min", "N", "the fewest streams tried (default 1)"),
@@ -70,5 +71,10 @@ let program = ProgramDescription(
     ],
     notes: [
         "RATE: bits per second with SI suffixes (880M = 880,000,000 bit/s). SIZE: bytes, K/M/G/T (1024-based) or KB/MB/GB/TB.",
-        "Exit status: 0 ok, 1 the benchmark failed, 2 usage error.",
-    ])
+    ],
+    exitStatus: [.init("0", "ok"), .init("1", "the benchmark failed"), .init("2", "usage error")],
+    environment: [
+        .init("PROVIDEO_POOL", "the pool's directory when --pool is not given (default /var/lib/provideo)"),
+        .init("PROVIDEO_BIN", "the provideo program --mode mount runs (default: beside this program, else from PATH)"),
+    ],
+    seeAlso: ["provideo(1)", "fio(1)", "stress-ng(1)"])

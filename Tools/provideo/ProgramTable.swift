@@ -30,7 +30,8 @@ let program = ProgramDescription(
                   + "ADMISSIBLE READONLY FILESYSTEM ENGINE, then TIMELEFT with --bitrate or --codec): tab-separated, no header"),
             .flag("-p", "print that row with exact numbers: bytes, bit/s, seconds (-Hp as `zpool list -Hp`)"),
             OptionDescription("--bitrate", "RATE", "show the recording time left at RATE (880M = 880,000,000 bit/s)"),
-            OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)"),
+            OptionDescription("--codec", "NAME", "show the recording time left at a codec's rate (`provideo codecs` lists them)",
+                              choices: CodecTable.all.map(\.name)),
             OptionDescription("--watch", "SECONDS", "show the status again every SECONDS (default 1) with each capture's rate, "
                               + "until q (on a terminal) or Ctrl-C", valueOptional: true),
         ]),
@@ -112,5 +113,19 @@ let program = ProgramDescription(
     notes: [
         "SIZE: bytes, K/M/G/T (1024-based, \"iB\" optional) or KB/MB/GB/TB (1000-based).",
         "RATE: bits per second with SI suffixes (880M = 880,000,000 bit/s).",
-        "Exit status: 0 ok, 1 the operation failed, 2 usage error.",
-    ])
+    ],
+    exitStatus: [
+        .init("0", "ok"),
+        .init("1", "the operation failed (the message on standard error says why and what to do)"),
+        .init("2", "usage error"),
+    ],
+    environment: [
+        .init("PROVIDEO_POOL", "the pool's directory when --pool is not given (default /var/lib/provideo)"),
+        .init("PROVIDEO_MOUNT_DEBUG", "slow: the mount's daemon logs each write request it took over 20 ms on"),
+    ],
+    files: [
+        .init("/var/lib/provideo", "the default pool: pool.json (its settings), reserve (the preallocated storage), "
+              + "captures/ (takes being recorded), recordings/ (takes held in the pool)"),
+        .init("/etc/fstab", "read by create and status: a pool under a mount point whose filesystem is not mounted is refused"),
+    ],
+    seeAlso: ["provideo-bench(1)", "fallocate(2)", "io_uring(7)", "fuse(8)", "systemd.service(5)"])
