@@ -312,6 +312,11 @@ import Testing
             try capture.append(last)
             #expect(slotReads.current > 0, "the granter did not read the claims while the cut was held: the test proves nothing")
             let result = try capture.finish()
+            // The claim beside the held cut found the reserve short and waited for the size
+            // lock: counted, so a size run can tell that wait from the reserve lock's. The
+            // claims before it, far from empty, did not.
+            let behind = capture.grantTimings.claimsBehindCuts
+            #expect(behind >= 1 && behind < capture.grantTimings.claim.count, "claims behind cuts: \(behind) of \(capture.grantTimings.claim.count)")
             #expect(result.length == 4 * Self.step)
             #expect(TestSupport.fileHolds(result.path, first + last))
             #expect(try pool.check() == [])

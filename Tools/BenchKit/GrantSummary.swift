@@ -6,6 +6,8 @@ package struct GrantSummary: Codable, Sendable, Equatable {
     package var grants: UInt64
     /// The claim (the reserve lock's wait, its reads, its slot's write).
     package var claimNs: LatencySummary
+    /// Claims that waited behind the cuts in flight (near an empty reserve).
+    package var claimsBehindCuts: Int64
     /// The capture's fallocate.
     package var allocateNs: LatencySummary
     /// The reserve's cut, off the grant's path.
@@ -20,6 +22,7 @@ package struct GrantSummary: Codable, Sendable, Equatable {
     package init(_ timings: GrantTimings) {
         grants = timings.allocate.count
         claimNs = timings.claim.summary
+        claimsBehindCuts = timings.claimsBehindCuts
         allocateNs = timings.allocate.summary
         cutNs = timings.cut.summary
         leadP50Ns = timings.leadAtLanding.percentile(0.5)
@@ -33,7 +36,7 @@ package struct GrantSummary: Codable, Sendable, Equatable {
         func steps(_ summary: LatencySummary) -> String {
             "p50 \(Sizing.milliseconds(summary.p50)) p99 \(Sizing.milliseconds(summary.p99)) max \(Sizing.milliseconds(summary.max))"
         }
-        return "grants \(grants): claim \(steps(claimNs)); fallocate \(steps(allocateNs)); cut \(steps(cutNs)); "
+        return "grants \(grants): claim \(steps(claimNs)) (\(claimsBehindCuts) behind cuts); fallocate \(steps(allocateNs)); cut \(steps(cutNs)); "
             + "lead at landing p50 \(Sizing.milliseconds(leadP50Ns)), p1 \(Sizing.milliseconds(leadP1Ns)), "
             + "least \(Sizing.milliseconds(leadMinimumNs)); \(late) late"
     }

@@ -5,6 +5,10 @@ package struct GrantTimings: Sendable {
     /// Step 1, the claim (`ReserveGrants.claim`): the reserve lock's wait (and the size lock's,
     /// near an empty reserve), its reads and its slot's pwrite.
     package var claim = LatencyHistogram()
+    /// Claims that found less free than they asked while allocated bytes awaited their cut, and
+    /// so waited for the size lock, behind every cut in flight: the part of `claim`'s tail
+    /// that is the cuts', not the reserve lock's.
+    package var claimsBehindCuts: Int64 = 0
     /// Step 2, the capture's fallocate of the claimed bytes (`ReserveGrants.allocate`), which on
     /// ext4 waits for the capture's writes in flight.
     package var allocate = LatencyHistogram()
@@ -36,5 +40,6 @@ package struct GrantTimings: Sendable {
         cut.merge(other.cut)
         leadAtLanding.merge(other.leadAtLanding)
         late += other.late
+        claimsBehindCuts += other.claimsBehindCuts
     }
 }

@@ -36,18 +36,21 @@ struct ReserveGrants {
     /// lock too, where no cut is in flight: near an empty reserve a grant waits for the cuts,
     /// and never answers "empty" for bytes that are only being cut (a capture told so ends
     /// `storageFull` with space left).
-    /// - Returns: the bytes claimed: 0 when the reserve has none free.
+    /// - Returns: the bytes claimed (0 when the reserve has none free), and whether the claim
+    ///   waited for the size lock: behind every cut in flight (`GrantTimings.claimsBehindCuts`).
     /// - Throws: `.invariantViolated` when `data` is not `granted` bytes long; `.busy` when the
     ///   reserve lock or the size lock stayed taken for 30 s or every claim slot is taken;
     ///   `.ioError` or `.corruptState` when the claims cannot be read or recorded (nothing is
     ///   claimed).
-    func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
+    func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool) throws
+        -> (bytes: Int64, behindCuts: Bool) {
         if let amount = try lock.withReserve({ try claim(bytes, for: data, granted: granted, sharing: sharing, sizeLockHeld: false) }) {
-            return amount
+            return (amount, false)
         }
-        return try lock.withReserveSize {
+        let amount = try lock.withReserveSize {
             try lock.withReserve { try claim(bytes, for: data, granted: granted, sharing: sharing, sizeLockHeld: true) } ?? 0
         }
+        return (amount, true)
     }
 
     /// A claim under the reserve lock; nil when it found less than `bytes` free beside
@@ -133,7 +136,7 @@ struct ReserveGrants {
     /// - Throws: what the steps throw; after `allocate`, the file keeps its new bytes and a
     ///   failed cut leaves them counted twice until `Pool.repair(control:)`, as after a power cut.
     func grant(_ bytes: Int64, to data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
-        let amount = try claim(bytes, for: data, granted: granted, sharing: sharing)
+        let amount = try claim(bytes, for: data, granted: granted, sharing: sharing).bytes
         if amount > 0, try allocate(amount, to: data, granted: granted) { try cut(amount) }
         return amount
     }
