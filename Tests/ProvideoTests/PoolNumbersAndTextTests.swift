@@ -13,10 +13,16 @@ import Testing
     static let hostileNumbers = ["1e300", "-1e300", "-0.0", "-1", "9223372036854775808", "18446744073709551616"]
 
     /// Text a member may write to drive root's terminal: clear the screen, retitle the window,
-    /// return the cursor and overwrite the line, a C1 CSI.
-    static let hostileText = "/tmp/evil\u{1B}[2J\u{1B}]0;owned\u{07}\rFAKE\u{9B}31m\\x"
-    /// `hostileText` as the human output shows it.
-    static let hostileEscaped = "/tmp/evil\\x1b[2J\\x1b]0;owned\\a\\rFAKE\\u009b31m\\\\x"
+    /// return the cursor and overwrite the line, a C1 CSI. As a path it lies in the test's own
+    /// scratch directory, under a directory that does not exist, so no take can land there
+    /// (a fixed /tmp path was shared by every run, and a take placed there stayed).
+    static func hostileText(in scratch: String) -> String {
+        scratch + "/absent/evil\u{1B}[2J\u{1B}]0;owned\u{07}\rFAKE\u{9B}31m\\x"
+    }
+    /// `hostileText` as the human output shows it (the scratch path has no control character).
+    static func hostileEscaped(in scratch: String) -> String {
+        scratch + "/absent/evil\\x1b[2J\\x1b]0;owned\\a\\rFAKE\\u009b31m\\\\x"
+    }
 
     /// The process ended with an exit (no signal): 0, or 1 with a message on standard error.
     static func expectAnswered(_ outcome: CrashKit.Outcome, _ context: String,
@@ -330,55 +336,58 @@ import Testing
     /// A held take's destination and reason, and its landing record's last error, with ESC,
     /// BEL, CR and a C1 CSI: escaped in `list` and `status`, exact in `--json`.
     @Test func memberTextInNotesIsEscaped() throws {
-        try FS.withScratchPool("text-notes", capacity: "16M") { _, pool in
+        try FS.withScratchPool("text-notes", capacity: "16M") { scratch, pool in
+            let hostile = Self.hostileText(in: scratch), escaped = Self.hostileEscaped(in: scratch)
             let record = #"{"landed":0,"digests":[],"attempts":2,"lastError":"#
-                + String(decoding: try JSONEncoder().encode(Self.hostileText), as: UTF8.self) + "}"
-            try Self.plantLandingTake(pool, destination: Self.hostileText, reason: Self.hostileText, record: record)
+                + String(decoding: try JSONEncoder().encode(hostile), as: UTF8.self) + "}"
+            try Self.plantLandingTake(pool, destination: hostile, reason: hostile, record: record)
             for command in [["list"], ["status"], ["list", "-Hp"], ["metrics"]] {
                 let outcome = try CrashKit.provideo(pool, command)
                 #expect(outcome.status == 0, "\(command): \(outcome)")
                 Self.expectNoControls(outcome, "\(command)")
             }
             let list = try CrashKit.provideo(pool, ["list"])
-            #expect(list.stdout.contains("meant for \(Self.hostileEscaped): \(Self.hostileEscaped)"), "list: \(list)")
-            #expect(list.stdout.contains("→ \(Self.hostileEscaped): "), "list: \(list)")
-            #expect(list.stdout.contains("attempt 2 failed: \(Self.hostileEscaped)"), "list: \(list)")
+            #expect(list.stdout.contains("meant for \(escaped): \(escaped)"), "list: \(list)")
+            #expect(list.stdout.contains("→ \(escaped): "), "list: \(list)")
+            #expect(list.stdout.contains("attempt 2 failed: \(escaped)"), "list: \(list)")
             let status = try CrashKit.provideo(pool, ["status"])
-            #expect(status.stdout.contains("→ \(Self.hostileEscaped): ") && status.stdout.contains("failed: \(Self.hostileEscaped)"),
+            #expect(status.stdout.contains("→ \(escaped): ") && status.stdout.contains("failed: \(escaped)"),
                     "status: \(status)")
             let listing = try TestSupport.poolListing(pool)
-            #expect(listing.recordings.first?.destination == Self.hostileText)
-            #expect(listing.recordings.first?.reason == Self.hostileText)
-            #expect(listing.landing?.first?.lastError == Self.hostileText)
-            #expect(try TestSupport.poolStatus(pool).landing?.first?.destination == Self.hostileText)
+            #expect(listing.recordings.first?.destination == hostile)
+            #expect(listing.recordings.first?.reason == hostile)
+            #expect(listing.landing?.first?.lastError == hostile)
+            #expect(try TestSupport.poolStatus(pool).landing?.first?.destination == hostile)
         }
     }
 
     /// `land` prints the take it could not land and why: escaped; `land --json` exact.
     @Test func memberTextInLandIsEscaped() throws {
-        try FS.withScratchPool("text-land", capacity: "16M") { _, pool in
-            try Self.plantLandingTake(pool, destination: Self.hostileText + "/take.mov", record: Self.landingRecord)
+        try FS.withScratchPool("text-land", capacity: "16M") { scratch, pool in
+            let hostile = Self.hostileText(in: scratch), escaped = Self.hostileEscaped(in: scratch)
+            try Self.plantLandingTake(pool, destination: hostile + "/take.mov", record: Self.landingRecord)
             let land = try CrashKit.provideo(pool, ["land"])
             #expect(land.reason == .exit && land.status == 1 && land.stderr.contains("did not land"), "land: \(land)")
-            #expect(land.stderr.contains(Self.hostileEscaped + "/take.mov"), "land: \(land)")
+            #expect(land.stderr.contains(escaped + "/take.mov"), "land: \(land)")
             Self.expectNoControls(land, "land")
             let json = try CrashKit.provideo(pool, ["land", "--json"])
             let results = try JSONDecoder().decode([LandingResult].self, from: Data(json.stdout.utf8))
-            #expect(results.first?.destination == Self.hostileText + "/take.mov", "land --json: \(json)")
+            #expect(results.first?.destination == hostile + "/take.mov", "land --json: \(json)")
         }
     }
 
     /// `recovered.json`'s path: escaped in `list`, exact in `list --json`.
     @Test func memberTextInTheSalvageLogIsEscaped() throws {
-        try FS.withScratchPool("text-recovered", capacity: "16M") { _, pool in
-            let entry = [SalvagedRecording(path: Self.hostileText, length: 4096, salvagedAt: 1_700_000_000,
-                                           note: Self.hostileText)]
+        try FS.withScratchPool("text-recovered", capacity: "16M") { scratch, pool in
+            let hostile = Self.hostileText(in: scratch), escaped = Self.hostileEscaped(in: scratch)
+            let entry = [SalvagedRecording(path: hostile, length: 4096, salvagedAt: 1_700_000_000,
+                                           note: hostile)]
             try JSONEncoder().encode(entry).write(to: URL(fileURLWithPath: pool + "/recovered.json"))
             let list = try CrashKit.provideo(pool, ["list"])
-            #expect(list.status == 0 && list.stdout.contains(": \(Self.hostileEscaped) (4096 bytes)"), "list: \(list)")
+            #expect(list.status == 0 && list.stdout.contains(": \(escaped) (4096 bytes)"), "list: \(list)")
             Self.expectNoControls(list, "list")
             Self.expectNoControls(try CrashKit.provideo(pool, ["list", "-Hp"]), "list -Hp")
-            #expect(try TestSupport.poolListing(pool).recovered.first?.path == Self.hostileText)
+            #expect(try TestSupport.poolListing(pool).recovered.first?.path == hostile)
         }
     }
 
@@ -386,11 +395,13 @@ import Testing
     /// and `list`, exact in `status --json`.
     @Test func memberTextInAJournalIsEscaped() throws {
         try Self.withRunningCapture("text-journal") { pool, capture in
+            let scratch = (pool as NSString).deletingLastPathComponent
+            let hostile = Self.hostileText(in: scratch), escaped = Self.hostileEscaped(in: scratch)
             let path = capture + "/capture.json"
             let data = try Data(contentsOf: URL(fileURLWithPath: path))
             var journal = try JSONSerialization.jsonObject(with: data) as! [String: Any]
-            journal["destination"] = Self.hostileText
-            journal["engine"] = Self.hostileText
+            journal["destination"] = hostile
+            journal["engine"] = hostile
             try JSONSerialization.data(withJSONObject: journal).write(to: URL(fileURLWithPath: path))
             for command in [["status"], ["list"], ["list", "-Hp"], ["status", "-Hp"]] {
                 let outcome = try CrashKit.provideo(pool, command)
@@ -398,10 +409,10 @@ import Testing
                 Self.expectNoControls(outcome, "\(command)")
             }
             let status = try CrashKit.provideo(pool, ["status"])
-            #expect(status.stdout.contains("capture     → \(Self.hostileEscaped): "), "status: \(status)")
-            #expect(status.stdout.contains("engine      \(Self.hostileEscaped)"), "status: \(status)")
+            #expect(status.stdout.contains("capture     → \(escaped): "), "status: \(status)")
+            #expect(status.stdout.contains("engine      \(escaped)"), "status: \(status)")
             let captures = try TestSupport.poolStatus(pool).captures
-            #expect(captures.first?.destination == Self.hostileText && captures.first?.engine == Self.hostileText)
+            #expect(captures.first?.destination == hostile && captures.first?.engine == hostile)
         }
     }
 
