@@ -6,6 +6,8 @@ package struct GrantSummary: Codable, Sendable, Equatable {
     package var grants: UInt64
     /// The claim (the reserve lock's wait, its reads, its slot's write).
     package var claimNs: LatencySummary
+    /// The claim's time holding the reserve lock (the rest was the locks' waits).
+    package var claimHeldNs: LatencySummary
     /// Claims that waited behind the cuts in flight (near an empty reserve).
     package var claimsBehindCuts: Int64
     /// The capture's fallocate.
@@ -22,6 +24,7 @@ package struct GrantSummary: Codable, Sendable, Equatable {
     package init(_ timings: GrantTimings) {
         grants = timings.allocate.count
         claimNs = timings.claim.summary
+        claimHeldNs = timings.claimHeld.summary
         claimsBehindCuts = timings.claimsBehindCuts
         allocateNs = timings.allocate.summary
         cutNs = timings.cut.summary
@@ -31,12 +34,12 @@ package struct GrantSummary: Codable, Sendable, Equatable {
         late = timings.late
     }
 
-    /// One line of a trial's log: "grants 40: claim p50 0.1 ms p99 0.3 ms max 0.4 ms, ...".
+    /// One line of a trial's log: "grants 40: claim p50 0.1 ms p99 0.3 ms max 0.4 ms (held p50 …), ...".
     package var line: String {
         func steps(_ summary: LatencySummary) -> String {
             "p50 \(Sizing.milliseconds(summary.p50)) p99 \(Sizing.milliseconds(summary.p99)) max \(Sizing.milliseconds(summary.max))"
         }
-        return "grants \(grants): claim \(steps(claimNs)) (\(claimsBehindCuts) behind cuts); fallocate \(steps(allocateNs)); cut \(steps(cutNs)); "
+        return "grants \(grants): claim \(steps(claimNs)) (held \(steps(claimHeldNs)); \(claimsBehindCuts) behind cuts); fallocate \(steps(allocateNs)); cut \(steps(cutNs)); "
             + "lead at landing p50 \(Sizing.milliseconds(leadP50Ns)), p1 \(Sizing.milliseconds(leadP1Ns)), "
             + "least \(Sizing.milliseconds(leadMinimumNs)); \(late) late"
     }

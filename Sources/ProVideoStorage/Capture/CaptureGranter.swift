@@ -285,7 +285,7 @@ final class CaptureGranter: @unchecked Sendable {
                 // The new bytes are the recorder's once the file holds them; the reserve's cut
                 // (its discards) is the cutter's.
                 let started = MonotonicTime.now()
-                let (claimed, behindCuts) = try grants.claim(bytes, for: data, granted: from, sharing: !needing)
+                let (claimed, behindCuts, claimHeld) = try grants.claim(bytes, for: data, granted: from, sharing: !needing)
                 let claimedAt = MonotonicTime.now()
                 if claimed > 0 {
                     let cutting = try grants.allocate(claimed, to: data, granted: from)
@@ -298,6 +298,7 @@ final class CaptureGranter: @unchecked Sendable {
                     granted.store(from + claimed, ordering: .sequentiallyConsistent)
                     if cutting { uncut += claimed }
                     timings.claim.record(claimedAt - started)
+                    timings.claimHeld.record(claimHeld)
                     if behindCuts { timings.claimsBehindCuts += 1 }
                     timings.allocate.record(allocatedAt - claimedAt)
                     if late { timings.late += 1 }

@@ -5,6 +5,10 @@ package struct GrantTimings: Sendable {
     /// Step 1, the claim (`ReserveGrants.claim`): the reserve lock's wait (and the size lock's,
     /// near an empty reserve), its reads and its slot's pwrite.
     package var claim = LatencyHistogram()
+    /// The part of each claim spent holding the reserve lock: its reads and its slot's pwrite.
+    /// A claim long beside a short hold waited for the lock; a long hold is the claim's own I/O
+    /// (on `pool.lock`), which every other claim then waits behind.
+    package var claimHeld = LatencyHistogram()
     /// Claims that found less free than they asked while allocated bytes awaited their cut, and
     /// so waited for the size lock, behind every cut in flight: the part of `claim`'s tail
     /// that is the cuts', not the reserve lock's.
@@ -36,6 +40,7 @@ package struct GrantTimings: Sendable {
     /// Adds every sample of `other`: the captures of a run, together.
     package mutating func merge(_ other: GrantTimings) {
         claim.merge(other.claim)
+        claimHeld.merge(other.claimHeld)
         allocate.merge(other.allocate)
         cut.merge(other.cut)
         leadAtLanding.merge(other.leadAtLanding)

@@ -15,8 +15,9 @@ import Glibc
 /// capture's file, then cuts the reserve and clears its claim (under the size lock), and each
 /// step leaves the figures as they were; a return cuts the capture's file, then grows the
 /// reserve under the size lock, so the snapshot may be short by one return step
-/// (`Pool.returnStep`). Under the reserve lock alone it may also be short by a cut in
-/// progress, never over.
+/// (`Pool.returnStep`). Under the reserve lock alone a cut in flight is placed by its record
+/// (`ReserveClaims.Totals.held(reserveSize:)`); one its record cannot place makes it short by
+/// that cut, never over.
 struct CapacityAccount {
     /// What one running capture's file holds.
     struct CaptureShare {
@@ -95,7 +96,7 @@ struct CapacityAccount {
 
     /// Bytes of the reserve that are the reserve's: its size less the grants in flight, which
     /// the captures' shares count.
-    var ownReserve: Int64 { max(reserve - claims.total, 0) }
+    var ownReserve: Int64 { max(reserve - (claims.held(reserveSize: reserve) ?? claims.total), 0) }
 
     /// The most the reserve may hold: `initialCapacity` less what the captures hold, in whole
     /// units, never negative.

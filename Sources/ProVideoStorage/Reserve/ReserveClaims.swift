@@ -9,11 +9,15 @@ import Glibc
 /// or give-back.
 ///
 /// Each `PoolLock` that grants holds one slot: an OFD lock on byte `slotLockBase + i` of
-/// `pool.lock`, and 32 bytes at `slotValueBase + 32 i` (four little-endian 64-bit values): the
+/// `pool.lock`, and 48 bytes at `slotValueBase + 48 i` (six little-endian 64-bit values): the
 /// bytes it claimed and has not yet allocated, the bytes it allocated and has not yet cut from
 /// the reserve, and while a claim stands, the end it gives the capture's file and that file's
 /// inode number: a figure read while the fallocate runs counts the claimed bytes as the
-/// capture's, whether its file holds them yet or not. A slot counts only while its byte is
+/// capture's, whether its file holds them yet or not. Then, while it cuts counted bytes from
+/// the reserve (under the size lock, so at most one slot at a time), the bytes it cuts and the
+/// reserve's size before: a claim that reads the reserve between the ftruncate and the
+/// clearing of the bytes' count tells from the size whether they are still there
+/// (`Totals.held(reserveSize:)`) instead of waiting for the cut. A slot counts only while its byte is
 /// locked: the kernel drops the lock
 /// when its holder dies, so a dead process's claims are proof-free and ignored, and the bytes
 /// it allocated and never cut are what `Pool.repair(control:)` cuts (as after a power cut).
@@ -29,6 +33,9 @@ final class ReserveClaims {
         /// For each capture file with a claim standing (by inode number), the size the claim
         /// gives it.
         var claimEnds: [UInt64: Int64] = [:]
+        /// The cuts of counted bytes from the reserve in flight: at most one unless a slot was
+        /// written by other hands (cuts are made under the size lock).
+        var cuts: [CutInFlight] = []
 
         var total: Int64 { [claimed, allocated].saturatingSum() }
 
@@ -36,7 +43,29 @@ final class ReserveClaims {
             claimed = [claimed, other.claimed].saturatingSum()
             allocated = [allocated, other.allocated].saturatingSum()
             claimEnds.merge(other.claimEnds) { max($0, $1) }
+            cuts += other.cuts
         }
+
+        /// Bytes of the reserve the claims hold, given its size read with these claims under the
+        /// reserve lock: `total`, less a cut in flight whose ftruncate has happened (its bytes
+        /// are gone from the reserve but still counted until their count is cleared). Exact:
+        /// the record changes only under the reserve lock and the size only by that cut while
+        /// it stands.
+        /// - Returns: nil when the size is neither the cut's before nor its after, or more than
+        ///   one cut stands: the figures cannot be placed without the size lock.
+        func held(reserveSize: Int64) -> Int64? {
+            guard let cut = cuts.first else { return total }
+            guard cuts.count == 1 else { return nil }
+            if reserveSize == cut.from { return total }
+            if reserveSize == cut.from - cut.bytes { return total - cut.bytes }
+            return nil
+        }
+    }
+
+    /// A cut of `bytes` counted bytes (claimed or allocated) from a reserve of `from` bytes.
+    struct CutInFlight: Equatable {
+        var bytes: Int64
+        var from: Int64
     }
 
     /// One slot's record.
@@ -45,9 +74,14 @@ final class ReserveClaims {
         var allocated: Int64 = 0
         var claimEnd: Int64 = 0
         var inode: UInt64 = 0
+        /// Bytes of `claimed` or `allocated` being cut from the reserve, and the reserve's size
+        /// before the cut; 0 and 0 when no cut stands.
+        var cutting: Int64 = 0
+        var cutFrom: Int64 = 0
 
         var totals: Totals {
-            Totals(claimed: claimed, allocated: allocated, claimEnds: claimed > 0 ? [inode: claimEnd] : [:])
+            Totals(claimed: claimed, allocated: allocated, claimEnds: claimed > 0 ? [inode: claimEnd] : [:],
+                   cuts: cutting > 0 ? [CutInFlight(bytes: cutting, from: cutFrom)] : [])
         }
     }
 
@@ -56,7 +90,7 @@ final class ReserveClaims {
     static let slotCount = 128
     static let slotLockBase: Int64 = 64
     static let slotValueBase: Int64 = 4096
-    private static let slotSize = 32
+    private static let slotSize = 48
 
     private let file: FileDescriptor
     /// This lock file description's slot, taken at its first claim (`slotLock`: a capture's
@@ -99,10 +133,18 @@ final class ReserveClaims {
             let slot = values[index]
             guard slot.claimed != 0 || slot.allocated != 0,
                   try file.isLockedByOthers(Self.slotLockBase + Int64(index), 1) else { continue }
-            for value in [slot.claimed, slot.allocated, slot.claimEnd] where !(0...Reserve.maximumSize).contains(value) {
+            for value in [slot.claimed, slot.allocated, slot.claimEnd, slot.cutting, slot.cutFrom]
+            where !(0...Reserve.maximumSize).contains(value) {
                 throw ProVideoError(.corruptState, "claim slot \(index) of \(file.path) holds \(value) bytes, outside any "
                                     + "pool's capacity: the reserve's free bytes are unknown until the process holding "
                                     + "the slot ends", path: file.path)
+            }
+            // A cut of more than the slot counts, or from a reserve smaller than it cuts, is no
+            // cut the slot's holder makes.
+            if slot.cutting > [slot.claimed, slot.allocated].saturatingSum() || slot.cutting > slot.cutFrom {
+                throw ProVideoError(.corruptState, "claim slot \(index) of \(file.path) cuts \(slot.cutting) bytes from a "
+                                    + "reserve of \(slot.cutFrom) while it counts \(slot.claimed + slot.allocated): the "
+                                    + "reserve's free bytes are unknown until the process holding the slot ends", path: file.path)
             }
             totals.add(slot.totals)
         }
@@ -128,20 +170,37 @@ final class ReserveClaims {
     }
 
     /// Ends the standing claim: its bytes are in the capture's file (`allocated`), or the
-    /// reserve gave them up or they were never taken. Call with the reserve lock held.
+    /// reserve gave them up or they were never taken. `cutEnded`: the reserve gave them up
+    /// through a cut this slot recorded (`beginCut`), which ends with the claim; otherwise a
+    /// cut in flight is the slot's cutter's, of bytes allocated before, and stands.
+    /// Call with the reserve lock held.
     /// - Throws: pwrite's error (the slot is then as it was).
-    func endClaim(allocated: Bool, _ calls: SystemCalls) throws {
+    func endClaim(allocated: Bool, cutEnded: Bool = false, _ calls: SystemCalls) throws {
         var next = own
         if allocated { next.allocated += next.claimed }
         (next.claimed, next.claimEnd, next.inode) = (0, 0, 0)
+        if cutEnded { (next.cutting, next.cutFrom) = (0, 0) }
         try record(next, calls)
     }
 
-    /// Clears `amount` allocated bytes, cut from the reserve. Call with the reserve lock held.
+    /// Records that `amount` of the bytes this slot counts are being cut from a reserve of
+    /// `from` bytes. Call with the reserve lock and the size lock held, before the ftruncate;
+    /// `clearCut` or `endClaim` ends it.
+    /// - Throws: pwrite's error (nothing is recorded: the cut must not be made).
+    func beginCut(_ amount: Int64, from: Int64, _ calls: SystemCalls) throws {
+        assert(amount > 0 && amount <= own.claimed + own.allocated && amount <= from, "a cut of \(amount) bytes")
+        var next = own
+        (next.cutting, next.cutFrom) = (amount, from)
+        try record(next, calls)
+    }
+
+    /// Clears `amount` allocated bytes, cut from the reserve (their cut in flight with them);
+    /// `amount` 0 ends a cut that was not made. Call with the reserve lock held.
     /// - Throws: pwrite's error (the slot is then as it was).
     func clearCut(_ amount: Int64, _ calls: SystemCalls) throws {
         var next = own
         next.allocated -= amount
+        (next.cutting, next.cutFrom) = (0, 0)
         assert(next.allocated >= 0, "a cut of \(amount) bytes cleared more than was allocated")
         try record(next, calls)
     }
@@ -169,7 +228,8 @@ final class ReserveClaims {
     }
 
     private func write(_ slot: Slot, at index: Int, _ calls: SystemCalls) throws {
-        let values = [slot.claimed, slot.allocated, slot.claimEnd, Int64(bitPattern: slot.inode)].map(\.littleEndian)
+        let values = [slot.claimed, slot.allocated, slot.claimEnd, Int64(bitPattern: slot.inode), slot.cutting, slot.cutFrom]
+            .map(\.littleEndian)
         try values.withUnsafeBytes {
             try file.writeAll($0, at: Self.slotValueBase + Int64(index * Self.slotSize), calls)
         }
@@ -177,7 +237,7 @@ final class ReserveClaims {
 
     /// Every slot's values; a slot past the file's end holds none.
     private func readSlots(_ calls: SystemCalls) throws -> [Slot] {
-        var values = [Int64](repeating: 0, count: 4 * Self.slotCount)
+        var values = [Int64](repeating: 0, count: Self.slotSize / 8 * Self.slotCount)
         var done = 0
         try values.withUnsafeMutableBytes { buffer in
             while done < buffer.count {
@@ -188,9 +248,11 @@ final class ReserveClaims {
             }
         }
         let decoded = values.map { Int64(littleEndian: $0) }
+        let words = Self.slotSize / 8
         return (0..<Self.slotCount).map { index in
-            Slot(claimed: decoded[4 * index], allocated: decoded[4 * index + 1], claimEnd: decoded[4 * index + 2],
-                 inode: UInt64(bitPattern: decoded[4 * index + 3]))
+            let base = words * index
+            return Slot(claimed: decoded[base], allocated: decoded[base + 1], claimEnd: decoded[base + 2],
+                        inode: UInt64(bitPattern: decoded[base + 3]), cutting: decoded[base + 4], cutFrom: decoded[base + 5])
         }
     }
 }

@@ -30,31 +30,38 @@ struct ReserveGrants {
     /// is shared among the captures that run rather than taken by the first to ask.
     ///
     /// The reserve lock alone does not order a claim against a cut in flight (made under the
-    /// size lock, its claim cleared after the ftruncate): read between the two, the cut bytes
-    /// count twice and the reserve looks that much emptier than it is. So a claim that finds
-    /// less than `bytes` free while allocated bytes await their cut reads again under the size
-    /// lock too, where no cut is in flight: near an empty reserve a grant waits for the cuts,
-    /// and never answers "empty" for bytes that are only being cut (a capture told so ends
-    /// `storageFull` with space left).
-    /// - Returns: the bytes claimed (0 when the reserve has none free), and whether the claim
-    ///   waited for the size lock: behind every cut in flight (`GrantTimings.claimsBehindCuts`).
+    /// size lock, its count cleared after the ftruncate): read between the two, the cut bytes
+    /// would count twice and the reserve look that much emptier than it is (a capture told
+    /// "empty" ends `storageFull` with space left). The cutter records its cut in its slot
+    /// before the ftruncate, with the reserve's size before, so the claim tells from the size
+    /// it reads whether the bytes are still there (`ReserveClaims.Totals.held(reserveSize:)`)
+    /// and waits for no cut: with online discard a cut takes seconds, and near an empty
+    /// reserve the claims queued behind them (issue 44). Only a size that neither side of the
+    /// recorded cut explains (a slot written by other hands) makes it read again under the
+    /// size lock, where no cut is in flight.
+    /// - Returns: the bytes claimed (0 when the reserve has none free); whether the claim
+    ///   waited for the size lock, behind every cut in flight (`GrantTimings.claimsBehindCuts`);
+    ///   and the nanoseconds it spent holding the reserve lock (`GrantTimings.claimHeld`): the
+    ///   rest of its time was the locks' waits.
     /// - Throws: `.invariantViolated` when `data` is not `granted` bytes long; `.busy` when the
     ///   reserve lock or the size lock stayed taken for 30 s or every claim slot is taken;
     ///   `.ioError` or `.corruptState` when the claims cannot be read or recorded (nothing is
     ///   claimed).
     func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool) throws
-        -> (bytes: Int64, behindCuts: Bool) {
-        if let amount = try lock.withReserve({ try claim(bytes, for: data, granted: granted, sharing: sharing, sizeLockHeld: false) }) {
-            return (amount, false)
+        -> (bytes: Int64, behindCuts: Bool, heldNanoseconds: UInt64) {
+        var held: UInt64 = 0
+        func timed(sizeLockHeld: Bool) throws -> Int64? {
+            let start = MonotonicTime.now()
+            defer { held += MonotonicTime.now() - start }
+            return try claim(bytes, for: data, granted: granted, sharing: sharing, sizeLockHeld: sizeLockHeld)
         }
-        let amount = try lock.withReserveSize {
-            try lock.withReserve { try claim(bytes, for: data, granted: granted, sharing: sharing, sizeLockHeld: true) } ?? 0
-        }
-        return (amount, true)
+        if let amount = try lock.withReserve({ try timed(sizeLockHeld: false) }) { return (amount, false, held) }
+        let amount = try lock.withReserveSize { try lock.withReserve { try timed(sizeLockHeld: true) } ?? 0 }
+        return (amount, true, held)
     }
 
-    /// A claim under the reserve lock; nil when it found less than `bytes` free beside
-    /// allocated bytes not yet cut, and a cut may be in flight (`sizeLockHeld` false).
+    /// A claim under the reserve lock; nil when the reserve's size and the recorded cut in
+    /// flight do not agree (`sizeLockHeld` false).
     private func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool,
                        sizeLockHeld: Bool) throws -> Int64? {
         // A grant from anywhere but the file's end would count bytes the file already has.
@@ -65,8 +72,11 @@ struct ReserveGrants {
                                 + "\(size)", path: data.path)
         }
         let claims = try lock.claims.all(reserve.calls)
-        let available = try reserve.size() - claims.total
-        if available < bytes && claims.allocated > 0 && !sizeLockHeld { return nil }
+        let reserveSize = try reserve.size()
+        // Under the size lock no cut is in flight: a recorded one that does not agree is counted
+        // whole (short, never over).
+        guard let held = claims.held(reserveSize: reserveSize) ?? (sizeLockHeld ? claims.total : nil) else { return nil }
+        let available = reserveSize - held
         guard available > 0 else { return 0 }
         let share = sharing ? max(available / 2, min(available, 1 << 20)) : available
         let amount = max(min(bytes, share) / reserve.unit * reserve.unit, min(available, reserve.unit))
@@ -117,7 +127,14 @@ struct ReserveGrants {
             beginning(size)
             defer { ended() }
             let reserveFD = try reserve.open(nocow: false)
-            try reserveFD.truncate(size - amount, reserve.calls)
+            try lock.withReserve { try lock.claims.beginCut(amount, from: size, reserve.calls) }
+            do {
+                try reserveFD.truncate(size - amount, reserve.calls)
+            } catch {
+                throw Rollback.keepingFirst(error, restoring: "the record of the cut in flight") {
+                    try lock.withReserve { try lock.claims.clearCut(0, reserve.calls) }
+                }
+            }
             do {
                 try lock.withReserve { try lock.claims.clearCut(amount, reserve.calls) }
             } catch {
@@ -158,13 +175,14 @@ struct ReserveGrants {
             do {
                 size = try reserve.size()
                 reserveFD = try reserve.open(nocow: false)
+                try lock.withReserve { try lock.claims.beginCut(amount, from: size, calls) }
                 try reserveFD.truncate(size - amount, calls)
             } catch {
                 throw Rollback.keepingFirst(error, restoring: "the reserve's claim") {
-                    try lock.withReserve { try lock.claims.endClaim(allocated: false, calls) }
+                    try lock.withReserve { try lock.claims.endClaim(allocated: false, cutEnded: true, calls) }
                 }
             }
-            try lock.withReserve { try lock.claims.endClaim(allocated: false, calls) }
+            try lock.withReserve { try lock.claims.endClaim(allocated: false, cutEnded: true, calls) }
             let rc = calls.fallocate(data.rawValue, false, granted, amount)
             if rc < 0 {
                 // The reserve gave `amount` up for nothing: it grows back, or the error says
