@@ -247,8 +247,12 @@ public final class CaptureMount: @unchecked Sendable {
                 log("\(mounted.name): \(error)")
                 // A failed capture let go of the pool: its committed part is placed now, as its
                 // owner, rather than at the next start or `provideo recover`.
-                if let recovery = try? Pool.salvage(at: pool.path) {
-                    for salvaged in recovery.salvaged { log("salvaged \(salvaged.path): \(salvaged.length) bytes") }
+                do {
+                    for salvaged in try Pool.salvage(at: pool.path).salvaged {
+                        log("salvaged \(salvaged.path): \(salvaged.length) bytes")
+                    }
+                } catch {
+                    log("\(mounted.name): not salvaged now (`provideo recover` places it): \(error)")
                 }
             }
             lock.withLock { if captures[mounted.name] === mounted { captures[mounted.name] = nil } }

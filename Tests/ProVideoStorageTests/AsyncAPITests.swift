@@ -135,6 +135,43 @@ import Testing
 
     /// Cancelling a zero-filling create midway (its progress handler cancels the task after
     /// the first 8 MiB) leaves no pool behind.
+    /// A recovery asked for while another process changes the pool (it holds the mutation
+    /// lock, as a move's copy or a resize does) waits for it, then salvages: before, it skipped
+    /// the salvage and answered an empty recovery, "nothing to recover", with a dead recorder's
+    /// take in the pool. The lock is released only once the salvage has been running for
+    /// 300 ms without returning (a sleep, so at least that), which proves it waited.
+    @Test func aRecoveryWaitsForAChangeOfThePoolInProgress() throws {
+        try TestSupport.withScratch("recover-waits") { scratch in
+            let path = scratch + "/pool"
+            try CrashKit.createPool(path, capacity: "16M")
+            defer { FS.destroyQuietly(path) }
+            let input = TestSupport.pattern(1 << 20, seed: 5)
+            try CrashKit.killRecorderAfterCommit(path, scratch + "/take.mov", input)
+            // Another lock file description of the pool's lock, as another process's.
+            let holder = Shared(try PoolLock(path: path + "/pool.lock", access: try Pool.open(at: path, salvaging: false).access))
+            let state = Shared((started: false, result: Result<PoolRecovery, Error>?.none, returnedInTheHold: false))
+            let held = Shared(false)
+            let holding = Thread {
+                _ = try? holder.current.withMutation {
+                    held.update { $0 = true }
+                    while !state.current.started { usleep(1_000) }
+                    TestSupport.sleep(nanoseconds: 300_000_000)
+                    state.update { $0.returnedInTheHold = $0.result != nil }
+                }
+            }
+            holding.start()
+            while !held.current { usleep(1_000) }
+            state.update { $0.started = true }
+            let recovery = Result { try Pool.salvage(at: path) }
+            state.update { $0.result = recovery }
+            #expect(!state.current.returnedInTheHold, "the recovery returned while the pool was being changed")
+            let salvaged = try recovery.get().salvaged
+            #expect(salvaged.map(\.path) == [scratch + "/take.mov"] && salvaged.first?.length == Int64(input.count),
+                    "salvaged: \(salvaged)")
+            #expect(TestSupport.fileEquals(scratch + "/take.mov", input))
+        }
+    }
+
     /// `recover(at:)` (async) and `salvage(at:)` (sync) return what they salvaged as a value (issue 26): a capture
     /// dropped with committed bytes is salvaged to its destination, and the result names it.
     @Test func recoverReturnsWhatItSalvaged() async throws {
@@ -146,10 +183,14 @@ import Testing
         for (index, recoverAsync) in [false, true].enumerated() {
             var capture: Capture? = try pool.startCapture(to: scratch + "/dropped-\(index).mov", options: options)
             try capture!.append(TestSupport.pattern(300_000, seed: UInt64(index)))
-            for _ in 0..<500 where capture!.committedLength < 300_000 {
+            // Until it is committed (30 s guards a hang, it decides nothing: the commit's time
+            // is the disk's).
+            let deadline = MonotonicTime.now() + 30_000_000_000
+            while capture!.committedLength < 300_000, MonotonicTime.now() < deadline {
                 try capture!.poll()
                 usleep(2_000)
             }
+            try #require(capture!.committedLength == 300_000, "the take was never committed")
             capture = nil  // the recorder is gone: its capture waits to be salvaged
             let recovery = recoverAsync ? try await Pool.recover(at: pool.path) : try Pool.salvage(at: pool.path)
             #expect(recovery.salvaged.map(\.path) == [scratch + "/dropped-\(index).mov"])

@@ -283,7 +283,9 @@ enum Commands {
         let salvageTo = try arguments.option("--salvage-to")
         try arguments.finish()
         if salvageTo?.isEmpty == true { throw UsageError("--salvage-to needs a directory") }
-        let pool = try Pool.open(at: path, systemCalls: .live, fstab: fstab)
+        // Waiting for a change of the pool in progress: a salvage skipped for it would read as
+        // "nothing to recover".
+        let pool = try Pool.open(at: path, systemCalls: .live, waitingForTheLock: true, fstab: fstab)
         try pool.requireWritable()  // else nothing is salvaged, and "nothing to recover" would be untrue
         if let failure = pool.repairFailure { throw failure }
         if let salvageTo { _ = try pool.salvageWithoutJournal(into: salvageTo) }

@@ -251,9 +251,15 @@ public final class Pool: @unchecked Sendable {
     }
 
     /// `open(at:)` with system calls a test swapped; `control` gets the progress of a salvaged
-    /// take's copy to another filesystem.
+    /// take's copy to another filesystem. `waitingForTheLock`: a recovery asked for (`provideo
+    /// recover`, `Pool.salvage(at:)`) waits for a mutation in progress (up to
+    /// `PoolLock.mutationWaitLimit`) rather than skip the salvage: an open that skipped it
+    /// salvaged nothing, and "nothing to recover" would then be untrue.
+    /// - Throws: as `open(at:)`; `.busy` when `waitingForTheLock` and the mutation lock stayed
+    ///   taken.
     package static func open(at path: String?, systemCalls: SystemCalls, salvaging: Bool = true,
-                             control: OperationControl = .none, fstab: String = FstabEntry.systemTable) throws -> Pool {
+                             waitingForTheLock: Bool = false, control: OperationControl = .none,
+                             fstab: String = FstabEntry.systemTable) throws -> Pool {
         if path?.isEmpty == true { throw ProVideoError(.invalidArgument, "the pool path is empty") }
         let path = resolvePath(path)
         if FileSystem.exists(path) && !FileSystem.isDirectory(path) {
@@ -273,7 +279,7 @@ public final class Pool: @unchecked Sendable {
                             calls: systemCalls)
         guard salvaging else { return pool }
         do {
-            try pool.repair(control: control)
+            try pool.repair(control: control, waitingForTheLock: waitingForTheLock)
         } catch let error as ProVideoError where error.code == .notEnoughSpace {
             pool.repairFailure = error
         }
@@ -590,14 +596,18 @@ public final class Pool: @unchecked Sendable {
     /// captures are left alone), discards a half-built reserve, frees blocks a killed grow left
     /// past the reserve's end, cuts a reserve that a power cut left larger than
     /// `initialCapacity` less the captures' grants.
-    func repair(control: OperationControl) throws {
-        // Opening does not wait for a process that is changing the pool (a long move, a
-        // zero-filling create): the next open repairs instead.
-        _ = try lock.withMutationIfFree {
+    /// - Parameter waitingForTheLock: wait for a mutation in progress (`.busy` after
+    ///   `PoolLock.mutationWaitLimit`) instead of leaving the repair to the next open.
+    func repair(control: OperationControl, waitingForTheLock: Bool = false) throws {
+        func repairing() throws {
             salvaged += try salvageDeadCaptures(control: control)
             guard try lock.heldByOthers().subtracting(.capturing).isEmpty else { return }
             try lock.withReserveSize { try lock.withReserve { try repairReserve() } }
         }
+        if waitingForTheLock { return try lock.withMutation(repairing) }
+        // Opening does not wait for a process that is changing the pool (a long move, a
+        // zero-filling create): the next open repairs instead.
+        _ = try lock.withMutationIfFree(repairing)
     }
 
     private func repairReserve() throws {

@@ -22,14 +22,16 @@ extension Pool {
     /// recover` does; the synchronous spelling of `recover(at:progress:)`, named apart so that
     /// `try await` code never picks one for the other.
     /// - Parameter path: the pool's directory; nil: `PROVIDEO_POOL`, else `defaultPath`.
-    /// - Returns: what it recovered, and the open pool.
-    /// - Throws: as `open(at:)`.
+    /// - Returns: what it recovered, and the open pool. It waits for another process's change
+    ///   of the pool (a move's copy, a resize) to end: an empty result is proof that nothing
+    ///   was left to salvage, never a salvage skipped.
+    /// - Throws: as `open(at:)`; `.busy` when another process kept changing the pool for 30 s.
     public static func salvage(at path: String? = nil) throws -> PoolRecovery { try salvage(at: path, control: .none) }
 
     /// `salvage(at:)`, with a control that gets the progress of a salvaged take's copy to
     /// another filesystem.
     package static func salvage(at path: String?, control: OperationControl) throws -> PoolRecovery {
-        let pool = try open(at: path, systemCalls: .live, salvaging: true, control: control)
+        let pool = try open(at: path, systemCalls: .live, salvaging: true, waitingForTheLock: true, control: control)
         return PoolRecovery(pool: pool, salvaged: pool.salvaged, discarded: pool.discarded,
                             unsalvageable: pool.unsalvageable, repairFailure: pool.repairFailure)
     }
