@@ -5,7 +5,7 @@ import Glibc
 /// are the busy reasons, each held with an OFD lock (fcntl(2) `F_OFD_SETLK`) by the process
 /// doing that work for as long as it runs (`capturing` shared, by every running capture);
 /// byte 16 (the reserve lock) serializes the claims of grants (`ReserveClaims`, bytes 64…191 and
-/// 4096…8191) and what reads them, for a few reads and one pwrite at a time; byte 17
+/// 4096…10239) and what reads them, for a few reads and one pwrite at a time; byte 17
 /// (the reserve's size lock) serializes changes of the reserve's size (a grant's cut, a
 /// return, a replenish), which may take a second on a `discard` mount and which a claim
 /// must not wait behind; neither waits behind a long mutation such as a move's copy. Whoever
