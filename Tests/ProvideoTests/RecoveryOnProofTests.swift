@@ -80,6 +80,80 @@ import Testing
             #expect(!TestSupport.hasCapture(pool))
         }
     }
+
+    /// A held recording whose note cannot be read (garbled, or a directory in its place, then
+    /// removed) is still held: `list` shows it and why, `land` says it did not land (not "nothing to
+    /// land"), `check` names it, `destroy` refuses and leaves the pool whole, and `move` places
+    /// it byte-identical. On the main before this rule the take vanished from every answer, and
+    /// `destroy` removed the pool's reserve and `pool.json` before failing on `recordings/`.
+    @Test(arguments: ["garbled", "directory"])
+    func aHeldRecordingWhoseNoteCannotBeReadIsStillHeld(_ kind: String) throws {
+        try FS.withScratchPool("held-note-\(kind)", capacity: "24M") { dir, pool in
+            try FileManager.default.createDirectory(atPath: dir + "/out", withIntermediateDirectories: false)
+            let frame = TestSupport.pattern(300_007, seed: 59)
+            let held: String
+            do {
+                let opened = try Pool.open(at: pool)
+                let capture = try opened.startCapture(to: dir + "/out/take.mov",
+                                                      options: CaptureOptions(bitrate: 100_000_000, bufferBudget: 4 << 20,
+                                                                              writeSize: 512 << 10))
+                try capture.append(frame)
+                // The destination taken meanwhile: the take is held in the pool (field case F8).
+                #expect(FileManager.default.createFile(atPath: dir + "/out/take.mov", contents: Data("other".utf8)))
+                #expect(throws: ProVideoError.self) { try capture.finish() }
+                held = try #require(try opened.listing().recordings.first).path
+            }
+            try FileManager.default.removeItem(atPath: held + ".json")
+            if kind == "garbled" {
+                #expect(FileManager.default.createFile(atPath: held + ".json", contents: Data("{\"path\": 3".utf8)))
+            } else {
+                try FileManager.default.createDirectory(atPath: held + ".json", withIntermediateDirectories: false)
+            }
+            let listing = try TestSupport.poolListing(pool)
+            let shown = try #require(listing.recordings.first, "the held recording vanished from `list`")
+            #expect(listing.recordings.count == 1 && shown.path == held && shown.noteUnreadable == true
+                    && shown.destination.isEmpty && shown.length == Int64(frame.count) && shown.reason.contains("cannot be read"),
+                    "list: \(listing.recordings)")
+            let land = try CrashKit.provideo(pool, ["land"])
+            #expect(land.status == 1 && land.stderr.contains("did not land \(held)") && !land.stdout.contains("nothing to land"),
+                    "land: \(land)")
+            let check = try CrashKit.provideo(pool, ["check"])
+            #expect(check.status == 1 && check.stdout.contains("its note"), "check: \(check)")
+            let destroy = try CrashKit.provideo(pool, ["destroy"])
+            #expect(destroy.status == 1 && destroy.stderr.contains("still holds 1 recording"), "destroy: \(destroy)")
+            #expect(CrashKit.exists(pool + "/pool.json") && CrashKit.exists(pool + "/reserve"), "destroy removed the pool")
+            if kind == "directory" {
+                // A directory where the note goes cannot take the move's note: refused, the take
+                // held as it was. Removed, the note is missing, and the take is still held.
+                let refused = try CrashKit.provideo(pool, ["move", held, dir + "/out/moved.mov"])
+                let intact = TestSupport.fileEquals(held, frame)
+                #expect(refused.status == 1 && intact && !CrashKit.exists(dir + "/out/moved.mov"), "move: \(refused)")
+                try FileManager.default.removeItem(atPath: held + ".json")
+                let noteless = try TestSupport.poolListing(pool).recordings
+                #expect(noteless.map(\.path) == [held] && noteless.first?.reason.contains("is missing") == true,
+                        "list: \(noteless)")
+            }
+            let move = try CrashKit.provideo(pool, ["move", held, dir + "/out/moved.mov"])
+            let moved = TestSupport.fileEquals(dir + "/out/moved.mov", frame)
+            #expect(move.status == 0 && moved, "move: \(move)")
+            #expect(try TestSupport.poolListing(pool).recordings.isEmpty)
+        }
+    }
+
+    /// `recordings/` that cannot be listed (a file in its place) is an error, never "nothing
+    /// held": `list` and `destroy` exit 1 naming it, and `destroy` leaves the pool whole.
+    @Test func unlistableRecordingsAreNotNothingHeld() throws {
+        try FS.withScratchPool("held-unlistable", capacity: "16M") { _, pool in
+            try TestSupport.shell("rm -rf '\(pool)/recordings' && touch '\(pool)/recordings'")
+            for command in [["list"], ["destroy"]] {
+                let outcome = try CrashKit.provideo(pool, command)
+                #expect(outcome.reason == .exit && outcome.status == 1 && outcome.stderr.contains("cannot list \(pool)/recordings"),
+                        "\(command): \(outcome)")
+            }
+            #expect(CrashKit.exists(pool + "/pool.json") && CrashKit.exists(pool + "/reserve"), "destroy removed the pool")
+            try FileSystem.remove(pool + "/recordings")
+        }
+    }
 }
 
 /// A stray entry in `captures/` (a file, a link) is named, never a reason to refuse the pool

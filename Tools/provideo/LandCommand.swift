@@ -63,6 +63,10 @@ enum LandCommand {
                 print(String(decoding: try encoder.encode(result), as: UTF8.self))
             } else if result.landed {
                 print("landed \(ByteFormat.human(result.length)) (\(result.length) bytes) at \(result.destination.terminalSafe)")
+            } else if result.destination.isEmpty {
+                // Its note cannot be read: no destination to try again.
+                CommandLineProgram.printError("did not land \(result.path.terminalSafe): "
+                                              + "\((result.error ?? "unknown error").terminalSafe)")
             } else {
                 CommandLineProgram.printError("did not land \(result.path.terminalSafe) at \(result.destination.terminalSafe): "
                                               + "\((result.error ?? "unknown error").terminalSafe); it stays in the pool and is retried")

@@ -13,10 +13,11 @@ extension Pool {
     static let captureEntriesLimit = 16_384
 
     /// The files of every capture in the pool, running or dead, in a stable order.
-    /// - Throws: `.ioError` when `captures/` exists but cannot be listed: an empty answer there
-    ///   would let a replenish grow the reserve into running captures' grants.
+    /// - Throws: `.ioError` when `captures/` exists but cannot be listed, or cannot be looked at
+    ///   (`FileSystem.isPresent`): an empty answer there would let a replenish grow the reserve
+    ///   into running captures' grants.
     func captureFiles() throws -> [CaptureFiles] {
-        guard FileSystem.exists(layout.captures) else { return [] }
+        guard try FileSystem.isPresent(layout.captures) else { return [] }
         let names: [String]
         do {
             names = try FileManager.default.contentsOfDirectory(atPath: layout.captures)

@@ -56,7 +56,9 @@ extension Pool {
     ///     at the next landing).
     ///   - observer: gets each transfer's progress (`LandingObserver`).
     /// - Returns: one result per recording tried; a recording another process is landing is
-    ///   skipped.
+    ///   skipped. Unless `dueOnly`, also one failed result per held recording whose note
+    ///   cannot be read (`HeldRecording.noteUnreadable`): it may be waiting to land, and "nothing
+    ///   to land" would not be known.
     /// - Throws: what listing the recordings waiting to land throws; `.ioError` with
     ///   pthread_create(3)'s error when not one landing thread can be started.
     package func landPending(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
@@ -115,7 +117,10 @@ extension Pool {
         threads.forEach { $0.join() }
         let done = results.withLock { $0 }
         if done.contains(where: \.landed) { _ = try? replenish() }
-        return done
+        let unknown = dueOnly ? [] : try heldRecordings().filter { $0.noteUnreadable == true }.map {
+            LandingResult(path: $0.path, destination: $0.destination, length: $0.length, landed: false, error: $0.reason)
+        }
+        return done + unknown
     }
 
     /// Keeps a finished recording in the pool, sealed and durable, to land in the background.
@@ -138,11 +143,10 @@ extension Pool {
     }
 
     /// The held recordings marked for landing whose file is there.
+    /// - Throws: what `heldRecordings` throws; statx's error for a recording that cannot be
+    ///   looked at (`FileSystem.isPresent`).
     func landingRecordings() throws -> [HeldRecording] {
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
-        return files.filter { $0.hasSuffix(".json") }.sorted()
-            .compactMap { Self.heldNote(layout.recordings + "/" + $0) }
-            .filter { $0.landing == true && FileSystem.exists($0.path) }
+        try heldRecordings().filter { try $0.landing == true && FileSystem.isPresent($0.path) }
     }
 
     /// Deletes a landed recording's pool copy, note and record, under the pool's mutation lock:

@@ -15,6 +15,10 @@ public struct HeldRecording: Codable, Sendable {
     public var movingTo: String?
     /// true while it waits to land at its destination in the background (`provideo land`).
     public var landing: Bool?
+    /// true when its note cannot be read or decoded: the recording is there, and where it was
+    /// meant to go is unknown (`destination` is empty, `reason` says why, `length` is the
+    /// file's); `provideo move HELD DEST` places it.
+    public var noteUnreadable: Bool?
 
     /// Every file the pool names after a held recording `held`: its note, its landing record,
     /// and each one's temporary while it is replaced durably. A held name leaves room for the

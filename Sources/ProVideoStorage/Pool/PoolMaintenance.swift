@@ -51,12 +51,14 @@ extension Pool {
     package func moveHeldRecording(_ held: String, to destination: String?, control: OperationControl) throws -> String {
         let held = FileSystem.absolute(held)
         let notePath = held + ".json"
-        guard FileSystem.parent(of: held) == layout.recordings, FileSystem.exists(held),
-              var note = Self.heldNote(notePath) else {
+        guard FileSystem.parent(of: held) == layout.recordings, try FileSystem.isPresent(held),
+              var note = try heldRecordings().first(where: { $0.path == held }) else {
             throw ProVideoError(.invalidArgument, "\(held) is not a recording this pool holds; "
                                 + "`provideo list` shows them", path: held)
         }
         let target = try resolveDestination(destination ?? note.destination)
+        // Rewritten below with `movingTo`: the note is readable again from then on.
+        note.noteUnreadable = nil
         return try lock.withMutation {
             // Opened once (beneath the pool, not followed, one link): the file that is checked
             // is the file that moves. Held open for writing, it also carries the transfer's own
@@ -163,13 +165,23 @@ extension Pool {
         try note.save(notePath, calls, access: access)
     }
 
-    /// The note `<recording>.json` of a held recording. The recording is the file the note is
-    /// named for, whatever `path` the note says: a note is group-writable, and a path taken from
-    /// it could name any file its writer can read (Docs/SECURITY.md).
+    /// The note `<recording>.json` of a held recording; nil when `path` names no note or the
+    /// note is gone. The recording is the file the note is named for, whatever `path` the note
+    /// says: a note is group-writable, and a path taken from it could name any file its writer
+    /// can read (Docs/SECURITY.md). A note that cannot be read or decoded still stands for its
+    /// recording (`noteUnreadable`): a failed read is never "nothing held".
     static func heldNote(_ path: String) -> HeldRecording? {
-        guard path.hasSuffix(".json"), let bytes = try? FileSystem.readSmallFile(path),
-              var note = try? JSONDecoder().decode(HeldRecording.self, from: Data(bytes)) else { return nil }
-        note.path = String(path.dropLast(".json".count))
+        guard path.hasSuffix(".json") else { return nil }
+        let recording = String(path.dropLast(".json".count))
+        var note: HeldRecording
+        do {
+            note = try JSONDecoder().decode(HeldRecording.self, from: Data(try FileSystem.readSmallFile(path)))
+        } catch let error as ProVideoError where error.errno == ENOENT {
+            return nil
+        } catch {
+            return unreadableNote(path, recording: recording, error: error)
+        }
+        note.path = recording
         if !note.destination.hasPrefix("/") {
             // Relative, it would name a file in whatever directory `land` or `move` runs in.
             note.reason = "its note is corrupt (destination '\(note.destination)' is not an absolute path): "
@@ -183,6 +195,49 @@ extension Pool {
             note.length = size
         }
         return note
+    }
+
+    /// What stands for a held recording whose note cannot be read (`error`) or is gone (nil):
+    /// its file's own size, no destination, and why.
+    private static func unreadableNote(_ path: String, recording: String, error: Error?) -> HeldRecording {
+        let cause = error.map { "cannot be read (\(($0 as? ProVideoError)?.message ?? "\($0)"))" } ?? "is missing"
+        var reason = "its note \(path) \(cause); where it was meant to go is unknown: "
+            + "`provideo move \(recording) DEST` places it"
+        var length: Int64 = 0
+        do {
+            length = Int64(clamping: try FileSystem.facts(recording).size)
+        } catch {
+            reason += "; its size cannot be read either (\((error as? ProVideoError)?.message ?? "\(error)"))"
+        }
+        return HeldRecording(path: recording, destination: "", length: length, reason: reason, noteUnreadable: true)
+    }
+
+    /// Every recording `recordings/` holds: one per note, in the order of their names
+    /// (`heldNote`), then each file that is no note's companion and has no note (its note
+    /// removed by other hands), which stands with `noteUnreadable`: the take is there.
+    /// - Throws: `.ioError` when `recordings/` exists and cannot be listed or looked at:
+    ///   "nothing held" is said on proof only (a destroy would remove the pool under them).
+    func heldRecordings() throws -> [HeldRecording] {
+        guard try FileSystem.isPresent(layout.recordings) else { return [] }
+        let names: [String]
+        do {
+            names = try FileManager.default.contentsOfDirectory(atPath: layout.recordings)
+        } catch {
+            throw ProVideoError(.ioError, "cannot list \(layout.recordings) (\(error)); what the pool holds is unknown",
+                                path: layout.recordings)
+        }
+        let present = Set(names)
+        let noted = names.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }
+        let companionSuffixes = HeldRecording.companions(of: "")
+        let noteless = names.filter { name in
+            !present.contains(name + ".json") && !companionSuffixes.contains { suffix in
+                name.hasSuffix(suffix) && (suffix.hasPrefix(".json") || present.contains(String(name.dropLast(suffix.count))))
+            }
+        }.sorted().map { name in
+            let recording = layout.recordings + "/" + name
+            return Self.unreadableNote(recording + ".json", recording: recording, error: nil)
+        }
+        return noted + noteless
     }
 
     /// Finishes a `moveHeldRecording` that was killed: after the rename, only the note is left;
@@ -223,8 +278,7 @@ extension Pool {
 
     /// The captures in progress and the recordings the pool holds.
     public func listing() throws -> PoolListing {
-        let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
-        let held = files.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }
+        let held = try heldRecordings()
         // An unreadable salvage log lists nothing; `recoveredRecordings` says why.
         let recovered = (try? recoveredRecordings()) ?? []
         return PoolListing(captures: try status().captures, recordings: held, recovered: recovered,
@@ -295,10 +349,14 @@ extension Pool {
         if size % reserveFile.unit != 0 {
             problems.append("the reserve's size \(size) is not a multiple of \(reserveFile.unit)")
         }
-        for held in try listing().recordings where !FileSystem.exists(held.path) {
+        let held = try heldRecordings()
+        for held in held where held.noteUnreadable == true {
+            problems.append("the held recording \(held.path): \(held.reason)")
+        }
+        for held in held where try !FileSystem.isPresent(held.path) {
             problems.append("the pool lists \(held.path), which is missing")
         }
-        for held in try listing().recordings where FileSystem.exists(held.path) {
+        for held in held where try FileSystem.isPresent(held.path) {
             let (_, heldEnd) = try reserve(held.path).extents()
             if heldEnd > reserveFile.rounded(Int64(try FileSystem.facts(held.path).size)) {
                 problems.append("the held recording \(held.path) holds blocks past its end")
@@ -316,7 +374,10 @@ extension Pool {
                 continue
             case .alive: break
             }
-            let granted = (try? FileSystem.facts(files.data)).map { Int64($0.size) } ?? 0
+            // A capture at its start (before its data is made) or one that ended since its
+            // liveness was read has no file to check.
+            guard try FileSystem.isPresent(files.data) else { continue }
+            let granted = Int64(try FileSystem.facts(files.data).size)
             let (data, _) = try reserve(files.data).extents()
             reserved += data
             if data < granted {

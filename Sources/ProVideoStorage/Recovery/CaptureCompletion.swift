@@ -17,7 +17,7 @@ extension Pool {
         var placement: Placement
         if journal.discarded == true || journal.placedAt != nil {
             placement = Placement(path: journal.placedAt ?? journal.destination, problem: nil)
-        } else if FileSystem.exists(files.data) {
+        } else if try FileSystem.isPresent(files.data) {
             // Whose the take is, before its file is cut: a `data` that is not its capture's own
             // is refused as it was found, never trimmed first (`RecordingOwner`).
             _ = try RecordingOwner.of(capture: files)
@@ -28,20 +28,19 @@ extension Pool {
             try journal.save(files.journal, calls, access: access)
             CrashPoint.hit("finish.placed")
         } else {
-            // Killed after the rename into place, before the journal recorded it: the recording
-            // is at its recovered sibling (named with this capture's id, so it is this one) when
-            // a salvage found the destination taken, else at the destination.
-            let sibling = Self.recoveredName(journal.destination, id: journal.id)
-            placement = Placement(path: FileSystem.exists(sibling) ? sibling : journal.destination, problem: nil)
+            // Killed after the rename into place, before the journal recorded it: only recovery
+            // comes here, once its decision saw the place hold the take, and it reports the
+            // place it looked at (`CaptureObservation.placedPath`).
+            placement = Placement(path: journal.destination, problem: nil)
         }
         // A copied (or discarded) recording's file goes back to the reserve whole.
-        if FileSystem.exists(files.data) {
+        if try FileSystem.isPresent(files.data) {
             try giveBack(from: files.data, keeping: 0)
             try FileSystem.remove(files.data)
         }
         CrashPoint.hit("finish.reserveRebuilt")
         removeFiles(of: files)
-        if FileSystem.exists(files.directory) {
+        if try FileSystem.isPresent(files.directory) {
             throw ProVideoError.system("rmdir", errno: ENOTEMPTY, path: files.directory)
         }
         try FileSystem.syncDirectory(layout.captures, calls)
@@ -69,7 +68,7 @@ extension Pool {
     /// the journal was durable).
     func discardCapture(_ files: CaptureFiles, journal: CaptureJournal?) throws {
         guard var journal else {
-            if FileSystem.exists(files.data) { try giveBack(from: files.data, keeping: 0) }
+            if try FileSystem.isPresent(files.data) { try giveBack(from: files.data, keeping: 0) }
             removeFiles(of: files)
             return
         }

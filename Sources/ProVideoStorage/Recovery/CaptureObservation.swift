@@ -58,22 +58,17 @@ struct CaptureObservation {
         var placedPath: String?
         var placed = CaptureFacts.Placed.notLooked
         if let journal, journalFact == .placed || (journalFact == .recording && data == .missing) {
-            let path = journal.placedAt ?? Self.renamedPlace(journal)
-            placedPath = path
-            placed = Self.observePlace(path, files: files, &problems)
+            // Killed between the rename into place and the journal's update, the recording is
+            // at its recovered sibling (named with this capture's id, so it is this one) when
+            // that exists, else at its destination.
+            let places = journal.placedAt.map { [$0] }
+                ?? [Pool.recoveredName(journal.destination, id: journal.id), journal.destination]
+            (placedPath, placed) = Self.observePlace(places, files: files, &problems)
         }
         self.facts = CaptureFacts(liveness: liveness, journal: journalFact, commit: commit, data: data, placed: placed)
         self.journal = journal
         self.problems = problems
         self.placedPath = placedPath
-    }
-
-    /// Where a capture killed between its rename into place and its journal's update put the
-    /// recording: its recovered sibling (named with its id, so it is this one) when that
-    /// exists, else its destination.
-    private static func renamedPlace(_ journal: CaptureJournal) -> String {
-        let sibling = Pool.recoveredName(journal.destination, id: journal.id)
-        return FileSystem.existsWithoutFollowing(sibling) ? sibling : journal.destination
     }
 
     /// A pool file's size; not a regular file is unreadable.
@@ -94,27 +89,30 @@ struct CaptureObservation {
         }
     }
 
-    /// What the place a recording went to holds, looked at as the capture's owner (the
-    /// directory's), so that root learns nothing of a path its recorder could not see.
-    private static func observePlace(_ path: String, files: CaptureFiles,
-                                     _ problems: inout [ProVideoError]) -> CaptureFacts.Placed {
+    /// What the first of `places` that exists holds (a link not followed), and that place;
+    /// the last place when none exists. Looked at as the capture's owner (the directory's), so
+    /// that root learns nothing of a path its recorder could not see. A place that cannot be
+    /// looked at stops the search: whether the take is there is unknown, and so is whether it
+    /// is at the places after it.
+    private static func observePlace(_ places: [String], files: CaptureFiles,
+                                     _ problems: inout [ProVideoError]) -> (String, CaptureFacts.Placed) {
+        var path = places[0]
         do {
             let directory = try FileSystem.facts(files.directory)
             let owner = RecordingOwner(uid: directory.uid, fallbackGroup: directory.gid)
-            var found: pv_file_facts?
-            do {
-                found = try owner.acting { try FileSystem.facts(path) }
-            } catch let error as ProVideoError where error.errno == ENOENT {
-                found = nil
+            for place in places {
+                path = place
+                var found = stat()
+                let rc = try owner.acting { lstat(place, &found) == 0 ? 0 : Glibc.errno }
+                if rc == ENOENT { continue }
+                if rc != 0 { throw ProVideoError.system("lstat", errno: rc, path: place) }
+                guard found.st_mode & S_IFMT == S_IFREG, found.st_size <= Pool.maximumCapacity else { return (place, .unknown) }
+                return (place, .holds(Int64(found.st_size)))
             }
-            guard let found else { return .absent }
-            guard found.mode & UInt32(S_IFMT) == UInt32(S_IFREG), found.size <= UInt64(Pool.maximumCapacity) else {
-                return .unknown
-            }
-            return .holds(Int64(found.size))
+            return (path, .absent)
         } catch {
             problems.append(typed(error, path))
-            return .unknown
+            return (path, .unknown)
         }
     }
 

@@ -28,7 +28,7 @@ extension Pool {
     /// A pool of format 1 kept its one capture in `capture/`, with the whole reserve as its
     /// file: it becomes `captures/<id>/`, a capture granted everything, salvaged as any other.
     private func adoptLegacyCapture() throws {
-        guard FileSystem.exists(layout.legacyCapture), !(try lock.heldByOthers().contains(.capturing)) else { return }
+        guard try FileSystem.isPresent(layout.legacyCapture), !(try lock.heldByOthers().contains(.capturing)) else { return }
         let id: String
         do {
             id = try CaptureJournal.load(layout.legacyCapture + "/capture.json").id

@@ -24,14 +24,16 @@ struct Reserve {
     static let maximumSize: Int64 = Int64.max / (1 << 30) * (1 << 30)
 
     /// The reserve's size in bytes, 0 when there is no reserve file.
+    /// - Throws: statx's error other than `ENOENT`: a reserve that cannot be looked at is of
+    ///   unknown size, not empty.
     func size() throws -> Int64 {
-        guard FileSystem.exists(path) else { return 0 }
+        guard try FileSystem.isPresent(path) else { return 0 }
         return Int64(try FileSystem.facts(path).size)
     }
 
     /// Bytes the filesystem really allocated for the reserve (`st_blocks` × 512).
     func allocatedBytes() throws -> Int64 {
-        guard FileSystem.exists(path) else { return 0 }
+        guard try FileSystem.isPresent(path) else { return 0 }
         return Int64(try FileSystem.facts(path).allocated_bytes)
     }
 
@@ -113,7 +115,7 @@ struct Reserve {
     /// last extent. Metadata blocks (ext4 extent index blocks) are not counted, unlike
     /// `st_blocks`.
     func extents() throws -> (mapped: Int64, end: Int64) {
-        guard FileSystem.exists(path) else { return (0, 0) }
+        guard try FileSystem.isPresent(path) else { return (0, 0) }
         let fd = try FileDescriptor.open(path, O_RDONLY)
         return try fd.extents(below: try size())
     }

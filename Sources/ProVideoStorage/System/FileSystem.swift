@@ -46,6 +46,21 @@ enum FileSystem {
         Confinement.split(path) != nil ? (try? facts(path)) != nil : access(path, F_OK) == 0
     }
 
+    /// Whether anything is at `path` (for a confined path, a link included), on proof: statx(2)
+    /// answering `ENOENT` is "absent"; any other failure is not an answer and is thrown, so
+    /// that what recovery, accounting and landing act on is never a read that failed
+    /// (Docs/CAPTURE-LIFECYCLE.md, "Recovery decides on proof").
+    /// - Throws: statx's error other than `ENOENT` (`.permissionDenied` for `EACCES`/`EPERM`,
+    ///   `.ioError` for the rest: `EIO`, `ELOOP`, `ENOTDIR`, …).
+    static func isPresent(_ path: String) throws -> Bool {
+        do {
+            _ = try facts(path)
+            return true
+        } catch let error as ProVideoError where error.errno == ENOENT {
+            return false
+        }
+    }
+
     /// lstat(2): whether anything, a dangling symbolic link included, is at `path`.
     static func existsWithoutFollowing(_ path: String) -> Bool {
         if Confinement.split(path) != nil { return exists(path) }
