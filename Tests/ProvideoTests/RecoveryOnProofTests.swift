@@ -81,6 +81,45 @@ import Testing
         }
     }
 
+    /// `provideo recover` while another process holds the pool's mutation lock waits for it,
+    /// then salvages: a recover that skipped the salvage answered "nothing to recover" with a
+    /// dead recorder's take in the pool (the library's rule, f1b1898, through the CLI). The lock
+    /// is held until the recover has `pool.lock` open and 300 ms more; a recover that returned
+    /// meanwhile did not wait. On a machine too slow to reach the lock in that time, the
+    /// mutation may pass; the test never fails for it.
+    @Test func recoverWaitsForAChangeOfThePoolInProgress() throws {
+        let input = TestSupport.pattern(300_011, seed: 61)
+        try PoolStateInputTests.withKilledCapture(input) { dir, pool, _ in
+            let holder = try PoolLock(path: pool + "/pool.lock", access: try Pool.open(at: pool, salvaging: false).access)
+            let process = try holder.withMutation { () throws -> Process in
+                let process = try TestSupport.start("provideo", ["--pool", pool, "recover"])
+                let lockFile = FileSystem.realPath(pool + "/pool.lock") ?? pool + "/pool.lock"
+                let descriptors = "/proc/\(process.processIdentifier)/fd"
+                func hasTheLockOpen() -> Bool {
+                    ((try? FileManager.default.contentsOfDirectory(atPath: descriptors)) ?? []).contains {
+                        (try? FileManager.default.destinationOfSymbolicLink(atPath: descriptors + "/" + $0)) == lockFile
+                    }
+                }
+                let deadline = MonotonicTime.now() + 60_000_000_000
+                while process.isRunning && !hasTheLockOpen() && MonotonicTime.now() < deadline { usleep(1_000) }
+                TestSupport.sleep(nanoseconds: 300_000_000)
+                #expect(process.isRunning, "recover returned while the pool's lock was held: it did not wait")
+                return process
+            }
+            let out = (process.standardOutput as! Pipe).fileHandleForReading
+            let err = (process.standardError as! Pipe).fileHandleForReading
+            #expect(TestSupport.wait(process))
+            let stdout = String(decoding: out.readDataToEndOfFile(), as: UTF8.self)
+            let stderr = String(decoding: err.readDataToEndOfFile(), as: UTF8.self)
+            try? out.close()
+            try? err.close()
+            #expect(process.terminationStatus == 0 && stdout.contains("(300011 bytes) to \(dir)/out/take.mov"),
+                    "recover: exit \(process.terminationStatus); stdout: \(stdout); stderr: \(stderr)")
+            let salvaged = TestSupport.fileEquals(dir + "/out/take.mov", input)
+            #expect(salvaged, "the take was not salvaged whole")
+        }
+    }
+
     /// A held recording whose note cannot be read (garbled, or a directory in its place, then
     /// removed) is still held: `list` shows it and why, `land` says it did not land (not "nothing to
     /// land"), `check` names it, `destroy` refuses and leaves the pool whole, and `move` places
