@@ -17,13 +17,7 @@ extension Pool {
     ///   (`FileSystem.isPresent`): an empty answer there would let a replenish grow the reserve
     ///   into running captures' grants.
     func captureFiles() throws -> [CaptureFiles] {
-        guard try FileSystem.isPresent(layout.captures) else { return [] }
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: layout.captures)
-        } catch {
-            throw ProVideoError(.ioError, "cannot list \(layout.captures) (\(error)); nothing was changed", path: layout.captures)
-        }
+        guard let names = try FileSystem.entries(layout.captures, consequence: "nothing was changed") else { return [] }
         guard names.count <= Self.captureEntriesLimit else {
             throw ProVideoError(.corruptState, "\(layout.captures) holds \(names.count) entries, more than a pool ever "
                                 + "makes (\(Self.captureEntriesLimit)); nothing was changed: remove what is not a capture",

@@ -418,13 +418,13 @@ public final class Pool: @unchecked Sendable {
             // No file: a capture at its start (before its data is made) or one that ended since
             // the census, granted nothing. Any other failure is thrown: a grant that cannot be
             // read is unknown, not 0.
-            let facts = try FileSystem.isPresent(files.data) ? try FileSystem.facts(files.data) : pv_file_facts()
-            allocated += Int64(facts.allocated_bytes)
+            let facts = try FileSystem.isPresent(files.data) ? try FileSystem.facts(files.data) : nil
+            allocated += facts.map { Int64($0.allocated_bytes) } ?? 0
             let progress = CaptureJournal.snapshot(commit: files.commit, progress: files.progress)
             captures.append(PoolStatus.Capture(
                 id: files.id, destination: journal.destination, engine: journal.engine,
                 bytesWritten: progress.written, committedBytes: progress.committed,
-                grantedBytes: Int64(facts.size), bitrate: journal.bitrate, pid: journal.pid,
+                grantedBytes: facts.map { Int64($0.size) } ?? 0, bitrate: journal.bitrate, pid: journal.pid,
                 admittedOverBandwidth: journal.admittedOverBandwidth ?? false, counters: progress.counters))
         }
         let remaining = try remainingCapacity

@@ -218,13 +218,8 @@ extension Pool {
     /// - Throws: `.ioError` when `recordings/` exists and cannot be listed or looked at:
     ///   "nothing held" is said on proof only (a destroy would remove the pool under them).
     func heldRecordings() throws -> [HeldRecording] {
-        guard try FileSystem.isPresent(layout.recordings) else { return [] }
-        let names: [String]
-        do {
-            names = try FileManager.default.contentsOfDirectory(atPath: layout.recordings)
-        } catch {
-            throw ProVideoError(.ioError, "cannot list \(layout.recordings) (\(error)); what the pool holds is unknown",
-                                path: layout.recordings)
+        guard let names = try FileSystem.entries(layout.recordings, consequence: "what the pool holds is unknown") else {
+            return []
         }
         let present = Set(names)
         let noted = names.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }

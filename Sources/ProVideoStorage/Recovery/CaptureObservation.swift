@@ -89,7 +89,7 @@ struct CaptureObservation {
         }
     }
 
-    /// What the first of `places` that exists holds (a link not followed), and that place;
+    /// What the first of `places` that exists holds (statx, a link not followed), and that place;
     /// the last place when none exists. Looked at as the capture's owner (the directory's), so
     /// that root learns nothing of a path its recorder could not see. A place that cannot be
     /// looked at stops the search: whether the take is there is unknown, and so is whether it
@@ -102,12 +102,16 @@ struct CaptureObservation {
             let owner = RecordingOwner(uid: directory.uid, fallbackGroup: directory.gid)
             for place in places {
                 path = place
-                var found = stat()
-                let rc = try owner.acting { lstat(place, &found) == 0 ? 0 : Glibc.errno }
-                if rc == ENOENT { continue }
-                if rc != 0 { throw ProVideoError.system("lstat", errno: rc, path: place) }
-                guard found.st_mode & S_IFMT == S_IFREG, found.st_size <= Pool.maximumCapacity else { return (place, .unknown) }
-                return (place, .holds(Int64(found.st_size)))
+                let found: pv_file_facts
+                do {
+                    found = try owner.acting { try FileSystem.factsWithoutFollowing(place) }
+                } catch let error as ProVideoError where error.errno == ENOENT {
+                    continue
+                }
+                guard found.mode & UInt32(S_IFMT) == UInt32(S_IFREG), found.size <= UInt64(Pool.maximumCapacity) else {
+                    return (place, .unknown)
+                }
+                return (place, .holds(Int64(found.size)))
             }
             return (path, .absent)
         } catch {

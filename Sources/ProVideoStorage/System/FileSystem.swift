@@ -25,6 +25,15 @@ enum FileSystem {
         return facts.f_files == 0 ? Int64.max : Int64(facts.f_favail)
     }
 
+    /// statx(2) with `AT_SYMLINK_NOFOLLOW`: the facts of whatever is at `path`, a link itself
+    /// included, never what it points to.
+    static func factsWithoutFollowing(_ path: String) throws -> pv_file_facts {
+        var facts = pv_file_facts()
+        let rc = pv_statx_at(AT_FDCWD, path, &facts)
+        if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
+        return facts
+    }
+
     /// statfs(2): the filesystem's type (`f_type`, a magic number of linux/magic.h), bytes
     /// free for unprivileged users (`f_bavail` × `f_bsize`) and its size in bytes.
     static func space(_ path: String) throws -> (type: Int64, available: Int64, total: Int64) {
@@ -48,8 +57,7 @@ enum FileSystem {
 
     /// Whether anything is at `path` (for a confined path, a link included), on proof: statx(2)
     /// answering `ENOENT` is "absent"; any other failure is not an answer and is thrown, so
-    /// that what recovery, accounting and landing act on is never a read that failed
-    /// (Docs/CAPTURE-LIFECYCLE.md, "Recovery decides on proof").
+    /// that what a caller acts on is never a look that failed.
     /// - Throws: statx's error other than `ENOENT` (`.permissionDenied` for `EACCES`/`EPERM`,
     ///   `.ioError` for the rest: `EIO`, `ELOOP`, `ENOTDIR`, …).
     static func isPresent(_ path: String) throws -> Bool {
@@ -59,6 +67,32 @@ enum FileSystem {
         } catch let error as ProVideoError where error.errno == ENOENT {
             return false
         }
+    }
+
+    /// The names in the directory `path` (`.` and `..` left out), on proof: nil only when
+    /// nothing is at `path` (`isPresent`).
+    /// - Throws: `.ioError` "cannot list PATH (why); `consequence`" when it is there and cannot
+    ///   be listed or looked at: an empty answer would read as "nothing there".
+    static func entries(_ path: String, consequence: String) throws -> [String]? {
+        func unlisted(_ why: String) -> ProVideoError {
+            ProVideoError(.ioError, "cannot list \(path) (\(why)); \(consequence)", path: path)
+        }
+        do {
+            guard try isPresent(path) else { return nil }
+        } catch let error as ProVideoError {
+            throw unlisted(error.message)
+        }
+        guard let directory = opendir(path) else { throw unlisted("opendir: \(Errno.description(Glibc.errno))") }
+        defer { closedir(directory) }
+        var names: [String] = []
+        while true {
+            Glibc.errno = 0
+            guard let entry = readdir(directory) else { break }
+            let name = withUnsafeBytes(of: entry.pointee.d_name) { String(decoding: $0.prefix { $0 != 0 }, as: UTF8.self) }
+            if name != "." && name != ".." { names.append(name) }
+        }
+        if Glibc.errno != 0 { throw unlisted("readdir: \(Errno.description(Glibc.errno))") }
+        return names
     }
 
     /// lstat(2): whether anything, a dangling symbolic link included, is at `path`.
