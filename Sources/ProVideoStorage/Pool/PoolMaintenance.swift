@@ -213,8 +213,9 @@ extension Pool {
     }
 
     /// Every recording `recordings/` holds: one per note, in the order of their names
-    /// (`heldNote`), then each file that is no note's companion and has no note (its note
-    /// removed by other hands), which stands with `noteUnreadable`: the take is there.
+    /// (`heldNote`), then each file without a note whose name is no companion's (its note
+    /// removed by other hands), which stands with `noteUnreadable`: the take is there. A
+    /// companion left alone (a landing record a killed `forgetLanded` did not reach) is none.
     /// - Throws: `.ioError` when `recordings/` exists and cannot be listed or looked at:
     ///   "nothing held" is said on proof only (a destroy would remove the pool under them).
     func heldRecordings() throws -> [HeldRecording] {
@@ -225,9 +226,7 @@ extension Pool {
         let noted = names.filter { $0.hasSuffix(".json") }.sorted().compactMap { Self.heldNote(layout.recordings + "/" + $0) }
         let companionSuffixes = HeldRecording.companions(of: "")
         let noteless = names.filter { name in
-            !present.contains(name + ".json") && !companionSuffixes.contains { suffix in
-                name.hasSuffix(suffix) && (suffix.hasPrefix(".json") || present.contains(String(name.dropLast(suffix.count))))
-            }
+            !present.contains(name + ".json") && !companionSuffixes.contains { name.hasSuffix($0) }
         }.sorted().map { name in
             let recording = layout.recordings + "/" + name
             return Self.unreadableNote(recording + ".json", recording: recording, error: nil)
