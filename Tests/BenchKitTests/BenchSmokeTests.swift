@@ -14,7 +14,7 @@ import Testing
     static func withPool<T>(_ name: String = #function, _ body: (Pool, String) throws -> T) throws -> T {
         try TestSupport.kernelSettings.reading {
             try TestSupport.withScratch(name) { directory in
-                let pool = try Pool.create(at: directory + "/pool", capacity: 32 << 20)
+                let pool = try Pool.create(at: directory + "/pool", capacity: 32 << 20, measuringBandwidth: false)
                 defer { try? pool.destroy() }
                 let files = directory + "/files"
                 try FileManager.default.createDirectory(atPath: files, withIntermediateDirectories: true)
@@ -52,7 +52,7 @@ import Testing
     /// together (the pool saw two), and the pool's capacity comes back whole.
     @Test func twoStreamsShareOnePool() throws {
         try TestSupport.withScratch { directory in
-            let pool = try Pool.create(at: "\(directory)/pool", capacity: 16 << 20)
+            let pool = try Pool.create(at: "\(directory)/pool", capacity: 16 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             let sizes = FrameSizes.constant(bitrate: 40_000_000, fps: 50, count: 3)
             let plan = RunPlan(streams: 2, bitrate: 40_000_000, fps: 50, sizes: sizes, inputQueueFrames: 1_000,
@@ -175,8 +175,13 @@ import Testing
                 "--pool", pool, "--bitrate", "48M", "--fps", "25", "--duration", "20", "--mode", "pool", "--json"])
             #expect(result.status == 0, "\(result.stderr)")
             let object = try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
-            let modes = object?["modes"] as? [String: Any]
-            #expect((modes?["pool"] as? [String: Any])?["bytes"] as? Int == 120_000_000, "\(result.stdout)")
+            let run = (object?["modes"] as? [String: Any])?["pool"] as? [String: Any]
+            // Every frame the card delivered landed in the pool, none was refused for want of
+            // space; a frame the host woke too late for was overwritten in the card's queue (a
+            // busy machine's doing, counted apart), never written.
+            let bytes = try #require(run?["bytes"] as? Int), overwritten = try #require(run?["framesOverwritten"] as? Int)
+            #expect(run?["framesRefused"] as? Int == 0 && overwritten <= 25 && bytes == 120_000_000 - overwritten * 240_000,
+                    "\(result.stdout)")
         }
     }
 
