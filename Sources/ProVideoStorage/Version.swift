@@ -2,5 +2,5 @@
 /// and the CLIs' `--version`.
 package enum ProVideoStorageVersion {
     /// A static string so the C API can hand out its bytes without copying.
-    package static let current: StaticString = "1.0.0"
+    package static let current: StaticString = "1.1.0"
 }

@@ -64,7 +64,7 @@ import Testing
     @Test func unfitDefaultPoolIsPassedOverWithTheReason() throws {
         try TestSupport.withScratch("bench-unfit") { dir in
             #expect(try BenchWorkspace.defaultPoolUnfit(dir + "/none", minimumBytes: 1) == "no pool at \(dir)/none")
-            let pool = try Pool.create(at: dir + "/pool", capacity: 8 << 20)
+            let pool = try Pool.create(at: dir + "/pool", capacity: 8 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, minimumBytes: 8 << 20) == nil)
             #expect(try BenchWorkspace.defaultPoolUnfit(pool.path, minimumBytes: 9 << 20)
@@ -102,7 +102,7 @@ import Testing
     /// to grow the pool.
     @Test func grantsAreCountedBeforeAnyStart() throws {
         try TestSupport.withScratch { directory in
-            let pool = try Pool.create(at: directory + "/pool", capacity: 256 << 20)
+            let pool = try Pool.create(at: directory + "/pool", capacity: 256 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             let result = try TestSupport.run("provideo-bench", [
                 "--pool", pool.path, "--streams", "4", "--bitrate", "400M", "--fps", "25", "--duration", "0.5", "--mode", "pool"])
@@ -316,7 +316,7 @@ import Testing
     /// gives every byte of capacity back.
     @Test func segmentedCapturesSwitchAndGiveTheirCapacityBack() throws {
         try TestSupport.withScratch { directory in
-            let pool = try Pool.create(at: directory + "/pool", capacity: 128 << 20)
+            let pool = try Pool.create(at: directory + "/pool", capacity: 128 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             let frame = try AlignedMemory(length: 1 << 20, alignment: 4096)
             let options = CaptureOptions(bitrate: 80_000_000, overrunPolicy: .wait(nanoseconds: 10_000_000_000), grantSize: 4 << 20)
@@ -349,7 +349,7 @@ import Testing
     /// pass is the disk's business (other tests share it), so both outcomes are checked.
     @Test func aShortSearchAnswersInOneSentence() throws {
         try TestSupport.withScratch { directory in
-            let pool = try Pool.create(at: directory + "/pool", capacity: 448 << 20)
+            let pool = try Pool.create(at: directory + "/pool", capacity: 448 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             let result = try TestSupport.run("provideo-bench", [
                 "--pool", pool.path, "size", "--bitrate", "40M", "--fps", "25", "--minutes", "0.03", "--streams-max", "2",

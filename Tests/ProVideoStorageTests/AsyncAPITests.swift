@@ -18,7 +18,7 @@ import Testing
     @Test func asyncRecorderWithStatusObserver() async throws {
         let scratch = TestSupport.scratchDirectory("async-recorder")
         defer { TestSupport.removeTree(scratch) }
-        let pool = try await Pool.create(at: scratch + "/pool", capacity: 32 << 20)
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 32 << 20, measuringBandwidth: false)
         let initial = try pool.remainingCapacity
         let log = StatusLog()
         // Done once idle again with the capacity the finish left (its last 1 MiB goes back to
@@ -69,7 +69,7 @@ import Testing
         let outside = scratch + "/out"
         try FileManager.default.createDirectory(atPath: outside, withIntermediateDirectories: false)
         let canceller = Canceller()
-        let pool = try await Pool.create(at: poolPath, capacity: 32 << 20, progress: nil,
+        let pool = try await Pool.create(at: poolPath, capacity: 32 << 20, measuringBandwidth: false, progress: nil,
                                          systemCalls: Self.copyOutOfCaptures(poolPath, cancellingAt: 1 << 20, with: canceller))
         let frames = TestSupport.frames(count: 32, size: 250_000, seed: 23)
         let capture = try pool.startCapture(to: outside + "/take.mov", options: Self.options)
@@ -105,7 +105,7 @@ import Testing
     @Test func replenishCancelledBeforeItStartsAndReplenishThatRuns() async throws {
         let scratch = TestSupport.scratchDirectory("cancel-replenish")
         defer { TestSupport.removeTree(scratch) }
-        let pool = try await Pool.create(at: scratch + "/pool", capacity: 16 << 20)
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 16 << 20, measuringBandwidth: false)
         let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
         for frame in TestSupport.frames(count: 8, size: 250_000, seed: 5) { try capture.append(frame) }
         try await capture.finish()
@@ -177,7 +177,7 @@ import Testing
     @Test func recoverReturnsWhatItSalvaged() async throws {
         let scratch = TestSupport.scratchDirectory("async-recover")
         defer { TestSupport.removeTree(scratch) }
-        let pool = try await Pool.create(at: scratch + "/pool", capacity: 16 << 20)
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 16 << 20, measuringBandwidth: false)
         var options = Self.options
         options.durabilityInterval = 0
         for (index, recoverAsync) in [false, true].enumerated() {
@@ -207,7 +207,7 @@ import Testing
         let filled = ProgressLog()
         let canceller = Canceller()
         let creating = Task {
-            try await Pool.create(at: scratch + "/pool", capacity: 64 << 20, zeroFill: true) { done, _ in
+            try await Pool.create(at: scratch + "/pool", capacity: 64 << 20, zeroFill: true, measuringBandwidth: false) { done, _ in
                 filled.record(done)
                 if done == 8 << 20 { canceller.cancel() }
             }
@@ -225,7 +225,7 @@ import Testing
     @Test func onePoolSharedByConcurrentTasks() async throws {
         let scratch = TestSupport.scratchDirectory("shared-pool")
         defer { TestSupport.removeTree(scratch) }
-        let pool = try await Pool.create(at: scratch + "/pool", capacity: 48 << 20)
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 48 << 20, measuringBandwidth: false)
         let takes = (0..<4).map { TestSupport.frames(count: 16, size: 200_000, seed: UInt64(40 + $0)) }
         try await withThrowingTaskGroup(of: Void.self) { group in
             for (index, frames) in takes.enumerated() {
@@ -255,7 +255,7 @@ import Testing
     @Test func statusUpdatesSeeAResizeAndEndWithThePool() async throws {
         let scratch = TestSupport.scratchDirectory("status-resize")
         defer { TestSupport.removeTree(scratch) }
-        let pool = try await Pool.create(at: scratch + "/pool", capacity: 8 << 20)
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 8 << 20, measuringBandwidth: false)
         let log = StatusLog()
         let observer = log.follow(pool, seconds: 30) { _ in false }
         await log.waitFor(count: 1)
@@ -277,7 +277,7 @@ import Testing
     @Test func poolLocksExcludeThreadsOfOneProcess() async throws {
         let scratch = TestSupport.scratchDirectory("lock-threads")
         defer { TestSupport.removeTree(scratch) }
-        let pool = try await Pool.create(at: scratch + "/pool", capacity: 8 << 20)
+        let pool = try await Pool.create(at: scratch + "/pool", capacity: 8 << 20, measuringBandwidth: false)
         for lockByte in ["mutation", "reserve"] {
             let order = Mutex<[String]>([])
             let holding = Mutex(false)

@@ -1,4 +1,5 @@
 import Foundation
+import TestSupport
 import Testing
 @testable import ProVideoStorage
 
@@ -54,5 +55,33 @@ import Testing
             #expect(measurement.commitInterval == 1_000_000_000)
             #expect(try pool.remainingCapacity == 16 << 20, "the reserve is whole after it")
         }
+    }
+
+    /// `Pool.create` measures the bandwidth by default and admits captures against it, as
+    /// `provideo create` does (issue 42: a pool made from Swift had no admission, so two
+    /// recorders could oversubscribe its disk); `measuringBandwidth: false` or a given
+    /// `bandwidth` skips it, and a reserve under one 4 MiB write is left without one.
+    @Test func createMeasuresTheBandwidthUnlessToldNotTo() async throws {
+        try TestSupport.withScratch("create-measures") { scratch in
+            let measured = try Pool.create(at: scratch + "/measured", capacity: 16 << 20)
+            defer { try? measured.destroy() }
+            let figure = try #require(try measured.bandwidth, "no bandwidth after a default create")
+            #expect(figure > 0 && figure < 1 << 50, "bandwidth \(figure)")
+            #expect(try measured.remainingCapacity == 16 << 20, "the reserve is whole after the measurement")
+            let skipped = try Pool.create(at: scratch + "/skipped", capacity: 16 << 20, measuringBandwidth: false)
+            defer { try? skipped.destroy() }
+            #expect(try skipped.bandwidth == nil)
+            let given = try Pool.create(at: scratch + "/given", capacity: 16 << 20, bandwidth: 123_000_000)
+            defer { try? given.destroy() }
+            #expect(try given.bandwidth == 123_000_000)
+            let tiny = try Pool.create(at: scratch + "/tiny", capacity: 2 << 20)
+            defer { try? tiny.destroy() }
+            #expect(try tiny.bandwidth == nil, "a reserve under one write was given a bandwidth")
+        }
+        let scratch = TestSupport.scratchDirectory("create-measures-async")
+        defer { TestSupport.removeTree(scratch) }
+        let measured = try await Pool.create(at: scratch + "/pool", capacity: 16 << 20)
+        defer { try? measured.destroy() }
+        #expect(try measured.bandwidth != nil, "no bandwidth after a default async create")
     }
 }

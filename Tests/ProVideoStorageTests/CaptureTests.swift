@@ -250,7 +250,7 @@ func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8])
     /// with `capturing`, naming the running one.
     @Test func oneCapturePoolRefusesASecond() throws {
         try TestSupport.withScratch("one-capture") { scratch in
-            let pool = try Pool.create(at: scratch + "/pool", capacity: 16 << 20, maxCaptures: 1)
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 16 << 20, maxCaptures: 1, measuringBandwidth: false)
             defer { try? pool.destroy() }
             #expect(try pool.maxCaptures == 1)
             let capture = try pool.startCapture(to: scratch + "/a.mov", options: testOptions)

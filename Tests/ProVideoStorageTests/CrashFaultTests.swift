@@ -34,7 +34,7 @@ extension CrashTests {
         @Test func enospcDuringResize() throws {
             try TestSupport.withScratch("crash-enospc") { dir in
                 let path = dir + "/pool"
-                _ = try Pool.create(at: path, capacity: 16 * Self.mib)
+                _ = try Pool.create(at: path, capacity: 16 * Self.mib, measuringBandwidth: false)
                 defer { try? Pool.open(at: path).destroy() }
                 let switches = CrashFaultSwitches()
                 var calls = SystemCalls.live
@@ -96,7 +96,7 @@ extension CrashTests {
         @Test func aReserveThatCannotRegrowStopsTheFinishWithItsError() throws {
             try TestSupport.withScratch("regrow-eio") { dir in
                 let path = dir + "/pool"
-                _ = try Pool.create(at: path, capacity: 16 * Self.mib)
+                _ = try Pool.create(at: path, capacity: 16 * Self.mib, measuringBandwidth: false)
                 defer { try? Pool.open(at: path).destroy() }
                 let switches = CrashFaultSwitches()
                 var calls = SystemCalls.live
@@ -133,7 +133,7 @@ extension CrashTests {
         @Test func aFailedResizeRollbackKeepsTheFirstError() throws {
             try TestSupport.withScratch("rollback-resize") { dir in
                 let path = dir + "/pool"
-                _ = try Pool.create(at: path, capacity: 16 * Self.mib)
+                _ = try Pool.create(at: path, capacity: 16 * Self.mib, measuringBandwidth: false)
                 defer { try? Pool.open(at: path).destroy() }
                 let switches = CrashFaultSwitches()
                 var calls = SystemCalls.live

@@ -37,7 +37,7 @@ extension FilesystemTests {
         func capturesAreExact(type: String) throws {
             try LoopFilesystem.with(type) { fs in
                 let path = fs.mountPoint + "/pool"
-                let pool = try Pool.create(at: path, capacity: 64 << 20)
+                let pool = try Pool.create(at: path, capacity: 64 << 20, measuringBandwidth: false)
                 defer { FS.destroyQuietly(path) }
                 let out = fs.mountPoint + "/out"
                 try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
@@ -103,7 +103,7 @@ extension FilesystemTests {
             try LoopFilesystem.with(type) { fs in
                 try LoopFilesystem.with("tmpfs", megabytes: 64) { tmp in
                     let path = fs.mountPoint + "/pool"
-                    let pool = try Pool.create(at: path, capacity: 32 << 20)
+                    let pool = try Pool.create(at: path, capacity: 32 << 20, measuringBandwidth: false)
                     defer { FS.destroyQuietly(path) }
                     let frames = TestSupport.frames(count: 23, size: 1_000_003, seed: 7)
                     let input = TestSupport.concatenated(frames)
@@ -132,7 +132,7 @@ extension FilesystemTests {
             try LoopFilesystem.with(type) { fs in
                 try LoopFilesystem.with("tmpfs", megabytes: 32) { tmp in
                     let path = fs.mountPoint + "/pool"
-                    let pool = try Pool.create(at: path, capacity: 32 << 20)
+                    let pool = try Pool.create(at: path, capacity: 32 << 20, measuringBandwidth: false)
                     defer {
                         try? FileManager.default.removeItem(atPath: path + "/recordings")
                         FS.destroyQuietly(path)

@@ -60,7 +60,7 @@ import Testing
             let out = scratch + "/out"
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
             let poolPath = scratch + "/pool"
-            let pool = try Pool.create(at: poolPath, capacity: 64 << 20)
+            let pool = try Pool.create(at: poolPath, capacity: 64 << 20, measuringBandwidth: false)
             let initial = try pool.remainingCapacity
             let salvagedByOpener = Mutex(0)
             let opens = try Self.recordTakes(pool, into: out) {
@@ -79,7 +79,7 @@ import Testing
             let out = scratch + "/out"
             try FileManager.default.createDirectory(atPath: out, withIntermediateDirectories: true)
             let poolPath = scratch + "/pool"
-            let pool = try Pool.create(at: poolPath, capacity: 64 << 20)
+            let pool = try Pool.create(at: poolPath, capacity: 64 << 20, measuringBandwidth: false)
             let initial = try pool.remainingCapacity
             let reports = Mutex<[String]>([])
             let opens = try Self.recordTakes(pool, into: out) {

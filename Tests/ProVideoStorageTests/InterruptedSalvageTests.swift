@@ -11,7 +11,7 @@ import Testing
     @Test func salvageKilledAfterTheSiblingRenameReportsTheSibling() throws {
         try TestSupport.withScratch("salvage-sibling") { scratch in
             let path = scratch + "/pool"
-            _ = try Pool.create(at: path, capacity: 32 << 20)
+            _ = try Pool.create(at: path, capacity: 32 << 20, measuringBandwidth: false)
             defer { try? Pool.open(at: path).destroy() }
             let destination = scratch + "/take.mov"
             var options = testOptions

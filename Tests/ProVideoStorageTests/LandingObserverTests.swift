@@ -30,7 +30,7 @@ import Testing
     @Test func aLandingReturnsOnlyOnceItsThreadsHaveEnded() throws {
         try TestSupport.withScratch { scratch in
             try TestSupport.withScratchOnAnotherFilesystem { other in
-                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20)
+                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20, measuringBandwidth: false)
                 defer { try? Pool.open(at: pool.path).destroy() }
                 var options = CaptureOptions(bitrate: 100_000_000)
                 options.landing = .background

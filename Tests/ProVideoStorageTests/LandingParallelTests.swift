@@ -11,7 +11,7 @@ struct LandingParallelTests {
     @Test func takesLandInParallelAndALockedTakeIsLeftAlone() throws {
         try LoopFilesystem.with("tmpfs", megabytes: 64) { fs in
             try TestSupport.withScratch { scratch in
-                let pool = try Pool.create(at: scratch + "/pool", capacity: 40 << 20)
+                let pool = try Pool.create(at: scratch + "/pool", capacity: 40 << 20, measuringBandwidth: false)
                 defer { try? Pool.open(at: pool.path).destroy() }
                 var options = CaptureOptions(bitrate: 100_000_000)
                 options.landing = .background

@@ -14,7 +14,7 @@ struct LandingVerificationTests {
         try LoopFilesystem.with("tmpfs", megabytes: 64) { fs in
             try TestSupport.withScratch { scratch in
                 let destination = fs.mountPoint + "/take.mov"
-                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20)
+                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20, measuringBandwidth: false)
                 defer { try? Pool.open(at: pool.path).destroy() }
                 var options = CaptureOptions(bitrate: 100_000_000)
                 options.landing = .background

@@ -15,7 +15,7 @@ import Testing
     /// eight lengths rounded to the allocation unit, and `check` passes.
     @Test func eightCapturesFromOneProcess() throws {
         try TestSupport.withScratch("eight-captures") { scratch in
-            let pool = try Pool.create(at: scratch + "/pool", capacity: 64 << 20)
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 64 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             try Self.recordInterleaved(pool, count: 8, into: scratch)
         }
@@ -25,7 +25,7 @@ import Testing
     @Test(.enabled(if: TestSupport.isRoot, "needs root: loop devices and mounts"), arguments: FS.types)
     func eightCapturesOnEachFilesystem(type: String) throws {
         try LoopFilesystem.with(type) { fs in
-            let pool = try Pool.create(at: fs.mountPoint + "/pool", capacity: 64 << 20)
+            let pool = try Pool.create(at: fs.mountPoint + "/pool", capacity: 64 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             try Self.recordInterleaved(pool, count: 8, into: fs.mountPoint)
         }
@@ -67,7 +67,7 @@ import Testing
     /// frames; each file is exact and `check` passes.
     @Test func threeCapturesFillThePool() throws {
         try TestSupport.withScratch("three-fill") { scratch in
-            let pool = try Pool.create(at: scratch + "/pool", capacity: 24 << 20)
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 24 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             try Self.fill(pool, into: scratch)
         }
@@ -76,7 +76,7 @@ import Testing
     @Test(.enabled(if: TestSupport.isRoot, "needs root: loop devices and mounts"), arguments: FS.types)
     func threeCapturesFillThePoolOnEachFilesystem(type: String) throws {
         try LoopFilesystem.with(type) { fs in
-            let pool = try Pool.create(at: fs.mountPoint + "/pool", capacity: 24 << 20)
+            let pool = try Pool.create(at: fs.mountPoint + "/pool", capacity: 24 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             try Self.fill(pool, into: fs.mountPoint)
         }

@@ -8,7 +8,7 @@ import Testing
 @Suite struct PoolLockTests {
     @Test func aHeldMutationLockIsWaitedForUntilItsDeadline() throws {
         try TestSupport.withScratch("mutation-deadline") { scratch in
-            let pool = try Pool.create(at: scratch + "/pool", capacity: 8 << 20)
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 8 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             let holder = try PoolLock(path: pool.layout.lock, access: pool.access)
             let waiter = try PoolLock(path: pool.layout.lock, access: pool.access)

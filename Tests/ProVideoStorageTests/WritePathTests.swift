@@ -263,7 +263,7 @@ import Testing
         // Not `withPool`: it holds the kernel settings for reading, and the sysctl takes them for writing.
         try TestSupport.withSysctl("/proc/sys/kernel/io_uring_disabled", "2") {
             try TestSupport.withScratch { scratch in
-                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20)
+                let pool = try Pool.create(at: scratch + "/pool", capacity: 32 << 20, measuringBandwidth: false)
                 defer { try? pool.destroy() }
                 /// Descriptors of this process on a capture's files (the granter holds its own).
                 func captureDescriptors() -> Int {

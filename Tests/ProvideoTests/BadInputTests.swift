@@ -89,7 +89,7 @@ import Testing
                 }
             }
             #expect(CrashKit.contents(dir).isEmpty)
-            let pool = try Pool.create(at: dir + "/pool", capacity: 16 << 20)
+            let pool = try Pool.create(at: dir + "/pool", capacity: 16 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             let before = CrashKit.snapshot(dir + "/pool")
             for capacity: Int64 in [0, -4096, Int64.max, Int64.max - 4095, Pool.maximumCapacity + 1] {

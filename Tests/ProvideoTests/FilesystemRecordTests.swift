@@ -134,7 +134,7 @@ struct FilesystemRecordTests {
             }
             try LoopFilesystem.with("ext4") { fs in
                 let path = fs.mountPoint + "/pool"
-                let pool = try Pool.create(at: path, capacity: 32 << 20)
+                let pool = try Pool.create(at: path, capacity: 32 << 20, measuringBandwidth: false)
                 defer { FS.destroyQuietly(path) }
                 try TestSupport.withSysctl(sysctl, "2") {
                     let idle = try TestSupport.poolStatus(path)

@@ -11,7 +11,7 @@ import Testing
     @Test(arguments: ["provideo", "provideo-bench"])
     func version(_ tool: String) throws {
         let result = try TestSupport.run(tool, ["--version"])
-        #expect(result.status == 0 && result.stdout == "\(tool) 1.0.0\n" && result.stderr.isEmpty, "\(result)")
+        #expect(result.status == 0 && result.stdout == "\(tool) 1.1.0\n" && result.stderr.isEmpty, "\(result)")
     }
 
     @Test(arguments: ["provideo", "provideo-bench"])

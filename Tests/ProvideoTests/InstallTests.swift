@@ -23,7 +23,7 @@ import Testing
             let prefix = try install(dir)
             for tool in ["provideo", "provideo-bench"] {
                 let version = try TestSupport.run(prefix + "/bin/" + tool, ["--version"])
-                #expect(version.stdout == "\(tool) 1.0.0\n")
+                #expect(version.stdout == "\(tool) 1.1.0\n")
                 let page = try String(contentsOfFile: "\(prefix)/share/man/man1/\(tool).1", encoding: .utf8)
                 let sameAsHelp = page == (try TestSupport.run(tool, ["help", "--man"])).stdout
                 #expect(sameAsHelp, "the installed man page of \(tool) is not `\(tool) help --man`")
@@ -38,7 +38,7 @@ import Testing
     }
 
     /// `Tools/c-library/install` lays the library out as a Debian package does: the file
-    /// libprovideo.so.1.0.0 (mode 0644), the soname link libprovideo.so.1 and the development
+    /// libprovideo.so.1.1.0 (mode 0644), the soname link libprovideo.so.1 and the development
     /// link libprovideo.so; provideo.pc's version is provideo.h's PROVIDEO_VERSION_* and the
     /// CLI's; a program linked with -lprovideo records the soname, not the development name.
     @Test func installsTheCLibraryAsDebianDoes() throws {
@@ -50,7 +50,7 @@ import Testing
                 header.firstMatch(of: try! Regex("#define PROVIDEO_VERSION_\(part) ([0-9]+)\n"))?.output[1].substring ?? "?"
             }
             let version = parts.joined(separator: ".")
-            #expect(version == "1.0.0")
+            #expect(version == "1.1.0")
             let file = lib + "/libprovideo.so.\(version)"
             let attributes = try files.attributesOfItem(atPath: file)
             #expect(attributes[.type] as? FileAttributeType == .typeRegular)

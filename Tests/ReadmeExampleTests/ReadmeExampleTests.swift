@@ -29,7 +29,7 @@ import Testing
     /// in-process).
     static func withExamplePool(_ name: String, _ body: (String) throws -> Void) throws {
         try TestSupport.withScratch(name) { dir in
-            let pool = try Pool.create(at: dir + "/pool", capacity: 16 << 20)
+            let pool = try Pool.create(at: dir + "/pool", capacity: 16 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
             setenv("PROVIDEO_POOL", dir + "/pool", 1)
             defer { unsetenv("PROVIDEO_POOL") }

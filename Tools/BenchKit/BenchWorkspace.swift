@@ -35,7 +35,7 @@ package final class BenchWorkspace {
             try FileManager.default.createDirectory(atPath: directory, withIntermediateDirectories: true)
             log("\(reason): creating a scratch pool of \(ByteFormat.human(scratchBytes)) in \(directory)")
             do {
-                pool = try Pool.create(at: "\(directory)/pool", capacity: scratchBytes)
+                pool = try Pool.create(at: "\(directory)/pool", capacity: scratchBytes, measuringBandwidth: false)
             } catch {
                 try? FileManager.default.removeItem(atPath: directory)
                 throw error

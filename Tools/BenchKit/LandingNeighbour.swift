@@ -21,7 +21,7 @@ package final class LandingNeighbour {
     package init(directory: String, landTo: String, size: Int64, log: (String) -> Void) throws {
         poolDirectory = directory + "/land-pool"
         destination = "\(landTo)/provideo-bench-land-\(getpid()).mov"
-        let pool = try Pool.create(at: poolDirectory, capacity: size + (64 << 20))
+        let pool = try Pool.create(at: poolDirectory, capacity: size + (64 << 20), measuringBandwidth: false)
         var options = CaptureOptions(bitrate: 8_000_000_000)
         options.landing = .background
         let capture = try pool.startCapture(to: destination, options: options)

@@ -178,6 +178,61 @@ int main(int argc, char **argv) {
           "err may be NULL");
     FAILS(PROVIDEO_E_NULL_POINTER, provideo_pool_open(pool_path, NULL, &err));
 
+    /* ---- create, resize, measure (1.1) ---- */
+    {
+        FAILS(PROVIDEO_E_INVALID_HANDLE, provideo_pool_resize(NULL, 1 << 20, NULL, &err));
+        FAILS(PROVIDEO_E_INVALID_HANDLE, provideo_pool_measure_bandwidth(NULL, NULL, &err));
+        char made[4096];
+        snprintf(made, sizeof made, "%s/made-from-c", scratch);
+        provideo_pool *created = (provideo_pool *)(uintptr_t)1;
+        FAILS(PROVIDEO_E_NULL_POINTER, provideo_pool_create(NULL, 8 << 20, NULL, &created, &err));
+        FAILS(PROVIDEO_E_NULL_POINTER, provideo_pool_create(made, 8 << 20, NULL, NULL, &err));
+        provideo_pool_create_options options;
+        provideo_pool_create_options_init(&options);
+        CHECK(options.size == sizeof options && options.measure_bandwidth == 1 && options.bandwidth == 0 &&
+                  options.max_captures == 0 && options.zero_fill == 0 && options.group == NULL,
+              "defaults: size %u measure %u", options.size, options.measure_bandwidth);
+        provideo_pool_create_options unsized = options;
+        unsized.size = 0;
+        FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_pool_create(made, 8 << 20, &unsized, &created, &err));
+        CHECK(created == NULL && strstr(err.message, "provideo_pool_create_options_init") != NULL, "%s", err.message);
+        FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_pool_create(made, 0, &options, &created, &err));
+        options.max_captures = -1;
+        FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_pool_create(made, 8 << 20, &options, &created, &err));
+        options.max_captures = 2;
+        options.measure_bandwidth = 0;
+        OK(provideo_pool_create(made, 8 << 20, &options, &created, &err));
+        CHECK(created != NULL, "created pool handle");
+        provideo_pool *again = NULL;
+        FAILS(PROVIDEO_E_POOL_EXISTS, provideo_pool_create(made, 8 << 20, &options, &again, &err));
+        CHECK(again == NULL, "out is NULL on failure");
+        provideo_pool_status made_status;
+        OK(provideo_pool_get_status(created, &made_status, &err));
+        CHECK(made_status.initial_capacity == 8 << 20 && made_status.remaining_capacity == 8 << 20,
+              "created %" PRId64 " / %" PRId64, made_status.initial_capacity, made_status.remaining_capacity);
+        int64_t resized = 0;
+        FAILS(PROVIDEO_E_INVALID_ARGUMENT, provideo_pool_resize(created, -1, &resized, &err));
+        OK(provideo_pool_resize(created, 12 << 20, &resized, &err));
+        OK(provideo_pool_get_status(created, &made_status, &err));
+        CHECK(resized == 12 << 20 && made_status.initial_capacity == 12 << 20 && made_status.remaining_capacity == 12 << 20,
+              "resized %" PRId64 ": %" PRId64 " / %" PRId64, resized, made_status.initial_capacity,
+              made_status.remaining_capacity);
+        provideo_bandwidth bandwidth;
+        memset(&bandwidth, 0xff, sizeof bandwidth);
+        OK(provideo_pool_measure_bandwidth(created, &bandwidth, &err));
+        CHECK(bandwidth.sustained > 0 && bandwidth.burst > 0 && bandwidth.bytes >= 16 * (12 << 20) &&
+                  bandwidth.seconds > 0 && bandwidth.settled == 0 && bandwidth.reserved == 0,
+              "measured %" PRId64 " bit/s over %" PRId64 " bytes", bandwidth.sustained, bandwidth.bytes);
+        OK(provideo_pool_resize(created, 2 << 20, NULL, &err));
+        FAILS(PROVIDEO_E_NOT_ENOUGH_SPACE, provideo_pool_measure_bandwidth(created, NULL, &err));
+        OK(provideo_pool_close(created, &err));
+        /* Defaults (NULL options): measured at create; too small to measure is no error. */
+        char small[4096];
+        snprintf(small, sizeof small, "%s/made-from-c-small", scratch);
+        OK(provideo_pool_create(small, 2 << 20, NULL, &created, &err));
+        OK(provideo_pool_close(created, &err));
+    }
+
     /* ---- open ---- */
     provideo_pool *pool = (provideo_pool *)(uintptr_t)1;
     char missing[4096];

@@ -1,17 +1,19 @@
 /*
  * The smallest complete recorder on libprovideo (Docs/C-LIBRARY.md shows it): records its
- * standard input into a pool, one read = one frame, and moves it to DEST.
+ * standard input into a pool, one read = one frame, and moves it to DEST. Given CAPACITY_BYTES,
+ * it creates the pool when there is none.
  *
  *   cc minimal-recorder.c $(pkg-config --cflags --libs provideo) -o minimal-recorder
- *   some-encoder | ./minimal-recorder /srv/pool /media/take1.mov
+ *   some-encoder | ./minimal-recorder /srv/pool /media/take1.mov 68719476736
  */
 #include <provideo.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <unistd.h>
 
 int main(int argc, char **argv) {
-    if (argc != 3) {
-        fprintf(stderr, "usage: %s POOL DEST < stream\n", argv[0]);
+    if (argc != 3 && argc != 4) {
+        fprintf(stderr, "usage: %s POOL DEST [CAPACITY_BYTES] < stream\n", argv[0]);
         return 2;
     }
     provideo_error err;               /* caller-owned: code, errno, message */
@@ -21,8 +23,10 @@ int main(int argc, char **argv) {
     provideo_capture_options_init(&options);
     options.bitrate = 880000000;      /* bit/s: ProRes 422 HQ 2160p29.97 */
 
-    if (provideo_pool_open(argv[1], &pool, &err) != 0 ||
-        provideo_capture_start(pool, argv[2], &options, &capture, &err) != 0)
+    int rc = provideo_pool_open(argv[1], &pool, &err);
+    if (rc == PROVIDEO_E_POOL_NOT_FOUND && argc == 4) /* first run: make it, bandwidth measured */
+        rc = provideo_pool_create(argv[1], strtoll(argv[3], NULL, 10), NULL, &pool, &err);
+    if (rc != 0 || provideo_capture_start(pool, argv[2], &options, &capture, &err) != 0)
         goto failed;
     static char frame[1 << 20];
     ssize_t n;

@@ -17,21 +17,16 @@ enum Captures {
     static func measure(_ pool: Pool) throws -> BandwidthMeasurement? {
         let terminal = isatty(STDERR_FILENO) == 1
         var shown = 0.0
-        do {
-            let measurement = try pool.measureBandwidth { seconds, bytes, rate in
-                guard terminal || seconds - shown >= 10 else { return }
-                shown = seconds
-                let line = String(format: "measuring the durable bandwidth: %.0f s, %@ written, %@ %@", seconds,
-                                  ByteFormat.significant(bytes), BitRateFormat.human(rate), seconds < 10 ? "so far" : "over the last 10 s")
-                // On a terminal one line redrawn in place; in a log a line every 10 s.
-                FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
-            }
-            if terminal && shown > 0 { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
-            try pool.setBandwidth(measurement.sustained)
-            return measurement
-        } catch let error as ProVideoError where error.code == .notEnoughSpace {
-            return nil
+        let measurement = try pool.measureAndRecordBandwidth { seconds, bytes, rate in
+            guard terminal || seconds - shown >= 10 else { return }
+            shown = seconds
+            let line = String(format: "measuring the durable bandwidth: %.0f s, %@ written, %@ %@", seconds,
+                              ByteFormat.significant(bytes), BitRateFormat.human(rate), seconds < 10 ? "so far" : "over the last 10 s")
+            // On a terminal one line redrawn in place; in a log a line every 10 s.
+            FileHandle.standardError.write(Data((terminal ? "\r\u{1B}[K" + line : line + "\n").utf8))
         }
+        if terminal && shown > 0 { FileHandle.standardError.write(Data("\r\u{1B}[K".utf8)) }
+        return measurement
     }
 
     /// What a measurement found, in one sentence.

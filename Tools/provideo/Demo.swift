@@ -23,7 +23,7 @@ enum Demo {
             pool = try Pool.open(at: path)
         } catch let error as ProVideoError where error.code == .poolNotFound {
             print("no pool at \(path): creating one of \(ByteFormat.human(poolCapacity))")
-            pool = try Pool.create(at: path, capacity: poolCapacity)
+            pool = try Pool.create(at: path, capacity: poolCapacity, measuringBandwidth: false)
             created = true
         }
         print("== pool before ==")

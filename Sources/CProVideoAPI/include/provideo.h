@@ -9,8 +9,8 @@
  * Build:   cc rec.c $(pkg-config --cflags --libs provideo)
  *
  * ABI: the library's soname is libprovideo.so.1; it exports the provideo_* functions below
- * and nothing else (symbol version PROVIDEO_1). Its major version changes only when the ABI
- * breaks; a minor version adds functions.
+ * and nothing else (symbol version PROVIDEO_1; the functions 1.1 added, PROVIDEO_1.1). Its
+ * major version changes only when the ABI breaks; a minor version adds functions.
  *
  * Units: sizes and offsets in bytes, bitrates in bits per second, times in nanoseconds.
  *
@@ -126,6 +126,33 @@ typedef struct provideo_capture_options {
     uint64_t overrun_wait_ns;        /* for PROVIDEO_OVERRUN_WAIT; at most 30 s */
 } provideo_capture_options;
 
+/* Options of provideo_pool_create (since 1.1). Fill with provideo_pool_create_options_init,
+ * then change fields: the library reads only the first `size` bytes, so a program built
+ * against this header keeps working with a library whose options have grown. */
+typedef struct provideo_pool_create_options {
+    uint32_t size;              /* sizeof(provideo_pool_create_options); set by _init */
+    uint32_t zero_fill;         /* 1: also write zeros over the reserve once (slow); default 0 */
+    int32_t max_captures;       /* how many captures may run at once; 0 (default): no limit */
+    uint32_t measure_bandwidth; /* 1 (default): when `bandwidth` is 0, measure the durable write
+                                   bandwidth once the pool is made (20 s to 2 min of writes over
+                                   the reserve) and admit captures against it, as
+                                   `provideo create`; 0: no admission */
+    int64_t bandwidth;          /* bit/s captures are admitted against; 0 (default): none given */
+    const char *group;          /* the group whose members may use the pool (a name or a number);
+                                   NULL (default): the caller's group */
+} provideo_pool_create_options;
+
+/* What provideo_pool_measure_bandwidth found (since 1.1). Rates in bits per second. */
+typedef struct provideo_bandwidth {
+    int64_t sustained;  /* the rate the device sustained: what captures are now admitted against */
+    int64_t burst;      /* the first second's rate: the device's write cache */
+    int64_t bytes;      /* bytes written to measure */
+    double seconds;     /* seconds written, data syncs included */
+    uint32_t settled;   /* 1 when two 10-s windows agreed within 10 %; 0 when the pool was too
+                           small or the time ran out (the figure is the last window's) */
+    uint32_t reserved;  /* 0 */
+} provideo_bandwidth;
+
 typedef struct provideo_replenish_result {
     int64_t added;              /* bytes added to the reserve */
     int64_t missing;            /* bytes still missing to reach initial_capacity */
@@ -169,7 +196,7 @@ const char *provideo_strerror(int code);
  * time; provideo_version() says what it runs against (the same numbers, "MAJOR.MINOR.PATCH",
  * for the library this header came with). */
 #define PROVIDEO_VERSION_MAJOR 1
-#define PROVIDEO_VERSION_MINOR 0
+#define PROVIDEO_VERSION_MINOR 1
 #define PROVIDEO_VERSION_PATCH 0
 
 /* The library version, e.g. "1.0.0"; static. */
@@ -207,6 +234,37 @@ int provideo_pool_get_status(provideo_pool *pool, provideo_pool_status *out, pro
 /* Restores the reserve toward initial_capacity, best effort (fallocate: blocks for as long
  * as the filesystem takes). `out` may be NULL. Errors: BUSY, NOT_ENOUGH_SPACE (nothing added). */
 int provideo_pool_replenish(provideo_pool *pool, provideo_replenish_result *out, provideo_error *err);
+
+/* Fills *options with the defaults (since 1.1): no zero-fill, no capture limit, the bandwidth
+ * measured, the caller's group, and `size`. */
+void provideo_pool_create_options_init(provideo_pool_create_options *options);
+
+/* Creates a pool at `path` (created if missing; its parent must exist) with a reserve of
+ * `capacity` bytes (rounded up to the allocation unit), as `provideo create` (since 1.1).
+ * `options` may be NULL (the defaults). *out receives the open handle (NULL on failure).
+ * Blocks for the fallocate (seconds for terabytes), the zero-fill if asked (minutes), and the
+ * bandwidth measurement unless skipped (20 s to 2 min; a reserve under 4 MiB is not measured
+ * and admits every capture). Errors: POOL_EXISTS, UNSUPPORTED (the message says why),
+ * INVALID_ARGUMENT (a capacity <= 0 or too large, max_captures < 0, bandwidth < 0, a size
+ * field of 0, an unknown group), PERMISSION_DENIED, NOT_ENOUGH_SPACE, IO (a measurement that
+ * failed after the pool was made: the pool is there without a bandwidth; open it and measure
+ * again). */
+int provideo_pool_create(const char *path, int64_t capacity, const provideo_pool_create_options *options,
+                         provideo_pool **out, provideo_error *err);
+
+/* Changes the pool's capacity to `capacity` bytes (rounded up to the allocation unit), as
+ * `provideo resize` (since 1.1): a grow fallocates, a shrink cuts the reserve. *resized (may be
+ * NULL) receives the new capacity. Blocks for the fallocate. Errors: BUSY (a capture, a
+ * replenish or a measurement runs: no capture starts meanwhile), NOT_ENOUGH_SPACE (nothing
+ * changed; the message says how much was missing), INVALID_ARGUMENT (a capacity <= 0 or too
+ * large). */
+int provideo_pool_resize(provideo_pool *pool, int64_t capacity, int64_t *resized, provideo_error *err);
+
+/* Measures the pool's durable write bandwidth by writing its own reserve at a capture's
+ * cadence, and admits captures against what it sustained, as `provideo measure-bandwidth`
+ * (since 1.1). `out` may be NULL. Blocks 20 s to 2 min. Errors: BUSY (captures run),
+ * NOT_ENOUGH_SPACE (the reserve is under one 4 MiB write: nothing recorded), IO. */
+int provideo_pool_measure_bandwidth(provideo_pool *pool, provideo_bandwidth *out, provideo_error *err);
 
 /* ---- Captures --------------------------------------------------------------------------- */
 

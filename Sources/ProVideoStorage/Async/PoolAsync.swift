@@ -12,26 +12,32 @@ extension Pool {
     ///   - zeroFill: also write the reserve once with zeros.
     ///   - group: the group whose members may use the pool; nil: this process's group.
     ///   - maxCaptures: how many captures may run at once; nil: no limit.
-    ///   - bandwidth: the write bandwidth captures are admitted against, in bits per second.
+    ///   - bandwidth: the write bandwidth captures are admitted against, in bits per second;
+    ///     nil: measured when `measuringBandwidth`, else no admission.
+    ///   - measuringBandwidth: measure the pool's bandwidth once it is made, when no
+    ///     `bandwidth` is given (as the synchronous `create`).
     ///   - progress: bytes zero-filled of the capacity (only with `zeroFill`).
     /// - Returns: the open pool, which may be shared between tasks.
     /// - Throws: as the synchronous `create`; `.cancelled` when the task was cancelled while
     ///   the reserve was being zero-filled (checked every 8 MiB): nothing of the pool is left.
     public static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
-                              maxCaptures: Int? = nil, bandwidth: Int64? = nil,
+                              maxCaptures: Int? = nil, bandwidth: Int64? = nil, measuringBandwidth: Bool = true,
                               progress: ProVideoProgress? = nil) async throws -> Pool {
         try await create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
-                         bandwidth: bandwidth, progress: progress, systemCalls: .live)
+                         bandwidth: bandwidth, measuringBandwidth: measuringBandwidth, progress: progress,
+                         systemCalls: .live)
     }
 
-    /// `create(at:capacity:zeroFill:group:maxCaptures:bandwidth:progress:) async` with system
-    /// calls a test swapped.
+    /// `create(at:capacity:zeroFill:group:maxCaptures:bandwidth:measuringBandwidth:progress:)
+    /// async` with system calls a test swapped.
     package static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
-                               maxCaptures: Int? = nil, bandwidth: Int64? = nil, progress: ProVideoProgress?,
-                               systemCalls: SystemCalls) async throws -> Pool {
+                               maxCaptures: Int? = nil, bandwidth: Int64? = nil, measuringBandwidth: Bool = false,
+                               progress: ProVideoProgress?, systemCalls: SystemCalls) async throws -> Pool {
         try await OffThread.run("provideo-create", cancellable: true, progress: progress) { control in
-            try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
-                       bandwidth: bandwidth, progress: progress, control: control, systemCalls: systemCalls)
+            let pool = try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
+                                  bandwidth: bandwidth, progress: progress, control: control, systemCalls: systemCalls)
+            if bandwidth == nil && measuringBandwidth { _ = try pool.measureAndRecordBandwidth() }
+            return pool
         }
     }
 

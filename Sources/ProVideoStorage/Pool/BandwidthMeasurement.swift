@@ -125,6 +125,24 @@ extension Pool {
         }
     }
 
+    /// Measures the bandwidth (`measureBandwidth`) and admits captures against its sustained
+    /// figure (`setBandwidth`): what `create` does unless told not to, `provideo create` without
+    /// `--bandwidth`, and `provideo measure-bandwidth`.
+    /// - Returns: the measurement; nil when the reserve is smaller than one 4 MiB write (then
+    ///   nothing is recorded and captures are not admitted against a bandwidth).
+    /// - Throws: as `measureBandwidth` (but `.notEnoughSpace`) and `setBandwidth`.
+    package func measureAndRecordBandwidth(progress: (Double, Int64, Int64) -> Void = { _, _, _ in }) throws
+        -> BandwidthMeasurement? {
+        let measurement: BandwidthMeasurement
+        do {
+            measurement = try measureBandwidth(progress: progress)
+        } catch let error as ProVideoError where error.code == .notEnoughSpace {
+            return nil
+        }
+        try setBandwidth(measurement.sustained)
+        return measurement
+    }
+
     /// Sets the bandwidth captures are admitted against, in bits per second; nil removes it
     /// (every capture is admitted). Captures already running are not affected.
     /// - Throws: `.invalidArgument` for a bandwidth ≤ 0; `.busy` while a resize runs.

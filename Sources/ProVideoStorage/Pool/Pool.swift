@@ -107,18 +107,27 @@ public final class Pool: @unchecked Sendable {
     ///   - maxCaptures: how many captures may run at once; nil (the default) for no limit; 1
     ///     keeps Apple's semantics (a second capture fails with `.busy`, `capturing`).
     ///   - bandwidth: the durable write bandwidth captures are admitted against, in bits per
-    ///     second (`measureBandwidth()` measures it); nil: no admission.
+    ///     second; nil: measured (below), or no admission.
+    ///   - measuringBandwidth: when no `bandwidth` is given, measure the pool's durable write
+    ///     bandwidth once it is made and admit captures against it, as `provideo create` does
+    ///     (`measureBandwidth`: 20 s to 2 minutes of writes over the reserve, at most 16 times its
+    ///     size; a reserve under 4 MiB is not measured and admits every capture). false: no
+    ///     admission, as before 1.1 (`setBandwidth`, `provideo set-bandwidth` sets one later).
     ///   - progress: called with (bytes done, bytes total) while zero-filling.
     /// - Throws: `.poolExists`, `.unsupported` (with the reason), `.invalidArgument` for a
     ///   capacity ≤ 0 or above `maximumCapacity`, a path that is not a directory or an unknown group,
     ///   a path under a mount point of /etc/fstab whose filesystem is not mounted (the pool would
     ///   take the filesystem beneath: the root filesystem, as a rule), `.permissionDenied` when this user may not give the pool that group (not a member),
-    ///   `.notEnoughSpace` (the capacity and the pool's own files must fit), `.ioError`.
+    ///   `.notEnoughSpace` (the capacity and the pool's own files must fit), `.ioError`; a
+    ///   measurement's `.ioError` after the pool was made (the pool is there, without a
+    ///   bandwidth: open it and measure again, or set one).
     public static func create(at path: String, capacity: Int64, zeroFill: Bool = false, group: String? = nil,
-                              maxCaptures: Int? = nil, bandwidth: Int64? = nil,
+                              maxCaptures: Int? = nil, bandwidth: Int64? = nil, measuringBandwidth: Bool = true,
                               progress: ((Int64, Int64) -> Void)? = nil) throws -> Pool {
-        try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
-                   bandwidth: bandwidth, progress: progress, systemCalls: .live)
+        let pool = try create(at: path, capacity: capacity, zeroFill: zeroFill, group: group, maxCaptures: maxCaptures,
+                              bandwidth: bandwidth, progress: progress, systemCalls: .live)
+        if bandwidth == nil && measuringBandwidth { _ = try pool.measureAndRecordBandwidth() }
+        return pool
     }
 
     /// `create(at:capacity:zeroFill:group:progress:)` with system calls a test swapped, a
