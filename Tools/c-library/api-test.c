@@ -135,6 +135,14 @@ int main(int argc, char **argv) {
              PROVIDEO_VERSION_PATCH);
     CHECK(strcmp(provideo_version(), header_version) == 0, "the library is %s, the header %s", provideo_version(),
           header_version);
+/* This program calls what 1.1 added; the check places the header exactly at its own version. */
+#if !PROVIDEO_CHECK_VERSION(1, 1, 0) || \
+    PROVIDEO_CHECK_VERSION(PROVIDEO_VERSION_MAJOR, PROVIDEO_VERSION_MINOR, PROVIDEO_VERSION_PATCH + 1)
+#error "PROVIDEO_CHECK_VERSION does not place this header at its own version, 1.1 or newer"
+#endif
+    CHECK(PROVIDEO_VERSION == PROVIDEO_VERSION_MAJOR * 10000 + PROVIDEO_VERSION_MINOR * 100 + PROVIDEO_VERSION_PATCH &&
+              PROVIDEO_VERSION >= 10100 && PROVIDEO_CHECK_VERSION(1, 0, 0) && !PROVIDEO_CHECK_VERSION(2, 0, 0),
+          "PROVIDEO_VERSION %d", PROVIDEO_VERSION);
 
     /* ---- is_supported: the scratch directory (pools live there), a missing one, tmpfs ---- */
     char reason[512], missing_dir[4096];

@@ -199,7 +199,13 @@ const char *provideo_strerror(int code);
 #define PROVIDEO_VERSION_MINOR 1
 #define PROVIDEO_VERSION_PATCH 0
 
-/* The library version, e.g. "1.0.0"; static. */
+/* The header's version as one integer, MAJOR * 10000 + MINOR * 100 + PATCH (10100 for 1.1.0),
+ * for `#if PROVIDEO_VERSION >= 10100`; and PROVIDEO_CHECK_VERSION(1, 1, 0), true when the
+ * header is that version or newer (GLib's GLIB_CHECK_VERSION, as a compile-time test). */
+#define PROVIDEO_VERSION (PROVIDEO_VERSION_MAJOR * 10000 + PROVIDEO_VERSION_MINOR * 100 + PROVIDEO_VERSION_PATCH)
+#define PROVIDEO_CHECK_VERSION(major, minor, patch) (PROVIDEO_VERSION >= (major) * 10000 + (minor) * 100 + (patch))
+
+/* The library version, e.g. "1.1.0"; static. */
 const char *provideo_version(void);
 
 /* Whether the filesystem and kernel at directory `dir` can host a pool (Apple's
