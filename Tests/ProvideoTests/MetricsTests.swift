@@ -124,6 +124,31 @@ import ProVideoStorage
         }
     }
 
+    /// `metrics --json` holds the same samples as the text, as the Prometheus parser reads it:
+    /// every name, label set and value, in order, the values spelled as in the text format; and
+    /// it refuses `--output` beside it (a usage error).
+    @Test(.enabled(if: hasParser, "python3-prometheus-client is not installed (apt-get install python3-prometheus-client)"))
+    func jsonHoldsTheTextsSamples() throws {
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
+            let text = try FS.provideo(pool, "metrics")
+            let json = try FS.provideo(pool, "metrics", "--json")
+            #expect(text.status == 0 && json.status == 0, "\(text.stderr)\(json.stderr)")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+            #expect(object["pool"] as? String == pool)
+            let samples = try #require(object["samples"] as? [[String: Any]])
+            let parsed = try parse(text.stdout)
+            #expect(samples.count == parsed.count && samples.count >= 10, "\(samples.count) against \(parsed.count)")
+            for (sample, expected) in zip(samples, parsed) {
+                let value = Double(sample["value"] as? String ?? "")
+                #expect(sample["name"] as? String == expected.name && sample["labels"] as? [String: String] == expected.labels
+                        && value == expected.value, "\(sample) against \(expected)")
+            }
+            #expect(samples.contains { $0["name"] as? String == "provideo_capacity_bytes" && $0["value"] as? String == "8388608" })
+            let both = try FS.provideo(pool, "metrics", "--json", "--output", dir + "/provideo.prom")
+            #expect(both.status == 2 && !FileManager.default.fileExists(atPath: dir + "/provideo.prom"), "\(both.stderr)")
+        }
+    }
+
     /// `--output` writes the file whole (a textfile collector reads it at any moment) and
     /// leaves no temporary file.
     @Test func outputFileIsWrittenWhole() throws {

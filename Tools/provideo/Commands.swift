@@ -63,13 +63,17 @@ enum Commands {
     }
 
     /// `metrics`: the pool's state in the Prometheus text format, on standard output or
-    /// published whole at `--output FILE` (`MetricsFile`).
+    /// published whole at `--output FILE` (`MetricsFile`); `--json`: the same samples as JSON.
     static func metrics(_ path: String, _ arguments: inout Arguments) throws {
         let output = try arguments.option("--output")
+        let json = arguments.flag("--json")
         try arguments.finish()
         if output?.isEmpty == true { throw UsageError("--output needs a file name, e.g. /var/lib/node_exporter/provideo.prom") }
+        if json && output != nil { throw UsageError("--json prints the samples; it does not go with --output") }
         let pool = try openPool(path, lookingOnly: true)
-        let text = Metrics(status: try pool.status(), listing: try pool.listing(), deadCaptures: try pool.deadCaptures().count).text
+        let metrics = Metrics(status: try pool.status(), listing: try pool.listing(), deadCaptures: try pool.deadCaptures().count)
+        if json { return try CommandLineProgram.printJSON(metrics.json) }
+        let text = metrics.text
         guard let output else { return print(text, terminator: "") }
         try MetricsFile.publish(text, at: output)
     }

@@ -13,7 +13,14 @@ struct Metrics {
     /// The three busy reasons Apple defines; each is exported as 0 or 1.
     static let busyReasons = ["capturing", "replenishing", "adjustingCapacity"]
 
-    var text: String {
+    var text: String { exposition.text }
+
+    /// The same samples for a script (`metrics --json`): each sample's name, labels and value,
+    /// the value spelled as in the text format (a string, as Prometheus' HTTP API gives it:
+    /// "NaN" and "+Inf" are no JSON numbers).
+    var json: MetricsText.Report { MetricsText.Report(pool: status.path, samples: exposition.samples) }
+
+    private var exposition: MetricsText {
         var out = MetricsText(pool: status.path)
         out.gauge("provideo_capacity_bytes", "the capacity the administrator chose (initialCapacity)", status.initialCapacity)
         out.gauge("provideo_remaining_bytes", "bytes captures can still write (remainingCapacity)", status.remainingCapacity)
@@ -72,7 +79,7 @@ struct Metrics {
         out.header("provideo_salvaged_recordings_total", "captures of dead recorders salvaged since the pool was created",
                    type: "counter")
         out.sample("provideo_salvaged_recordings_total", [:], Double(listing.recovered.count))
-        return out.text
+        return out
     }
 
     static func labels(_ capture: PoolStatus.Capture) -> [String: String] {
@@ -82,8 +89,23 @@ struct Metrics {
 
 /// Writes samples in the text exposition format: `# HELP`, `# TYPE`, then `name{labels} value`.
 struct MetricsText {
+    /// One sample: its name, its labels (the pool's included) and its value as the text
+    /// format spells it.
+    struct Sample: Encodable {
+        var name: String
+        var labels: [String: String]
+        var value: String
+    }
+
+    /// What `metrics --json` prints.
+    struct Report: Encodable {
+        var pool: String
+        var samples: [Sample]
+    }
+
     var pool: String
     private(set) var text = ""
+    private(set) var samples: [Sample] = []
 
     init(pool: String) { self.pool = pool }
 
@@ -100,6 +122,7 @@ struct MetricsText {
         let all = labels.merging(["pool": pool]) { own, _ in own }
         let rendered = all.sorted { $0.key < $1.key }.map { "\($0.key)=\"\(Self.escape($0.value))\"" }
         text += "\(name){\(rendered.joined(separator: ","))} \(Self.number(value))\n"
+        samples.append(Sample(name: name, labels: all, value: Self.number(value)))
     }
 
     /// A histogram's `_bucket` samples (cumulative, `le` in seconds, then `+Inf`), `_sum`

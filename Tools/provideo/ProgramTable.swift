@@ -105,6 +105,7 @@ let program = ProgramDescription(
         CommandDescription("metrics", summary: "the pool's state in the Prometheus text format (node_exporter's textfile collector)",
                            options: [
             OptionDescription("--output", "FILE", "write FILE atomically instead of standard output (e.g. FILE.prom in the collector's directory)"),
+            .flag("--json", "print the samples as JSON: each one's name, labels and value (a string, as in the text format)"),
         ]),
         CommandDescription("codecs", summary: "the codec names status --codec takes, with their data rates", options: [
             .flag("--json", "print the table as JSON"),
