@@ -10,9 +10,29 @@ enum Demo {
     static let poolCapacity: Int64 = 256 << 20
     static let outputDirectory = "/var/tmp/provideo-demo"
 
+    /// What `demo --json` prints once the clip is checked. Sizes in bytes.
+    struct Report: Encodable {
+        var pool: String
+        /// The demo created the pool (none was there).
+        var poolCreated: Bool
+        var clip: String
+        var length: Int64
+        /// Frames ffprobe decoded from the clip, and the frames ffmpeg was asked for.
+        var frames: Int
+        var expectedFrames: Int
+        /// The clip was copied to its destination (another filesystem) rather than renamed out
+        /// of the reserve.
+        var copied: Bool
+        var remainingCapacityBefore: Int64
+        var remainingCapacityAfter: Int64
+    }
+
     static func run(_ path: String, _ arguments: inout Arguments) throws {
         let seconds = try arguments.option("--seconds").map { Int($0) ?? 0 } ?? 3
+        let json = arguments.flag("--json")
         try arguments.finish()
+        // With --json, one JSON object at the end; the walk-through's lines are for people.
+        func say(_ line: String) { if !json { print(line) } }
         guard seconds > 0 else { throw UsageError("--seconds takes a whole number of seconds") }
         for tool in ["ffmpeg", "ffprobe"] where which(tool) == nil {
             throw ProVideoError(.invalidArgument, "the demo needs \(tool): install it with `apt-get install ffmpeg`")
@@ -22,12 +42,13 @@ enum Demo {
         do {
             pool = try Pool.open(at: path)
         } catch let error as ProVideoError where error.code == .poolNotFound {
-            print("no pool at \(path): creating one of \(ByteFormat.human(poolCapacity))")
+            say("no pool at \(path): creating one of \(ByteFormat.human(poolCapacity))")
             pool = try Pool.create(at: path, capacity: poolCapacity, measuringBandwidth: false)
             created = true
         }
-        print("== pool before ==")
-        try printStatus(pool)
+        say("== pool before ==")
+        let before = try pool.status()
+        say(statusLine(before))
         try FileManager.default.createDirectory(atPath: outputDirectory, withIntermediateDirectories: true)
         let stamp = Int(Date().timeIntervalSince1970)
         let destination = "\(outputDirectory)/demo-\(stamp)-\(getpid()).mov"
@@ -40,7 +61,7 @@ enum Demo {
                             "-f", "mov", "-movflags", "frag_keyframe+empty_moov", "pipe:1"]
         let pipe = Pipe()
         ffmpeg.standardOutput = pipe
-        print("== recording \(seconds) s of 1280x720p25 ProRes 422 HQ from ffmpeg into the pool ==")
+        say("== recording \(seconds) s of 1280x720p25 ProRes 422 HQ from ffmpeg into the pool ==")
         try ffmpeg.run()
         let capture = try pool.startCapture(to: destination, options: CaptureOptions(bitrate: 150_000_000))
         let outcome = try Recorder.capture(from: pipe.fileHandleForReading.fileDescriptor, into: capture)
@@ -49,32 +70,39 @@ enum Demo {
         guard ffmpeg.terminationStatus == 0 else {
             throw ProVideoError(.ioError, "ffmpeg failed (status \(ffmpeg.terminationStatus)); the partial recording is at \(result.path)")
         }
-        try Recorder.report(outcome, poolPath: pool.path)
+        if !json { try Recorder.report(outcome, poolPath: pool.path) }
 
         let frames = try probeFrames(result.path)
         let expected = seconds * 25
-        print("ffprobe: \(frames) ProRes frames decoded from \(result.path) (expected \(expected))")
-        print("== pool after ==")
-        try printStatus(pool)
+        say("ffprobe: \(frames) ProRes frames decoded from \(result.path) (expected \(expected))")
+        say("== pool after ==")
+        let after = try pool.status()
+        say(statusLine(after))
         guard frames == expected else {
             throw ProVideoError(.ioError, "the recording has \(frames) frames, expected \(expected)")
         }
-        print("demo ok: \(result.path)")
-        print("the clip is \(result.path): remove it with `rm \(result.path)`")
-        if !Recorder.wasCopied(result, poolPath: pool.path) {
-            print("the clip took its space from the reserve (the pool's file was renamed to it): "
-                  + "`provideo --pool \(pool.path) replenish` returns that space to the pool")
+        let copied = Recorder.wasCopied(result, poolPath: pool.path)
+        if json {
+            return try CommandLineProgram.printJSON(Report(
+                pool: pool.path, poolCreated: created, clip: result.path, length: result.length, frames: frames,
+                expectedFrames: expected, copied: copied, remainingCapacityBefore: before.remainingCapacity,
+                remainingCapacityAfter: after.remainingCapacity))
         }
-        print("the pool is \(pool.path)" + (created ? " (the demo created it)" : "")
-              + ": `provideo --pool \(pool.path) destroy` removes it")
+        say("demo ok: \(result.path)")
+        say("the clip is \(result.path): remove it with `rm \(result.path)`")
+        if !copied {
+            say("the clip took its space from the reserve (the pool's file was renamed to it): "
+                + "`provideo --pool \(pool.path) replenish` returns that space to the pool")
+        }
+        say("the pool is \(pool.path)" + (created ? " (the demo created it)" : "")
+            + ": `provideo --pool \(pool.path) destroy` removes it")
     }
 
-    static func printStatus(_ pool: Pool) throws {
-        let status = try pool.status()
-        print("  \(status.path) on \(status.filesystem): capacity \(ByteFormat.human(status.initialCapacity)), "
-              + "remaining \(ByteFormat.human(status.remainingCapacity)), busy: "
-              + (status.busyReasons.isEmpty ? "no" : status.busyReasons.description)
-              + ", engine \(status.engine)")
+    static func statusLine(_ status: PoolStatus) -> String {
+        "  \(status.path) on \(status.filesystem): capacity \(ByteFormat.human(status.initialCapacity)), "
+            + "remaining \(ByteFormat.human(status.remainingCapacity)), busy: "
+            + (status.busyReasons.isEmpty ? "no" : status.busyReasons.description)
+            + ", engine \(status.engine)"
     }
 
     /// Decodes every frame of the file's video stream and returns how many there were.

@@ -58,6 +58,7 @@ let program = ProgramDescription(
         ]),
         CommandDescription("demo", summary: "record a generated ProRes 422 HQ clip end to end", options: [
             OptionDescription("--seconds", "N", "the clip's length (default 3)"),
+            .flag("--json", "print the pool, the clip, its length, the frames decoded and expected, and the remaining capacity before and after as JSON"),
         ]),
         CommandDescription("recover", summary: "salvage captures of recorders that died", options: [
             OptionDescription("--salvage-to", "DIR", "place captures whose journal is unreadable in DIR as <id>.salvaged"),
