@@ -77,6 +77,13 @@ import Testing
             try Data([1, 2, 3]).write(to: URL(fileURLWithPath: progress))
             let short = #expect(throws: ProVideoError.self) { try pool.remainingCapacity }
             #expect(short?.code == .corruptState, "remainingCapacity threw \(String(describing: short))")
+            // The status still answers, with a floor that says why: the capture counts as
+            // having written all it was granted (a status that threw showed nothing at all).
+            let status = try pool.status()
+            #expect(status.remainingCapacity == account.ownReserve
+                    && status.remainingCapacityIsAtLeast?.count == 1
+                    && status.remainingCapacityIsAtLeast?.first?.contains(progress) == true,
+                    "\(status.remainingCapacity) against \(account.ownReserve): \(String(describing: status.remainingCapacityIsAtLeast))")
             // A length past any pool's.
             var huge = block
             huge.replaceSubrange(0..<8, with: [UInt8](repeating: 0xFF, count: 8))
@@ -93,6 +100,8 @@ import Testing
             #expect(try pool.remainingCapacity == account.ownReserve)
             try block.write(to: URL(fileURLWithPath: progress))
             #expect(try pool.remainingCapacity == truth)
+            let exact = try pool.status()
+            #expect(exact.remainingCapacity == truth && exact.remainingCapacityIsAtLeast == nil)
             try capture.finish()
         }
     }

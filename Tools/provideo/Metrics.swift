@@ -23,7 +23,10 @@ struct Metrics {
     private var exposition: MetricsText {
         var out = MetricsText(pool: status.path)
         out.gauge("provideo_capacity_bytes", "the capacity the administrator chose (initialCapacity)", status.initialCapacity)
-        out.gauge("provideo_remaining_bytes", "bytes captures can still write (remainingCapacity)", status.remainingCapacity)
+        out.gauge("provideo_remaining_bytes", "bytes captures can still write (remainingCapacity; a floor while "
+                  + "provideo_remaining_unknown_captures is above 0)", status.remainingCapacity)
+        out.gauge("provideo_remaining_unknown_captures", "running captures whose progress cannot be read: each counts as "
+                  + "having written all it was granted", Int64(status.remainingCapacityIsAtLeast?.count ?? 0))
         out.gauge("provideo_reserved_on_disk_bytes", "bytes the filesystem allocated for the reserve and running captures",
                   status.reservedBytesOnDisk)
         out.gauge("provideo_read_only", "1 when the pool's filesystem is read-only: it can be read, not changed",

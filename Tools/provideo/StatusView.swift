@@ -26,8 +26,12 @@ struct StatusView {
             "pool        \(status.path.terminalSafe) (\(status.filesystem.terminalSafe)\(device.path.map { " on \($0.terminalSafe)" } ?? "")"
                 + (status.readOnly == true ? ", read-only: it can be read, not changed" : "") + ")",
             "capacity    \(size(status.initialCapacity))",
-            "remaining   \(size(status.remainingCapacity))\(atCapture)",
+            "remaining   \(status.remainingCapacityIsAtLeast == nil ? "" : "at least ")\(size(status.remainingCapacity))\(atCapture)",
         ]
+        // A capture whose progress cannot be read: the figure is a floor, and why.
+        for reason in status.remainingCapacityIsAtLeast ?? [] {
+            lines.append("            (a capture's written bytes are unknown: \(reason.terminalSafe))")
+        }
         if let rate { lines.append("time left   \(rate.describe(remaining: status.remainingCapacity))") }
         lines += [
             "on disk     \(size(status.reservedBytesOnDisk)) allocated",

@@ -436,7 +436,9 @@ public final class Pool: @unchecked Sendable {
                 grantedBytes: facts.map { Int64($0.size) } ?? 0, bitrate: journal.bitrate, pid: journal.pid,
                 admittedOverBandwidth: journal.admittedOverBandwidth ?? false, counters: progress.counters))
         }
-        let remaining = try remainingCapacity
+        // A capture whose progress cannot be read makes the figure a floor, said beside it: a
+        // status (and a scrape) that failed for it showed nothing at all.
+        let (remaining, unknown) = try lock.withReserveSize { try lock.withReserve { try capacityAccount(reserveFile).remainingFloor } }
         let current = try PoolConfiguration.load(layout.configuration)
         let storage = current.storage
         let admitted = captures.map(\.bitrate).saturatingSum()
@@ -454,7 +456,8 @@ public final class Pool: @unchecked Sendable {
             admittedBitrate: admitted, captures: captures, landing: landing,
             landingBytes: landing.reduce(0) { $0 + $1.length },
             ioSchedulers: schedulers.isEmpty ? nil : schedulers,
-            undecided: census.undecided.isEmpty ? nil : census.undecided)
+            undecided: census.undecided.isEmpty ? nil : census.undecided,
+            remainingCapacityIsAtLeast: unknown.isEmpty ? nil : unknown.map { $0.message })
     }
 
     // MARK: Resize and replenish

@@ -63,4 +63,8 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     /// Entries of `captures/` that may be running and cannot be read (`UndecidedCapture`);
     /// nil when there are none.
     package var undecided: [UndecidedCapture]?
+    /// Why `remainingCapacity` is a floor, not the figure: one reason per running capture
+    /// whose progress block cannot be read (it counts as having written all it was granted,
+    /// `CapacityAccount.remainingFloor`); nil when the figure is exact.
+    package var remainingCapacityIsAtLeast: [String]?
 }

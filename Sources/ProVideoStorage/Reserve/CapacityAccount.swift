@@ -94,6 +94,17 @@ struct CapacityAccount {
         }
     }
 
+    /// What `remaining` is at least, for a figure that must be shown even when a capture's
+    /// progress block cannot be read (`status`, `metrics`): such a capture counts as having
+    /// written all it was granted (short, never over). Admission, `replenish` and every other
+    /// decision use `remaining`, which throws instead.
+    /// - Returns: the bytes, and why each capture that made them a floor was unknown (empty:
+    ///   the figure is exact, `remaining`'s).
+    var remainingFloor: (bytes: Int64, unknown: [ProVideoError]) {
+        // An unreadable share's `written` is its `granted` (`read`): it adds no room here.
+        ((captures.map { max($0.granted - $0.written, 0) } + [ownReserve]).saturatingSum(), captures.compactMap(\.unreadable))
+    }
+
     /// Bytes of the reserve that are the reserve's: its size less the grants in flight, which
     /// the captures' shares count.
     var ownReserve: Int64 { max(reserve - (claims.held(reserveSize: reserve) ?? claims.total), 0) }
