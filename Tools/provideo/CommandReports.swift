@@ -79,6 +79,23 @@ enum CommandReports {
         var path: String
     }
 
+    /// `demo`, once the clip is checked.
+    struct Demo: Encodable {
+        var pool: String
+        /// The demo created the pool (none was there).
+        var poolCreated: Bool
+        var clip: String
+        var length: Int64
+        /// Frames ffprobe decoded from the clip, and the frames ffmpeg was asked for.
+        var frames: Int
+        var expectedFrames: Int
+        /// The clip was copied to its destination (another filesystem) rather than renamed out
+        /// of the reserve.
+        var copied: Bool
+        var remainingCapacityBefore: Int64
+        var remainingCapacityAfter: Int64
+    }
+
     /// `record`'s summary.
     struct Record: Encodable {
         var path: String

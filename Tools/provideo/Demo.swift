@@ -10,23 +10,6 @@ enum Demo {
     static let poolCapacity: Int64 = 256 << 20
     static let outputDirectory = "/var/tmp/provideo-demo"
 
-    /// What `demo --json` prints once the clip is checked. Sizes in bytes.
-    struct Report: Encodable {
-        var pool: String
-        /// The demo created the pool (none was there).
-        var poolCreated: Bool
-        var clip: String
-        var length: Int64
-        /// Frames ffprobe decoded from the clip, and the frames ffmpeg was asked for.
-        var frames: Int
-        var expectedFrames: Int
-        /// The clip was copied to its destination (another filesystem) rather than renamed out
-        /// of the reserve.
-        var copied: Bool
-        var remainingCapacityBefore: Int64
-        var remainingCapacityAfter: Int64
-    }
-
     static func run(_ path: String, _ arguments: inout Arguments) throws {
         let seconds = try arguments.option("--seconds").map { Int($0) ?? 0 } ?? 3
         let json = arguments.flag("--json")
@@ -83,7 +66,7 @@ enum Demo {
         }
         let copied = Recorder.wasCopied(result, poolPath: pool.path)
         if json {
-            return try CommandLineProgram.printJSON(Report(
+            return try CommandLineProgram.printJSON(CommandReports.Demo(
                 pool: pool.path, poolCreated: created, clip: result.path, length: result.length, frames: frames,
                 expectedFrames: expected, copied: copied, remainingCapacityBefore: before.remainingCapacity,
                 remainingCapacityAfter: after.remainingCapacity))
