@@ -161,6 +161,8 @@ import Testing
             #expect(result.status == 1, "\(result.stdout)\(result.stderr)")
             #expect(result.stderr.contains("storage full") && result.stderr.contains("the partial take (")
                     && result.stderr.contains(" is at \(take)\n"), "\(result.stderr)")
+            #expect(result.stderr.contains("the moov atom, is missing, so players cannot open it as is")
+                    && result.stderr.contains("frag_keyframe+empty_moov"), "\(result.stderr)")
             let partial = TestSupport.readFile(take), full = TestSupport.readFile(reference)
             #expect(partial.count > 1 << 20 && partial.count <= 4 << 20 && partial.count < full.count, "\(partial.count) bytes")
             #expect(result.stderr.contains("(\(partial.count) bytes"), "\(result.stderr)")
@@ -171,6 +173,26 @@ import Testing
             expected.replaceSubrange(mdat..<mdat + 4, with: [0, 0, 0, 0])
             #expect(partial == expected, "the partial take is not the start of ffmpeg's file")
             #expect(try TestSupport.poolListing(pool).recordings.isEmpty, "finished into place, nothing left in the pool")
+        }
+    }
+}
+
+extension CLibraryTests {
+    /// The same cut-off take written fragmented: the example says it plays up to its last whole
+    /// fragment rather than that its index is missing (issue 42: it said "players cannot open it"
+    /// of a fragmented MOV that ffprobe reads), and ffprobe decodes frames from it.
+    @Test func aFragmentedPartialTakeIsSaidToPlay() throws {
+        try TestSupport.withScratch { scratch in
+            let (remux, source, _, pool, take) = try FFmpegRemux.prepare(in: scratch, movflags: "frag_keyframe+empty_moov",
+                                                                         poolCapacity: "4M")
+            let result = try TestSupport.run(remux, ["--movflags", "frag_keyframe+empty_moov", "--pool", pool, source, take])
+            #expect(result.status == 1 && result.stderr.contains("storage full")
+                    && result.stderr.contains("a fragmented MOV: players open it up to its last whole fragment")
+                    && !result.stderr.contains("cannot open it"), "\(result.stderr)")
+            let probe = try TestSupport.shell("ffprobe -v error -count_frames -select_streams v:0 -show_entries "
+                                              + "stream=nb_read_frames -of csv=p=0 '\(take)'")
+            let frames = Int(probe.trimmingCharacters(in: .whitespacesAndNewlines)) ?? 0
+            #expect(frames > 0 && frames < 25, "ffprobe read \(frames) frames: \(probe)")
         }
     }
 }

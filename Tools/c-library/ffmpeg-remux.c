@@ -172,6 +172,42 @@ static int io_close2(AVFormatContext *s, AVIOContext *pb) {
 
 /* After a failure: keeps what landed (a capture is finished, not cancelled: the pool's
  * recorded bytes are the take) and says where it is. Returns the exit status, 1. */
+/* Which of `moov` (the index) and `moof` (fragments) the file at `path` holds at its top level
+ * (ISO/IEC 14496-12 4.2: a 32-bit big-endian size, a type; size 1: a 64-bit size follows;
+ * size 0: to the end): bit 1 moov, bit 2 moof; 0 when it has neither or cannot be read. */
+static int top_level_index(const char *path) {
+    FILE *file = fopen(path, "rb");
+    if (!file) return 0;
+    int found = 0;
+    unsigned char header[16];
+    for (int boxes = 0; boxes < 100000 && fread(header, 1, 8, file) == 8; boxes++) {
+        uint64_t size = (uint64_t)header[0] << 24 | (uint64_t)header[1] << 16 | (uint64_t)header[2] << 8 | header[3];
+        long skipped = 8;
+        if (size == 1) {
+            if (fread(header + 8, 1, 8, file) != 8) break;
+            size = 0;
+            for (int i = 8; i < 16; i++) size = size << 8 | header[i];
+            skipped = 16;
+        }
+        if (memcmp(header + 4, "moov", 4) == 0) found |= 1;
+        if (memcmp(header + 4, "moof", 4) == 0) found |= 2;
+        if (size == 0 || size < (uint64_t)skipped || size - skipped > (uint64_t)INT64_MAX ||
+            fseeko(file, (off_t)(size - skipped), SEEK_CUR) != 0)
+            break;
+    }
+    fclose(file);
+    return found;
+}
+
+/* What a player makes of a take cut off mid-stream. */
+static const char *playability(const char *path) {
+    int found = top_level_index(path);
+    if (found & 2) return "a fragmented MOV: players open it up to its last whole fragment";
+    if (found & 1) return "its index, the moov atom, comes first: players open it up to the cut";
+    return "its trailer, the moov atom, is missing, so players cannot open it as is: record with -movflags "
+           "frag_keyframe+empty_moov to keep a cut-off take playable, or rebuild the index with an untrunc-style tool";
+}
+
 static int keep_partial(struct sink *s, const char *dest) {
     if (!s->capture) {
         close(s->fd);
@@ -188,10 +224,8 @@ static int keep_partial(struct sink *s, const char *dest) {
         return 1;
     }
     provideo_capture_close(s->capture, NULL);
-    fprintf(stderr,
-            "ffmpeg-remux: the partial take (%" PRId64 " bytes, the muxer's output up to the failure; its trailer, "
-            "the moov atom, is missing or incomplete, so players cannot open it as is) is at %s\n",
-            recording.length, recording.path);
+    fprintf(stderr, "ffmpeg-remux: the partial take (%" PRId64 " bytes, the muxer's output up to the failure; %s) is at %s\n",
+            recording.length, playability(recording.path), recording.path);
     return 1;
 }
 

@@ -142,8 +142,11 @@ enum Recorder {
                 print("landing at \(destination) in the background: `provideo land` (or provideo-land.service) copies it there")
             }
         }
+        // A cut-off MOV/MP4 may not play: say so, and what to do (issue 42).
+        let playable = outcome.storageFull || outcome.stoppedBySignal ? MovieIndexHint.sentence(for: result.path) : nil
         if outcome.stoppedBySignal {
-            CommandLineProgram.printError("note: stopped by a signal; the recording holds everything received until then")
+            CommandLineProgram.printError("note: stopped by a signal; the recording holds everything received until then"
+                                          + (playable.map { "; \($0)" } ?? ""))
         }
         if let inputError = outcome.inputError {
             throw ProVideoError(.ioError, "reading the input failed: \(inputError); the \(ByteFormat.human(result.length)) "
@@ -151,8 +154,8 @@ enum Recorder {
         }
         if outcome.storageFull {
             throw ProVideoError(.storageFull, "storage full: the pool's reserve ran out; the \(ByteFormat.human(result.length)) "
-                                + "received until then are at \(result.path), the rest of the input was dropped. "
-                                + "Run `provideo replenish` or `provideo resize` for more room")
+                                + "received until then are at \(result.path), the rest of the input was dropped"
+                                + (playable.map { " (\($0))" } ?? "") + ". Run `provideo replenish` or `provideo resize` for more room")
         }
         if outcome.droppedReads > 0 {
             throw ProVideoError(.overrun, "the disk fell behind: \(outcome.droppedReads) reads (\(ByteFormat.human(outcome.droppedBytes))) "
