@@ -388,7 +388,7 @@ import Testing
     }
 
     @Test(arguments: [
-        (["size"], "size needs --codec NAME, or --bitrate RATE with --fps FPS"),
+        (["size"], "size needs --codec NAME, or --bitrate RATE (with --fps FPS, default 25"),
         (["size", "--codec", "prores-9"], "unknown codec 'prores-9'"),
         (["size", "--codec", "prores-422-hq-2160p29.97", "--bitrate", "800M"], "size needs --codec NAME, or --bitrate"),
         (["size", "--codec", "prores-422-hq-2160p29.97", "--minutes", "0"], "--minutes must be from 0.01 to 60"),

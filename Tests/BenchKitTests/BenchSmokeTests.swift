@@ -79,6 +79,27 @@ import Testing
         #expect(svg.contains(">1 ms<"))
     }
 
+    /// A run needs no --fps (issue 41: `--mode pool --bitrate 400M --duration 20` was refused
+    /// until --fps was added): a codec gives its bitrate and rate, and without one the stated
+    /// default, 25, is used and said.
+    @Test func theFrameRateComesFromTheCodecOrTheStatedDefault() throws {
+        try Self.withPool { pool, _ in
+            let byDefault = try TestSupport.run("provideo-bench", [
+                "--pool", pool.path, "--bitrate", "40M", "--duration", "0.2", "--mode", "pool", "--json"])
+            #expect(byDefault.status == 0 && byDefault.stderr.contains("frames per second: 25 (the default"),
+                    "\(byDefault.stderr)")
+            let plain = try JSONSerialization.jsonObject(with: Data(byDefault.stdout.utf8)) as? [String: Any]
+            #expect(plain?["fps"] as? Double == 25 && plain?["bitrate"] as? Int == 40_000_000, "\(byDefault.stdout)")
+            let byCodec = try TestSupport.run("provideo-bench", [
+                "--pool", pool.path, "--codec", "prores-proxy-1080p50", "--duration", "0.2", "--mode", "pool", "--json"])
+            #expect(byCodec.status == 0 && !byCodec.stderr.contains("the default"), "\(byCodec.stderr)")
+            let coded = try JSONSerialization.jsonObject(with: Data(byCodec.stdout.utf8)) as? [String: Any]
+            #expect(coded?["fps"] as? Double == 50 && coded?["bitrate"] as? Int == 76_000_000, "\(byCodec.stdout)")
+            let unknown = try TestSupport.run("provideo-bench", ["--codec", "prores-9000", "--duration", "1"])
+            #expect(unknown.status == 2 && unknown.stderr.contains("unknown codec 'prores-9000'"), "\(unknown.stderr)")
+        }
+    }
+
     @Test func commandLinePrintsTheIssuesJSONShape() throws {
         try Self.withPool { pool, _ in
             let result = try TestSupport.run("provideo-bench", [

@@ -93,7 +93,7 @@ import Testing
         #expect(help.status == 0 && help.stdout.hasPrefix("usage: provideo-bench [--pool PATH] calibrate [--fio]"), "\(help)")
         #expect(help.stdout.contains("\n  --write-size SIZE\n"))
         let measure = try TestSupport.run("provideo-bench", ["help", "measure"])
-        #expect(measure.stdout.hasPrefix("usage: provideo-bench [--pool PATH] [measure] [--streams N] [--bitrate RATE] --fps FPS"),
+        #expect(measure.stdout.hasPrefix("usage: provideo-bench [--pool PATH] [measure] [--streams N] [--codec NAME] [--bitrate RATE] [--fps FPS] --duration SECONDS"),
                 "\(measure.stdout)")
     }
 

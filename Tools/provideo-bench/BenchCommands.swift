@@ -7,9 +7,15 @@ import ProVideoStorage
 enum BenchCommands {
     static func measure(_ pool: String?, _ arguments: inout Arguments) throws {
         let streams = try integer(&arguments, "--streams", default: 1)
-        let fps = try number(&arguments, "--fps")
+        let codec = try arguments.option("--codec").map { name in
+            guard let codec = CodecTable.rate(named: name) else {
+                throw UsageError("unknown codec '\(name)'; `provideo codecs` lists them (e.g. prores-422-hq-2160p29.97)")
+            }
+            return codec
+        }
+        let fpsOption = try number(&arguments, "--fps")
         let duration = try number(&arguments, "--duration")
-        let bitrate = try arguments.option("--bitrate").map(SizeParser.videoBitrate)
+        let bitrate = try arguments.option("--bitrate").map(SizeParser.videoBitrate) ?? codec?.bitrate
         let tracePath = try arguments.option("--frame-trace")
         let modeName = try arguments.option("--mode") ?? "all"
         let noise = try arguments.option("--noise") ?? "none"
@@ -24,7 +30,9 @@ enum BenchCommands {
         let landSize = try arguments.option("--land-size").map(SizeParser.bytes) ?? (4 << 30)
         try arguments.finish()
 
-        guard let fps else { throw UsageError("--fps is required (frames per second: 25, 29.97 or 30000/1001)") }
+        // The frame rate: --fps, else the codec's, else the stated default (said on standard error).
+        let fps = fpsOption ?? codec?.fps ?? Self.defaultFPS
+        if fpsOption == nil && codec == nil { log("frames per second: \(Self.defaultFPSText) (the default; --fps or --codec sets it)") }
         guard let duration else { throw UsageError("--duration is required (seconds)") }
         guard fps >= 1, fps <= 1000 else { throw UsageError("--fps must be between 1 and 1000, not \(fps)") }
         guard duration > 0, duration <= 86_400 else { throw UsageError("--duration must be more than 0 and at most 86400 s") }
@@ -94,6 +102,11 @@ enum BenchCommands {
     }
 
 
+    /// The frame rate when neither `--fps` nor `--codec` gives one: 25, the PAL and 50 Hz
+    /// broadcast rate (EBU R 118), the most common rate of the recorders this serves.
+    static let defaultFPS = 25.0
+    static let defaultFPSText = String(format: "%g", defaultFPS)
+
     static func size(_ poolPath: String?, _ arguments: inout Arguments) throws {
         let codecName = try arguments.option("--codec")
         let bitrateOption = try arguments.option("--bitrate").map(SizeParser.videoBitrate)
@@ -129,10 +142,11 @@ enum BenchCommands {
                 throw UsageError("unknown codec '\(name)'; `provideo codecs` lists them (e.g. prores-422-hq-2160p29.97)")
             }
             (bitrate, fps) = (codec.bitrate, codec.fps)
-        case let (nil, rate?, frames?):
-            (bitrate, fps) = (rate, frames)
+        case let (nil, rate?, frames):
+            if frames == nil { log("frames per second: \(Self.defaultFPSText) (the default; --fps sets it)") }
+            (bitrate, fps) = (rate, frames ?? Self.defaultFPS)
         default:
-            throw UsageError("size needs --codec NAME, or --bitrate RATE with --fps FPS (not both)")
+            throw UsageError("size needs --codec NAME, or --bitrate RATE (with --fps FPS, default \(Self.defaultFPSText)), not both")
         }
         guard fps >= 1, fps <= 1000 else { throw UsageError("--fps must be between 1 and 1000, not \(fps)") }
         guard streamsMin >= 1, streamsMin <= 1000 else { throw UsageError("--streams-min must be from 1 to 1000, not \(streamsMin)") }

@@ -14,8 +14,10 @@ let program = ProgramDescription(
         CommandDescription("measure", summary: "simulated recorders deliver frames on a real-time clock into the pool (pool), "
                            + "with write(2) to a new file (buffered) or with O_DIRECT appends (direct)", options: [
             OptionDescription("--streams", "N", "concurrent recorders (default 1)"),
+            OptionDescription("--codec", "NAME", "the streams' bitrate and frame rate from the codec table (`provideo codecs`); "
+                              + "--bitrate and --fps override them", choices: CodecTable.all.map(\.name)),
             OptionDescription("--bitrate", "RATE", "each stream's bitrate (880M = 880,000,000 bit/s); scales --frame-trace"),
-            OptionDescription("--fps", "FPS", "frames per second (25, 29.97 or 30000/1001)", required: true),
+            OptionDescription("--fps", "FPS", "frames per second (25, 29.97 or 30000/1001; default the codec's, else 25)"),
             OptionDescription("--duration", "SECONDS", "how long each run lasts", required: true),
             OptionDescription("--frame-trace", "FILE", "frame sizes in bytes, one a line"),
             OptionDescription("--mode", "MODE", "which writers run (default all)", choices: ["pool", "buffered", "direct", "mount", "all"]),
@@ -38,7 +40,7 @@ let program = ProgramDescription(
             OptionDescription("--codec", "NAME", "the streams' codec (`provideo codecs` lists them: prores-422-hq-2160p29.97)",
                               choices: CodecTable.all.map(\.name)),
             OptionDescription("--bitrate", "RATE", "instead of --codec: each stream's bitrate (880M = 880,000,000 bit/s)"),
-            OptionDescription("--fps", "FPS", "with --bitrate: frames per second (29.97 or 30000/1001)"),
+            OptionDescription("--fps", "FPS", "with --bitrate: frames per second (29.97 or 30000/1001; default 25)"),
             OptionDescription("--streams-min", "N", "the fewest streams tried (default 1)"),
             OptionDescription("--streams-max", "N", "the most streams tried (default: twice what the sustained bandwidth "
                               + "carries, and what the pool holds)"),
