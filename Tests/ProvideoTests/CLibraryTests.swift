@@ -26,6 +26,10 @@ import Testing
                                                  environment: ["LD_LIBRARY_PATH": ""])
                 #expect(result.status == 0, "\(result.stdout)\(result.stderr)")
                 #expect(result.stdout.contains(", 0 failed"), "\(result.stdout)")
+                // The pools the program created: one from options of an older, shorter struct
+                // (its max_captures read, the rest defaulted), one with 2 captures at a time.
+                #expect(try TestSupport.poolStatus(scratch + "/made-from-c-older").maxCaptures == 1)
+                #expect(try TestSupport.poolStatus(scratch + "/made-from-c").maxCaptures == 2)
                 #expect(!FileManager.default.fileExists(atPath: landing + "/lands-later.mov"))
                 let land = try TestSupport.run("provideo", ["--pool", pool, "land"])
                 #expect(land.status == 0, "\(land.stdout)\(land.stderr)")

@@ -234,6 +234,24 @@ int main(int argc, char **argv) {
         OK(provideo_pool_resize(created, 2 << 20, NULL, &err));
         FAILS(PROVIDEO_E_NOT_ENOUGH_SPACE, provideo_pool_measure_bandwidth(created, NULL, &err));
         OK(provideo_pool_close(created, &err));
+        /* A program built against a header whose options had only their first three fields
+         * (size, zero_fill, max_captures): the library reads those and defaults the rest (it
+         * must not read the caller's stack past `size`). The garbage after them is never read. */
+        struct {
+            uint32_t size;
+            uint32_t zero_fill;
+            int32_t max_captures;
+            uint32_t garbage[8];
+        } older;
+        memset(&older, 0xA5, sizeof older);
+        older.size = 3 * sizeof(uint32_t);
+        older.zero_fill = 0;
+        older.max_captures = 1;
+        char old_made[4096];
+        snprintf(old_made, sizeof old_made, "%s/made-from-c-older", scratch);
+        OK(provideo_pool_create(old_made, 2 << 20, (const provideo_pool_create_options *)(const void *)&older, &created,
+                                &err));
+        OK(provideo_pool_close(created, &err));
         /* Defaults (NULL options): measured at create; too small to measure is no error. */
         char small[4096];
         snprintf(small, sizeof small, "%s/made-from-c-small", scratch);
