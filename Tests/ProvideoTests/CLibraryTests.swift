@@ -72,6 +72,32 @@ import Testing
         }
     }
 
+    static var hasAbidiff: Bool { FileManager.default.isExecutableFile(atPath: "/usr/bin/abidiff") }
+
+    /// The ABI only grows within soname libprovideo.so.1 (issue 42 item 2), checked by abidiff
+    /// (Debian's abigail-tools) against 1.0.0's, kept in Tools/c-library/abi/: no exported
+    /// function removed or moved to another symbol version (the installed library's symbols),
+    /// and no 1.0.0 type changed (the types' layouts, from abi-types.c built against the
+    /// installed header: the library's functions are Swift, whose DWARF libabigail does not read
+    /// as C). What 1.1 added shows as added, and only as added.
+    @Test(.enabled(if: hasAbidiff, "abidiff is not installed (apt-get install abigail-tools)"))
+    func theABIGrowsOnly() throws {
+        try TestSupport.withScratch { scratch in
+            let library = try CLibrary(scratch: scratch)
+            let baseline = CLibrary.sources + "/abi"
+            let symbols = try TestSupport.run("/usr/bin/abidiff", [baseline + "/libprovideo-1.0.0.abi",
+                                                                   library.prefix + "/lib/libprovideo.so.1"])
+            #expect(symbols.status & (1 | 2 | 8) == 0 && symbols.stdout.contains("Functions changes summary: 0 Removed, 0 Changed")
+                    && symbols.stdout.contains("Function symbols changes summary: 0 Removed")
+                    && symbols.stdout.contains("provideo_pool_create@@PROVIDEO_1.1"), "abidiff: \(symbols)")
+            let types = scratch + "/abi-types.so"
+            try TestSupport.shell("cc -g -O0 -shared -fPIC -I '\(library.prefix)/include' -o '\(types)' '\(CLibrary.sources)/abi-types.c'")
+            let layouts = try TestSupport.run("/usr/bin/abidiff", [baseline + "/provideo-1.0.0.types.abi", types])
+            #expect(layouts.status & (1 | 2 | 8) == 0 && layouts.stdout.contains("Functions changes summary: 0 Removed, 0 Changed")
+                    && layouts.stdout.contains("provideo_abi_types_1_1"), "abidiff: \(layouts)")
+        }
+    }
+
     /// The smallest recorder of Docs/C-LIBRARY.md builds with pkg-config alone, creates its
     /// pool with the C API (issue 42: a C recorder had to run `provideo create` first; the pool
     /// made so has its bandwidth measured, as the CLI's) and records.
