@@ -149,6 +149,30 @@ import ProVideoStorage
         }
     }
 
+    static let prometheusTools = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Tools/prometheus").path
+
+    /// The fleet's alerting rules (Tools/prometheus) pass `promtool check rules`, their unit
+    /// tests (`promtool test rules`: each alert fires when it should and not before) and the
+    /// scrape configuration `promtool check config`; and every metric a rule names is one
+    /// `provideo metrics` exports (a renamed metric would leave its alert silent forever).
+    @Test(.enabled(if: hasPromtool, "promtool is not installed (apt-get install prometheus)"))
+    func alertRulesPassTheirTests() throws {
+        let directory = Self.prometheusTools
+        for arguments in [["check", "rules", "provideo-alerts.yml"], ["test", "rules", "provideo-alerts.test.yml"],
+                          ["check", "config", "prometheus.yml"]] {
+            let result = try TestSupport.run("/bin/sh", ["-c", "cd '\(directory)' && \(Self.promtool) " + arguments.joined(separator: " ")])
+            #expect(result.status == 0 && result.stdout.contains("SUCCESS"), "promtool \(arguments): \(result.stdout)\(result.stderr)")
+        }
+        let rules = try String(contentsOfFile: directory + "/provideo-alerts.yml", encoding: .utf8)
+        let named = Set(rules.matches(of: #/provideo_[a-z_]+/#).map { String($0.output) })
+        try FS.withScratchPool(capacity: "8M") { _, pool in
+            let text = try FS.provideo(pool, "metrics").stdout
+            let exported = Set(text.matches(of: #/# TYPE (provideo_[a-z_]+) /#).map { String($0.output.1) })
+            #expect(named.count >= 7 && named.isSubset(of: exported), "named by a rule, not exported: \(named.subtracting(exported).sorted())")
+        }
+    }
+
     /// `--output` writes the file whole (a textfile collector reads it at any moment) and
     /// leaves no temporary file.
     @Test func outputFileIsWrittenWhole() throws {

@@ -124,6 +124,29 @@ import Testing
         }
     }
 
+    /// Notes of takes waiting to land each claim the largest length a pool holds: their sum
+    /// passes Int64, and `status` and `metrics` sum them (a member may write notes). They
+    /// answer, the sum held at its bound; the trap that was there killed both for everyone.
+    @Test func landingLengthsThatOverflowTheirSumAreHeld() throws {
+        try FS.withScratchPool("state-landing-sum", capacity: "8M") { _, pool in
+            let recordings = pool + "/recordings"
+            try FileManager.default.createDirectory(atPath: recordings, withIntermediateDirectories: true)
+            for name in ["a-1.mov", "b-2.mov"] {
+                #expect(FileManager.default.createFile(atPath: recordings + "/" + name, contents: Data("x".utf8)))
+                let note = #"{"path":"x","destination":"/nonexistent/\#(name)","length":\#(Pool.maximumCapacity),"#
+                    + #""reason":"planted","landing":true}"#
+                #expect(FileManager.default.createFile(atPath: recordings + "/" + name + ".json", contents: Data(note.utf8)))
+            }
+            for command in [["status", "--json"], ["metrics"]] {
+                let outcome = try CrashKit.provideo(pool, command)
+                #expect(outcome.reason == .exit && outcome.status == 0, "\(command): \(outcome)")
+            }
+            let status = try TestSupport.poolStatus(pool)
+            #expect(status.landingBytes == Int64.max, "\(String(describing: status.landingBytes))")
+            try TestSupport.shell("rm -rf '\(recordings)'/*")
+        }
+    }
+
     /// Fault 1 in pool.json: impossible numbers are a clear "corrupt" error naming the field.
     @Test(arguments: [("initialCapacity", "9223372036854775807"), ("blockSize", "4611686018427387904"),
                       ("memory", "0"), ("offset", "3"), ("maxCaptures", "-1")])

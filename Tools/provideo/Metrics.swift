@@ -77,6 +77,19 @@ struct Metrics {
         }
         out.gauge("provideo_held_recordings", "recordings the pool holds because their destination could not take them",
                   Int64(listing.recordings.count))
+        // The landing backlog (Docs/LANDING.md), for the fleet's alerts (Tools/prometheus): how
+        // much waits, and how far its transfers got (a figure that stops moving while takes
+        // wait is a stalled landing).
+        let landing = status.landing ?? []
+        out.gauge("provideo_landing_waiting_recordings", "takes kept in the pool to land at their destination",
+                  Int64(landing.count))
+        out.gauge("provideo_landing_waiting_bytes", "bytes of the takes waiting to land", status.landingBytes ?? 0)
+        // Summed as samples are, in doubles: lengths read from notes cannot overflow it.
+        out.header("provideo_landing_landed_bytes", "bytes of the waiting takes already copied and flushed at their "
+                   + "destination", type: "gauge")
+        out.sample("provideo_landing_landed_bytes", [:], landing.reduce(0) { $0 + Double($1.landedBytes) })
+        out.gauge("provideo_landing_failed_attempts", "failed landing attempts since each waiting take's last success, together",
+                  Int64(landing.map(\.attempts).reduce(0, +)))
         out.gauge("provideo_dead_captures", "captures of recorders that died, waiting for `provideo recover`",
                   Int64(deadCaptures))
         out.header("provideo_salvaged_recordings_total", "captures of dead recorders salvaged since the pool was created",

@@ -454,7 +454,7 @@ public final class Pool: @unchecked Sendable {
             maxCaptures: current.captureLimit, bandwidth: current.bandwidth,
             admissibleBitrate: current.bandwidth.map { Int64(Double($0) * Self.admissibleShare) },
             admittedBitrate: admitted, captures: captures, landing: landing,
-            landingBytes: landing.reduce(0) { $0 + $1.length },
+            landingBytes: landing.map(\.length).saturatingSum(),
             ioSchedulers: schedulers.isEmpty ? nil : schedulers,
             undecided: census.undecided.isEmpty ? nil : census.undecided,
             remainingCapacityIsAtLeast: unknown.isEmpty ? nil : unknown.map { $0.message })
