@@ -35,7 +35,13 @@ package final class PoolWriter: FrameWriter {
         }
     }
 
-    package func close() throws { try capture.cancel() }
+    /// Waits for the writes in flight and commits them, as direct mode flushes its file, so
+    /// every write's completion is counted (on a loaded machine all of a short run's completions
+    /// came after its last append, and the run reported none), then cancels the capture.
+    package func close() throws {
+        try capture.commitAppended()
+        try capture.cancel()
+    }
 
     package var completionLatency: LatencySummary { capture.statistics.completionLatency.summary }
 }
