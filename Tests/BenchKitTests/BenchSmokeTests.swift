@@ -35,10 +35,14 @@ import Testing
                                writeSize: 1 << 20, scratchDirectory: files)
             let remainingBefore = try pool.remainingCapacity
             let run = try ModeRunner.run(mode, plan: plan, pool: pool)
-            // An input queue of 1000 frames and a 32 MiB reserve: no frame can be lost here.
-            #expect(run.accounting.onTime + run.accounting.late == Self.frames)
-            #expect(run.accounting.dropped == 0)
-            #expect(run.bytes == sizes.total)
+            // Every frame is accounted for, and what was accepted is what was written. A frame
+            // the pool refused (overrun policy `fail`: its buffers or its grant behind a disk a
+            // neighbour holds up, as the stress mode's writer does) is counted as dropped, never
+            // written; with an input queue of 1000 frames nothing else is lost.
+            let accepted = run.accounting.onTime + run.accounting.late
+            #expect(accepted + run.accounting.dropped == Self.frames && accepted >= 1, "\(run.accounting)")
+            #expect(mode == .pool || run.accounting.dropped == 0, "\(run.accounting)")
+            #expect(run.bytes == Int64(accepted) * 1_000_000, "\(run.bytes) bytes for \(accepted) frames")
             #expect(run.samples.count == Self.frames)
             #expect(run.completionLatency.max > 0)
             // The capture was cancelled and the files removed: capacity and space come back.
