@@ -14,8 +14,11 @@ import Testing
     static let holdLimit: UInt64 = 20_000_000_000
     static let step: Int64 = 1 << 20
 
+    /// Captures whose lead is two steps (`GrantLead`): at 1 Mbit/s four seconds of stream are
+    /// less, so each test knows which grant comes when.
     static var options: CaptureOptions {
         var options = testOptions
+        options.bitrate = 1_000_000
         options.overrunPolicy = .wait(nanoseconds: 30_000_000_000)
         options.grantSize = step
         return options
@@ -214,7 +217,7 @@ import Testing
     /// Each grant is timed step by step, with its lead at landing (issue 44's table): a
     /// fallocate held 30 ms, a cut held 20 ms and a claim slot's pwrite held 10 ms show at least
     /// that (the pwrite in the claim's time holding the reserve lock); a grant asked for early
-    /// lands with the lead the recorder had (1.625 steps of stream at 100 Mbit/s), one the
+    /// lands with the lead the recorder had (1.625 steps of stream at the test's bitrate), one the
     /// recorder waited for is counted late with no lead, and every grant is counted once.
     @Test(.timeLimit(.minutes(3)))
     func eachGrantIsTimedStepByStep() throws {

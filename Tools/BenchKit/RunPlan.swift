@@ -45,16 +45,12 @@ package struct RunPlan: Sendable {
 }
 
 extension RunPlan {
-    /// Grants a capture holds beyond what it has written: its granter keeps less than three
-    /// steps ahead of the head (Sources/ProVideoStorage/Capture/CaptureGranter.swift).
-    static let grantsAhead: Int64 = 3
-
     /// Reserve bytes one stream's capture takes from a pool of `capacity` bytes: every frame,
-    /// the grants held ahead of its head at the default step for `bitrate`, and 16 MiB for
-    /// its last padded block and allocation rounding (Docs/MULTI-CHANNEL.md).
+    /// the grants held ahead of its head at the default step for `bitrate`
+    /// (`CaptureOptions.bytesHeldAhead`), and 16 MiB for its last padded block and allocation
+    /// rounding (Docs/MULTI-CHANNEL.md).
     package static func poolBytes(perStream bytes: Int64, bitrate: Int64, capacity: Int64) -> Int64 {
-        let step = CaptureOptions(bitrate: bitrate).grantStep(unit: 1, capacity: capacity)
-        return bytes + grantsAhead * step + (16 << 20)
+        bytes + CaptureOptions(bitrate: bitrate).bytesHeldAhead(unit: 1, capacity: capacity) + (16 << 20)
     }
 
     /// A warning when every stream's frames fit in its capture's buffers (`bufferBudget`, else

@@ -65,12 +65,11 @@ package enum Sizing {
             CaptureOptions(bitrate: bitrate, overrunPolicy: .fail, admitOverBandwidth: true)
         }
 
-        /// Reserve bytes one stream takes: its take, the grants its capture holds ahead (three
-        /// steps, each up to twice the configured one after slow grants), the next capture's
-        /// three, and 16 MiB for padding and rounding.
+        /// Reserve bytes one stream takes: its take, three times what its capture holds ahead
+        /// (`CaptureOptions.bytesHeldAhead`: its own, the next capture's, and a lead grown after
+        /// slow grants), and 16 MiB for padding and rounding.
         package func poolBytesPerStream(capacity: Int64) -> Int64 {
-            let step = captureOptions.grantStep(unit: 1, capacity: capacity)
-            return segmentBytes + 3 * RunPlan.grantsAhead * step + (16 << 20)
+            segmentBytes + 3 * captureOptions.bytesHeldAhead(unit: 1, capacity: capacity) + (16 << 20)
         }
     }
 

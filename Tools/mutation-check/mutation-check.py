@@ -310,6 +310,19 @@ MUTATIONS = [
      "    func advance(to head: Int64, needing end: Int64) -> Grants {\n",
      "    func advance(to head: Int64, needing end: Int64) -> Grants {\n        condition.lock(); defer { condition.unlock() }\n",
      "anAppendTakesNoLockTheGranterHolds"),
+    # Leads in stream time (issue 44 items 2 and 3).
+    ("a capture's lead is two steps, not stream time", S + "Capture/GrantLead.swift",
+     "        ask = max(min(Self.streamBytes(time, bitrate: bitrate), eighth), steps)\n",
+     "        ask = steps\n",
+     "grantsSlowerThanTwoStepsRefuseNoFrame|aLeadIsStreamTimeFromTheSlowestGrant"),
+    ("a grant fills the lead only to where it asks", S + "Capture/GrantLead.swift",
+     "        fill = ask + min(Self.streamBytes(slowest, bitrate: bitrate), eighth / 2)\n",
+     "        fill = ask\n",
+     "grantsSlowerThanTwoStepsRefuseNoFrame|aLeadIsStreamTimeFromTheSlowestGrant"),
+    ("a capture's slow grant is not shared with the pool's other captures", S + "Capture/CaptureGranter.swift",
+     "                    slowest.record(allocatedAt - started, at: allocatedAt)\n",
+     "",
+     "oneCapturesSlowGrantLengthensEveryLead"),
 ]
 
 

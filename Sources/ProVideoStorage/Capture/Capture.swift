@@ -54,10 +54,10 @@ public final class Capture {
     let engine: WriteEngine
     let alignment: Int
     /// The bytes granted to the capture's file so far, as last seen: it may write below this
-    /// offset. The granter is told the head once less than two of its steps (`grantStep`, as
+    /// offset. The granter is told the head once less than its lead (`grantLead`, as
     /// last seen) are left ahead.
     var capacity: Int64
-    var grantStep: Int64
+    var grantLead: Int64
     let memory: AlignedBuffer
     /// A patch was made since the last `commitAppended`.
     private var patchedSinceCommit = false
@@ -105,7 +105,7 @@ public final class Capture {
         commitFile = try FileDescriptor.open(files.commit, O_RDWR | O_DSYNC)
         alignment = journal.alignment
         let grants = granter.current
-        (capacity, grantStep) = (grants.granted, grants.step)
+        (capacity, grantLead) = (grants.granted, grants.lead)
         let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: host.optimalIOSize)
         let count = options.bufferCount(writeSize: slotSize)
         guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),
@@ -479,10 +479,10 @@ public final class Capture {
     ///   open either way.
     func requireGranted(_ end: Int64, waitingUntil deadline: UInt64?) throws {
         // Most appends find seconds of grant ahead and do not touch the granter.
-        guard end > capacity - 2 * grantStep else { return }
+        guard end > capacity - grantLead else { return }
         var grants = granter.advance(to: length, needing: end)
         if end > grants.granted, let deadline { grants = granter.wait(reaching: end, until: deadline) }
-        (capacity, grantStep) = (grants.granted, grants.step)
+        (capacity, grantLead) = (grants.granted, grants.lead)
         guard end > capacity else { return }
         if let failure = grants.failure { throw failure }
         // An empty reserve is `.storageFull` only once the granter has answered this ask: an

@@ -5,22 +5,24 @@ import Synchronization
 /// thread of the capture that calls fallocate(2). The recorder's thread reads what is granted
 /// and never waits for a grant unless its overrun policy lets it wait (`wait(reaching:until:)`).
 ///
-/// The thread grants whenever less than two steps are granted beyond the head, or the recorder
-/// asked for more than is granted, so the capture holds two to three steps it has not written
-/// (less than three: the bound on the space it can strand); the capture starts with two. Two
-/// steps ahead, four seconds of stream by default, because a grant's fallocate waits for the filesystem's journal, which a
-/// neighbour's fsync of gigabytes of page cache can hold for seconds (measured on this thread:
-/// grants of 250 MB took up to 2.1 s on ext4 beside the bench's noise writer), and on a
-/// throttled disk (20 MB/s, cgroup io.max) a 16 MiB grant took 0.8–1.7 s. On ext4 a grant's
-/// fallocate also waits for every write of the capture in flight, and the writes submitted
-/// meanwhile wait for it (`inode_dio_wait` under the inode lock; measured: 0.1 ms idle, 90–161
-/// ms with 32 writes of 4 MiB in flight), so each grant is a pause in the capture's writes as
-/// long as one write's latency (fewer, larger steps would pause less often). The step adapts:
-/// each grant's step is at least twice what the stream wrote while the previous grant ran,
-/// up to four times the configured step. When the reserve is empty it looks again every
-/// second (a replenish or a finished capture may refill it), or at once when the recorder asks.
-/// A grant's cut of the reserve (`ReserveGrants.cut`) is made by the capture's `ReserveCutter`,
-/// so that the next grant never waits for it (issue 44).
+/// The thread grants whenever less than the capture's lead (`GrantLead.ask`: four seconds of
+/// stream at least, twice the slowest recent grant of the pool's captures, and two steps) is
+/// granted beyond the head, or the recorder asked for more than is granted; one grant fills
+/// the lead (`GrantLead.fill`: one slowest grant's stream more), so the capture holds less than
+/// its fill plus one step it has not written (the bound on the space it can strand). The
+/// capture starts with its fill. A lead in time, because a grant's fallocate waits for the
+/// filesystem's journal, which a neighbour's fsync of gigabytes of page cache can hold for
+/// seconds (measured on this thread: grants of 250 MB took up to 2.1 s on ext4 beside the
+/// bench's noise writer, and up to 8.5 s near the disk's limit on a `discard` mount), and on a
+/// throttled disk (20 MB/s, cgroup io.max) a 16 MiB grant took 0.8–1.7 s. On ext4 a grant's fallocate also waits for every write of the
+/// capture in flight, and the writes submitted meanwhile wait for it (`inode_dio_wait` under
+/// the inode lock; measured: 0.1 ms idle, 90–161 ms with 32 writes of 4 MiB in flight), so each
+/// grant is a pause in the capture's writes as long as one write's latency (fewer, larger steps
+/// pause less often). The step adapts: each grant's step is at least twice what the stream
+/// wrote while the previous grant ran, up to four times the configured step. When the reserve
+/// is empty it looks again every second (a replenish or a finished capture may refill it), or
+/// at once when the recorder asks. A grant's cut of the reserve (`ReserveGrants.cut`) is made
+/// by the capture's `ReserveCutter`, so that the next grant never waits for it (issue 44).
 ///
 /// The recorder's thread takes no lock the granter's thread holds (issue 41): what it reads of
 /// the grants and what it tells the granter are atomics, each written by one side, and it wakes
@@ -45,8 +47,11 @@ final class CaptureGranter: @unchecked Sendable {
         /// The error that stopped the thread's grants (`.ioError`, `.invariantViolated`).
         var failure: ProVideoError?
         /// The bytes per grant the thread uses now (the configured step, grown after slow
-        /// grants): it grants when less than two of them are left ahead of the head.
+        /// grants).
         var step: Int64
+        /// The bytes the thread keeps granted ahead of the head (`GrantLead.ask`): it grants
+        /// when less is left.
+        var lead: Int64
     }
 
     /// Bytes per grant as configured, a multiple of the reserve's unit.
@@ -63,6 +68,7 @@ final class CaptureGranter: @unchecked Sendable {
     // Written by the thread, read by the recorder.
     private let granted: Atomic<Int64>
     private let step: Atomic<Int64>
+    private let lead: Atomic<Int64>
     /// The last ask the thread tried to meet, shifted left by one, with bit 0 set when that
     /// try found the reserve empty: one word, so an answer is never read with another's emptiness.
     private let answer = Atomic<UInt64>(0)
@@ -86,8 +92,13 @@ final class CaptureGranter: @unchecked Sendable {
     /// is not torn by a cut of this capture.
     private var cuts: UInt64 = 0
     private var cutter: ReserveCutter?
-    /// The declared bitrate, bits per second: a grant's lead at landing as stream time.
+    /// The declared bitrate, bits per second: the lead in bytes, and a grant's lead at landing
+    /// as stream time.
     private let bitrate: Int64
+    /// The slowest recent grant of the pool's captures, this one's included.
+    private let slowest: SlowestGrant
+    /// The pool's capacity at the capture's start, bytes.
+    private let capacity: Int64
     private var timings = GrantTimings()
     /// How long `stop()` waits for the cutter's last cuts at most, in nanoseconds.
     private static let cutLimit: UInt64 = 30_000_000_000
@@ -102,16 +113,24 @@ final class CaptureGranter: @unchecked Sendable {
     ///   - data: the capture's file, opened for writing (a descriptor of the granter's own).
     ///   - granted: its size, the bytes granted so far.
     ///   - step: bytes per grant, a multiple of `unit` (the reserve's allocation unit).
-    ///   - bitrate: the capture's declared bitrate, bits per second (`GrantTimings.leadAtLanding`).
+    ///   - bitrate: the capture's declared bitrate, bits per second (`GrantLead`,
+    ///     `GrantTimings.leadAtLanding`).
+    ///   - capacity: the pool's capacity, bytes (`GrantLead`: a lead takes at most an eighth).
+    ///   - slowest: the slowest recent grant of the pool's captures, which this one's grants add to.
     /// - Throws: `.ioError` when the thread's eventfd cannot be made (`ThreadWake`).
-    init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, step: Int64, bitrate: Int64) throws {
+    init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, step: Int64, bitrate: Int64,
+         capacity: Int64, slowest: SlowestGrant) throws {
         self.grants = grants
         self.data = data
         self.configuredStep = step
         self.bitrate = bitrate
+        self.slowest = slowest
         unit = grants.reserve.unit
         self.granted = Atomic(granted)
         self.step = Atomic(step)
+        self.capacity = capacity
+        lead = Atomic(GrantLead(step: step, bitrate: bitrate, capacity: capacity,
+                                slowestGrant: slowest.slowest(now: MonotonicTime.now())).ask)
         wake = try ThreadWake()
         // Weak: a cut still failing at `stop()`'s deadline ends after the granter may be gone.
         cutter = ReserveCutter(grants: grants, beginning: { [weak self] reserveBefore, amount in
@@ -196,11 +215,12 @@ final class CaptureGranter: @unchecked Sendable {
         let answer = answer.load(ordering: .sequentiallyConsistent)
         let failure = failed.load(ordering: .sequentiallyConsistent) ? failure.withLock { $0 } : nil
         return Grants(granted: grantedBytes, reserveEmpty: answer & 1 == 1, answered: answer >> 1 >= ask,
-                      failure: failure, step: step.load(ordering: .sequentiallyConsistent))
+                      failure: failure, step: step.load(ordering: .sequentiallyConsistent),
+                      lead: lead.load(ordering: .sequentiallyConsistent))
     }
 
     /// Tells the thread the capture has appended up to `head` bytes and needs `end` granted;
-    /// wakes it when the lead has fallen below two steps or `end` is beyond the granted bytes.
+    /// wakes it when less than its lead is granted ahead or `end` is beyond the granted bytes.
     /// Never waits for a grant and takes no lock; called on the recorder's thread only.
     func advance(to head: Int64, needing end: Int64) -> Grants {
         self.head.store(head, ordering: .sequentiallyConsistent)
@@ -216,7 +236,7 @@ final class CaptureGranter: @unchecked Sendable {
             ask += 1
             asked.store(ask, ordering: .sequentiallyConsistent)
         }
-        if before.granted - head < 2 * before.step || end > before.granted { wake.wake() }
+        if before.granted - head < before.lead || end > before.granted { wake.wake() }
         return grants(answering: ask)
     }
 
@@ -260,17 +280,21 @@ final class CaptureGranter: @unchecked Sendable {
             let headBefore = head.load(ordering: .sequentiallyConsistent)
             let from = grantedBytes, step = step.load(ordering: .sequentiallyConsistent)
             let now = MonotonicTime.now()
+            // Read again at every look: another capture's slow grant lengthens this lead now.
+            let lead = GrantLead(step: step, bitrate: bitrate, capacity: capacity, slowestGrant: slowest.slowest(now: now))
+            self.lead.store(lead.ask, ordering: .sequentiallyConsistent)
             let resting = ask == answer.load(ordering: .sequentiallyConsistent) >> 1
                 && emptyAt.map { now < $0 + Self.emptyRetry } == true
-            let short = wanted > from || from - headBefore < 2 * step
+            let short = wanted > from || from - headBefore < lead.ask
             guard short, !resting, !failed.load(ordering: .sequentiallyConsistent) else {
                 // A change the recorder makes after the look above wakes this wait at once.
                 wake.wait(until: now + (resting ? Self.emptyRetry / 4 : Self.emptyRetry))
                 continue
             }
-            // A need beyond the granted bytes takes what it needs, not a shared half.
+            // A need beyond the granted bytes takes what it needs, not a shared half; a lead
+            // short by more than a step is filled in one grant.
             let needing = wanted > from
-            let bytes = max(step, wanted - from)
+            let bytes = max(step, wanted - from, lead.fill - (from - headBefore))
             grantLock.lock()
             // `stop()` may have come before the lock and found `grantLock` free: it has
             // returned, so the capture's file must not change now.
@@ -290,6 +314,7 @@ final class CaptureGranter: @unchecked Sendable {
                 if claimed > 0 {
                     let cutting = try grants.allocate(claimed, to: data, granted: from)
                     let allocatedAt = MonotonicTime.now()
+                    slowest.record(allocatedAt - started, at: allocatedAt)
                     // Late: the recorder had asked for bytes past the old end (it waited, or
                     // was refused); its lead then was none.
                     let late = self.wanted.load(ordering: .sequentiallyConsistent) > from
@@ -341,8 +366,9 @@ final class CaptureGranter: @unchecked Sendable {
     }
 
     /// The next grants' step: at least twice the bytes the stream wrote while the last grant
-    /// ran, so that the lead of two steps outlasts a grant as slow as that one; rounded up to
-    /// `unit`, between the configured step and `maximumStepGrowth` times it.
+    /// ran, so that a slow filesystem is granted in fewer, larger steps (each grant pauses the
+    /// capture's writes on ext4); rounded up to `unit`, between the configured step and
+    /// `maximumStepGrowth` times it.
     static func adaptedStep(configured: Int64, unit: Int64, writtenDuringGrant written: Int64) -> Int64 {
         let doubled = written >= Int64.max / 4 ? Int64.max / 2 : 2 * max(written, 0)
         let wanted = (doubled + unit - 1) / unit * unit

@@ -47,8 +47,10 @@ public struct CaptureOptions: Sendable {
     public var admitOverBandwidth: Bool
     /// Bytes the capture's file is granted from the pool's reserve at a time, ahead of its
     /// write head (Docs/MULTI-CHANNEL.md). Default: two seconds at `bitrate`, at least 16 MiB,
-    /// at most 1 GiB and at most a sixteenth of the pool's capacity. A running capture holds
-    /// less than three grants beyond what it wrote: the space another capture can find stranded.
+    /// at most 1 GiB and at most a sixteenth of the pool's capacity. The granter keeps a lead of
+    /// at least four seconds at `bitrate` (at most an eighth of the pool) and two grants, longer
+    /// after slow grants (`GrantLead`), so a running capture holds less than its lead and one
+    /// grant beyond what it wrote: the space another capture can find stranded (`bytesHeldAhead`).
     public var grantSize: Int64?
 
     public init(bitrate: Int64 = 880_000_000, bufferBudget: Int? = nil, writeSize: Int? = nil,
@@ -71,6 +73,14 @@ public struct CaptureOptions: Sendable {
     package func grantStep(unit: Int64, capacity: Int64) -> Int64 {
         let wanted = grantSize ?? min(max(bitrate / 8 * 2, 16 << 20), 1 << 30, max(capacity / 16, unit))
         return max((wanted + unit - 1) / unit * unit, unit)
+    }
+
+    /// Bytes a running capture holds granted beyond what it wrote, at most, in a pool of
+    /// `capacity` bytes whose grants are quick: its least lead (`GrantLead.fill`) and one step.
+    /// Slower grants lengthen the lead, up to 24 s of stream.
+    package func bytesHeldAhead(unit: Int64, capacity: Int64) -> Int64 {
+        let step = grantStep(unit: unit, capacity: capacity)
+        return GrantLead(step: step, bitrate: bitrate, capacity: capacity, slowestGrant: 0).fill + step
     }
 
     /// The write size for `alignment` and the device's optimal I/O size (0 when unknown): a

@@ -50,7 +50,7 @@ extension Pool {
                                      startedAt: Date().timeIntervalSince1970, pid: ProcessIdentity.pid)
         journal.landInBackground = try options.landing.landsInBackground(destination, poolDirectory: path)
         let reserveFile = reserve(layout.reserve)
-        var step: Int64 = 0
+        var step: Int64 = 0, capacity: Int64 = 0
         var granted: Int64 = 0
         try lock.withMutation {
             let busy = try lock.heldByOthers()
@@ -61,7 +61,8 @@ extension Pool {
                 try salvageDeadCaptures(control: .none)
                 configuration = try PoolConfiguration.load(layout.configuration)
                 // The capacity now, not at open: another process may have resized the pool.
-                step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
+                capacity = configuration.initialCapacity
+                step = options.grantStep(unit: reserveFile.unit, capacity: capacity)
                 let (running, undecided) = try captureCensus()
                 try refuseTakenDestination(destination, running: running)
                 try admit(options, running: running, undecided: undecided, journal: &journal)
@@ -73,11 +74,12 @@ extension Pool {
                 try createCaptureFiles(files, journal, claim: claim, owner: owner)
                 CrashPoint.hit("capture.journaled")
                 let data = try FileDescriptor.open(files.data, O_RDWR)
-                // The two steps the granter keeps ahead: a capture that started with one depended
-                // on its granter's first grant within one step of stream, and takes started beside
+                // The lead the granter keeps: a capture that started with less depended on its
+                // granter's first grant within that much stream, and takes started beside
                 // running captures (whose grants and returns held the reserve lock for up to 2 s)
                 // refused frames awaiting it.
-                let lead = min(step, Int64.max / 2) * 2
+                let lead = GrantLead(step: step, bitrate: options.bitrate, capacity: capacity,
+                                     slowestGrant: slowestGrant.slowest(now: MonotonicTime.now())).fill
                 granted = try ReserveGrants(reserve: reserveFile, lock: lock).grant(lead, to: data, granted: 0, sharing: true)
                 guard granted > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity: the running captures "
@@ -96,7 +98,8 @@ extension Pool {
             let data = try FileDescriptor.open(files.data, O_RDWR, direct: true)
             let started = try CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
                                          data: try FileDescriptor.open(files.data, O_RDWR), granted: granted, step: step,
-                                         bitrate: options.bitrate)
+                                         bitrate: options.bitrate, capacity: capacity,
+                                         slowest: slowestGrant)
             granter = started
             let host = CaptureHost(
                 calls: calls, optimalIOSize: configuration.storage.device.optimalIOSize, reserve: reserveFile,

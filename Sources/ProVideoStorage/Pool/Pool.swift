@@ -25,6 +25,8 @@ public final class Pool: @unchecked Sendable {
     /// The pool directory's owner and group, which every pool file gets (`PoolAccess`).
     let access: PoolAccess
     let state: Mutex<PoolState>
+    /// The slowest recent grant of this pool's captures, which sizes their leads (`GrantLead`).
+    let slowestGrant = SlowestGrant()
     var configuration: PoolConfiguration {
         get { state.withLock { $0.configuration } }
         set { state.withLock { $0.configuration = newValue } }

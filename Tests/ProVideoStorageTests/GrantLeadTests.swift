@@ -1,0 +1,184 @@
+import Foundation
+import Glibc
+import TestSupport
+import Testing
+@testable import ProVideoStorage
+
+/// A capture's lead is stream time sized from the grants the pool's captures measured, not a
+/// count of steps (issue 44 items 2 and 3): grants slower than two steps of stream refuse no
+/// frame, and one capture's slow grant lengthens every capture's lead.
+@Suite struct GrantLeadTests {
+    /// How long a held grant waits for what it waits for, in nanoseconds.
+    static let holdLimit: UInt64 = 20_000_000_000
+
+    /// The rule's figures: four seconds of stream by default, twice the slowest grant once one
+    /// is slower than two seconds, 16 s at most; never above an eighth of the pool nor below
+    /// two steps; the fill one slowest grant beyond the ask (at most a sixteenth of the pool).
+    @Test func aLeadIsStreamTimeFromTheSlowestGrant() {
+        let mebibyte: Int64 = 1 << 20, gibibyte: Int64 = 1 << 30
+        // 16 Mbit/s: 2,000,000 bytes a second.
+        let quick = GrantLead(step: mebibyte, bitrate: 16_000_000, capacity: 64 * gibibyte, slowestGrant: 0)
+        #expect(quick.ask == 8_000_000 && quick.fill == 8_000_000, "\(quick)")
+        let slow = GrantLead(step: mebibyte, bitrate: 16_000_000, capacity: 64 * gibibyte, slowestGrant: 3_000_000_000)
+        #expect(slow.ask == 12_000_000 && slow.fill == 18_000_000, "\(slow)")
+        let stalled = GrantLead(step: mebibyte, bitrate: 16_000_000, capacity: 64 * gibibyte, slowestGrant: 60_000_000_000)
+        #expect(stalled.ask == 32_000_000 && stalled.fill == 48_000_000, "\(stalled)")
+        let smallPool = GrantLead(step: mebibyte, bitrate: 16_000_000, capacity: 32 * mebibyte, slowestGrant: 3_000_000_000)
+        #expect(smallPool.ask == 4 * mebibyte && smallPool.fill == 6 * mebibyte, "\(smallPool)")
+        let bigSteps = GrantLead(step: 64 * mebibyte, bitrate: 16_000_000, capacity: 64 * gibibyte, slowestGrant: 0)
+        #expect(bigSteps.ask == 128 * mebibyte && bigSteps.fill == 128 * mebibyte, "\(bigSteps)")
+        let noBitrate = GrantLead(step: mebibyte, bitrate: 0, capacity: 64 * gibibyte, slowestGrant: 5_000_000_000)
+        #expect(noBitrate.ask == 2 * mebibyte && noBitrate.fill == 2 * mebibyte, "\(noBitrate)")
+        let extreme = GrantLead(step: Int64.max, bitrate: Int64.max, capacity: Int64.max, slowestGrant: .max)
+        #expect(extreme.ask > 0 && extreme.fill >= extreme.ask)
+    }
+
+    /// The slowest grant counts for its window and is then forgotten; a faster one never
+    /// replaces a slower one inside it, a slower one does.
+    @Test func theSlowestGrantIsForgottenAfterItsWindow() {
+        let record = SlowestGrant()
+        #expect(record.slowest(now: 1_000) == 0)
+        record.record(2_000_000_000, at: 10_000_000_000)
+        record.record(500_000_000, at: 11_000_000_000)
+        #expect(record.slowest(now: 12_000_000_000) == 2_000_000_000)
+        record.record(3_000_000_000, at: 13_000_000_000)
+        #expect(record.slowest(now: 13_000_000_000 + SlowestGrant.window - 1) == 3_000_000_000)
+        #expect(record.slowest(now: 13_000_000_000 + SlowestGrant.window) == 0)
+        record.record(100_000_000, at: 13_000_000_000 + SlowestGrant.window)
+        #expect(record.slowest(now: 14_000_000_000 + SlowestGrant.window) == 100_000_000)
+    }
+
+    /// Three captures at 16 Mbit/s with 1 MiB steps (two of them were a second of stream), each
+    /// appending in real time, and every grant after their starts held in its fallocate until
+    /// its capture's head has gone two seconds of stream further: no frame is refused for want
+    /// of a grant (`.fail`), every capture's holds ran their two seconds (the race ran), and
+    /// each take holds its frames. The hold ends on stream, not time, so a slow machine makes
+    /// it no shorter; with leads of two steps, each capture's first hold ended on a refusal.
+    @Test(.timeLimit(.minutes(3)))
+    func grantsSlowerThanTwoStepsRefuseNoFrame() throws {
+        let count = 3, bitrate: Int64 = 16_000_000, frame = 128 << 10, frames = 96
+        let slowBytes = GrantLead.streamBytes(2_000_000_000, bitrate: bitrate)
+        // Per capture (by its directory's name): bytes appended, frames refused, appending done;
+        // and each hold's end: true when the head went its two seconds.
+        let heads = Shared([String: (appended: Int64, refused: Int, done: Bool)]())
+        let holds = Shared([String: [Bool]]())
+        var calls = SystemCalls.live
+        calls.fallocate = { fd, keepSize, offset, length in
+            let path = TestSupport.path(of: fd)
+            guard offset > 0, path.hasSuffix("/data"), let id = Self.captureID(path) else {
+                return SystemCalls.live.fallocate(fd, keepSize, offset, length)
+            }
+            let start = heads.current[id]?.appended ?? 0
+            let deadline = MonotonicTime.now() + Self.holdLimit
+            var ran = false
+            while MonotonicTime.now() < deadline {
+                let head = heads.current[id] ?? (0, 0, false)
+                if head.appended >= start + slowBytes { ran = true; break }
+                if head.refused > 0 || head.done { break }
+                usleep(1_000)
+            }
+            holds.update { $0[id, default: []].append(ran) }
+            return SystemCalls.live.fallocate(fd, keepSize, offset, length)
+        }
+        try withPool(capacity: 96 << 20, calls: calls) { pool, scratch in
+            var options = testOptions
+            options.bitrate = bitrate
+            options.grantSize = 1 << 20
+            options.overrunPolicy = .fail
+            // Every frame fits in the buffers: a refusal can only be the grant's.
+            options.bufferBudget = frame * frames
+            let captures = try (0..<count).map { try pool.startCapture(to: scratch + "/slow-\($0).mov", options: options) }
+            let interval = UInt64(frame) * 8 * 1_000_000_000 / UInt64(bitrate)
+            let outcomes = Shared([Int: (frames: [UInt8], refusals: [String])]())
+            let threads = captures.enumerated().map { index, capture in
+                Thread {
+                    let id = capture.files.id
+                    var accepted: [UInt8] = [], refusals: [String] = []
+                    let patterns = (0..<frames).map { TestSupport.pattern(frame, seed: UInt64(index * 1000 + $0)) }
+                    let started = MonotonicTime.now()
+                    for (number, pattern) in patterns.enumerated() {
+                        TestSupport.sleep(untilMonotonic: started + UInt64(number) * interval)
+                        do {
+                            try capture.append(pattern)
+                            accepted += pattern
+                            heads.update { $0[id, default: (0, 0, false)].appended += Int64(frame) }
+                        } catch {
+                            refusals.append("\(error)")
+                            heads.update { $0[id, default: (0, 0, false)].refused += 1 }
+                        }
+                    }
+                    heads.update { $0[id, default: (0, 0, false)].done = true }
+                    outcomes.update { $0[index] = (accepted, refusals) }
+                }
+            }
+            threads.forEach { $0.start() }
+            #expect(Self.awaiting { outcomes.current.count == count }, "the appenders never finished")
+            for (index, capture) in captures.enumerated() {
+                let (accepted, refusals) = outcomes.current[index] ?? ([], ["never ran"])
+                let ran = holds.current[capture.files.id] ?? []
+                #expect(refusals.isEmpty, "slow-\(index): \(refusals.count) refused: \(refusals.prefix(2))")
+                #expect(capture.statistics.grantOverruns == 0)
+                #expect(ran.first == true, "slow-\(index): its holds \(ran) (true: the head went two seconds)")
+                let result = try capture.finish()
+                #expect(TestSupport.fileHolds(result.path, accepted), "slow-\(index) does not hold its frames")
+            }
+            #expect(try pool.check() == [])
+        }
+    }
+
+    /// A grant one capture found slow lengthens another capture's lead before that capture's own
+    /// next grant: with the first capture's grant held 3 s, the second, which has written
+    /// nothing, asks early: its lead (`ask`) grows to the stream of twice that, and its file is
+    /// granted that far, by grants of its own that were not slow.
+    @Test(.timeLimit(.minutes(3)))
+    func oneCapturesSlowGrantLengthensEveryLead() throws {
+        let holdNanoseconds: UInt64 = 3_000_000_000, bitrate: Int64 = 16_000_000, capacity: Int64 = 128 << 20
+        let slowID = Shared<String?>(nil)
+        var calls = SystemCalls.live
+        calls.fallocate = { fd, keepSize, offset, length in
+            if offset > 0, let id = slowID.current, TestSupport.path(of: fd).contains("/captures/\(id)/") {
+                TestSupport.sleep(nanoseconds: holdNanoseconds)
+            }
+            return SystemCalls.live.fallocate(fd, keepSize, offset, length)
+        }
+        try withPool(capacity: capacity, calls: calls) { pool, scratch in
+            var options = testOptions
+            options.bitrate = bitrate
+            options.grantSize = 1 << 20
+            let slow = try pool.startCapture(to: scratch + "/slow.mov", options: options)
+            let other = try pool.startCapture(to: scratch + "/other.mov", options: options)
+            #expect(other.granter.current.lead == 8_000_000, "four seconds at 16 Mbit/s")
+            slowID.update { $0 = slow.files.id }
+            // The second frame's head is below the lead: the slow capture's granter grants, slowly.
+            let frames = (0..<2).map { TestSupport.pattern(1 << 20, seed: UInt64($0)) }
+            for frame in frames { try slow.append(frame) }
+            let longer = GrantLead(step: 1 << 20, bitrate: bitrate, capacity: capacity, slowestGrant: holdNanoseconds).ask
+            #expect(Self.awaiting { other.granter.current.lead >= longer },
+                    "the other capture's lead stayed \(other.granter.current.lead), not \(longer)")
+            #expect(Self.awaiting { other.granter.grantedBytes >= longer },
+                    "the other capture was granted \(other.granter.grantedBytes), not its lead \(longer)")
+            #expect(other.grantTimings.allocate.count >= 1 && other.grantTimings.allocate.maximum < holdNanoseconds,
+                    "the other capture's own grants: \(other.grantTimings.allocate.summary)")
+            #expect(slow.grantTimings.allocate.maximum >= holdNanoseconds)
+            #expect(try slow.finish().length == Int64(2 << 20))
+            #expect(try other.finish().length == 0)
+        }
+    }
+
+    /// The capture directory's name in the path of a capture's file (`…/captures/ID/data`).
+    static func captureID(_ path: String) -> String? {
+        let parts = path.split(separator: "/")
+        guard let index = parts.lastIndex(of: "captures"), index + 2 < parts.count else { return nil }
+        return String(parts[index + 1])
+    }
+
+    /// Waits until `condition` holds or `holdLimit` passed; returns whether it held.
+    static func awaiting(_ condition: () -> Bool) -> Bool {
+        let deadline = MonotonicTime.now() + holdLimit
+        while !condition() {
+            guard MonotonicTime.now() < deadline else { return false }
+            usleep(1_000)
+        }
+        return true
+    }
+}
