@@ -48,18 +48,19 @@ import Testing
         #expect(record.slowest(now: 14_000_000_000 + SlowestGrant.window) == 100_000_000)
     }
 
-    /// Three captures at 16 Mbit/s with 1 MiB steps (two of them were a second of stream), each
-    /// appending in real time, and every grant after their starts held in its fallocate until
-    /// its capture's head has gone two seconds of stream further: no frame is refused for want
-    /// of a grant (`.fail`), every capture's holds ran their two seconds (the race ran), and
-    /// each take holds its frames. The hold ends on stream, not time, so a slow machine makes
-    /// it no shorter; with leads of two steps, each capture's first hold ended on a refusal.
+    /// Three captures at 16 Mbit/s with 512 KiB steps (two of them were half a second of
+    /// stream), each appending in real time, and every grant after their starts held in its
+    /// fallocate until its capture's head has gone one second of stream further: no frame is
+    /// refused for want of a grant (`.fail`), every capture's first hold ran its second (the
+    /// race ran), and each take holds its frames. The hold ends on stream, not time, so a slow
+    /// machine makes it no shorter; with leads of two steps, each capture's first hold ended on
+    /// a refusal. The lead of four seconds leaves three for the machine's own delays.
     @Test(.timeLimit(.minutes(3)))
     func grantsSlowerThanTwoStepsRefuseNoFrame() throws {
         let count = 3, bitrate: Int64 = 16_000_000, frame = 128 << 10, frames = 96
-        let slowBytes = GrantLead.streamBytes(2_000_000_000, bitrate: bitrate)
+        let slowBytes = GrantLead.streamBytes(1_000_000_000, bitrate: bitrate)
         // Per capture (by its directory's name): bytes appended, frames refused, appending done;
-        // and each hold's end: true when the head went its two seconds.
+        // and each hold's end: true when the head went its second.
         let heads = Shared([String: (appended: Int64, refused: Int, done: Bool)]())
         let holds = Shared([String: [Bool]]())
         var calls = SystemCalls.live
@@ -83,7 +84,7 @@ import Testing
         try withPool(capacity: 96 << 20, calls: calls) { pool, scratch in
             var options = testOptions
             options.bitrate = bitrate
-            options.grantSize = 1 << 20
+            options.grantSize = 512 << 10
             options.overrunPolicy = .fail
             // Every frame fits in the buffers: a refusal can only be the grant's.
             options.bufferBudget = frame * frames
@@ -118,7 +119,7 @@ import Testing
                 let ran = holds.current[capture.files.id] ?? []
                 #expect(refusals.isEmpty, "slow-\(index): \(refusals.count) refused: \(refusals.prefix(2))")
                 #expect(capture.statistics.grantOverruns == 0)
-                #expect(ran.first == true, "slow-\(index): its holds \(ran) (true: the head went two seconds)")
+                #expect(ran.first == true, "slow-\(index): its holds \(ran) (true: the head went a second)")
                 let result = try capture.finish()
                 #expect(TestSupport.fileHolds(result.path, accepted), "slow-\(index) does not hold its frames")
             }
@@ -129,7 +130,8 @@ import Testing
     /// A grant one capture found slow lengthens another capture's lead before that capture's own
     /// next grant: with the first capture's grant held 3 s, the second, which has written
     /// nothing, asks early: its lead (`ask`) grows to the stream of twice that, and its file is
-    /// granted that far, by grants of its own that were not slow.
+    /// granted that far. With its head at 0 and its start's fill granted, nothing but the
+    /// shared slowest grant could make it ask.
     @Test(.timeLimit(.minutes(3)))
     func oneCapturesSlowGrantLengthensEveryLead() throws {
         let holdNanoseconds: UInt64 = 3_000_000_000, bitrate: Int64 = 16_000_000, capacity: Int64 = 128 << 20
@@ -157,8 +159,6 @@ import Testing
                     "the other capture's lead stayed \(other.granter.current.lead), not \(longer)")
             #expect(Self.awaiting { other.granter.grantedBytes >= longer },
                     "the other capture was granted \(other.granter.grantedBytes), not its lead \(longer)")
-            #expect(other.grantTimings.allocate.count >= 1 && other.grantTimings.allocate.maximum < holdNanoseconds,
-                    "the other capture's own grants: \(other.grantTimings.allocate.summary)")
             #expect(slow.grantTimings.allocate.maximum >= holdNanoseconds)
             #expect(try slow.finish().length == Int64(2 << 20))
             #expect(try other.finish().length == 0)
