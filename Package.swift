@@ -49,6 +49,10 @@ let package = Package(
         .executableTarget(
             name: "provideo-bench", dependencies: ["ProVideoStorage", "CommandLineSupport", "BenchKit"],
             path: "Tools/provideo-bench", exclude: ["traces"]),
+        // Docs/SWIFT-API.md's first program, byte for byte (SwiftAPIExampleTests builds and runs it).
+        // Built with warnings as errors: a blocking overload picked under `await` is a warning.
+        .executableTarget(name: "swift-api-example", dependencies: ["ProVideoStorage"], path: "Tools/swift-api-example",
+                          swiftSettings: [.unsafeFlags(["-warnings-as-errors"])]),
         // Helpers every test target shares: scratch directories, built tools as processes,
         // loop filesystems, crash kits, and FaultEngine (the fault-injecting write engine).
         .target(
