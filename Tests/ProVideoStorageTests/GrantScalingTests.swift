@@ -24,6 +24,15 @@ import Testing
         return options
     }
 
+    /// A capture started in `pool` whose start's grant has been cut from the reserve (its
+    /// granter's cutter makes that cut after the start returns): the tests below hold or time
+    /// the cuts of the grants that follow.
+    static func started(_ pool: Pool, to destination: String) throws -> Capture {
+        let capture = try pool.startCapture(to: destination, options: options)
+        #expect(awaiting { !capture.granter.startCutPending }, "the start's grant was never cut")
+        return capture
+    }
+
     /// Waits until `condition` holds or `holdLimit` passed; returns whether it held.
     static func awaiting(_ condition: () -> Bool) -> Bool {
         let deadline = MonotonicTime.now() + holdLimit
@@ -122,6 +131,45 @@ import Testing
             let result = try started.finish()
             #expect(TestSupport.fileHolds(result.path, accepted))
             #expect(try pool.check() == [])
+        }
+    }
+
+    /// A capture's start makes no cut of the reserve itself: its grant's cut is its granter's
+    /// cutter's, made after `startCapture` returned. With the first capture's start cut held
+    /// inside its ftruncate until a second capture has started, the second started within the
+    /// hold (a start that cut under the pool's mutation lock held every other start behind it:
+    /// a take switch beside nine streams on a `discard` mount failed "another thread of this
+    /// process has held the pool's lock for 30 s"), both takes hold their frames, and the pool
+    /// is whole once the cuts are made.
+    @Test(.timeLimit(.minutes(3)))
+    func aStartsCutNeverDelaysAnotherStart() throws {
+        let armed = Shared(true), holding = Shared(false), secondStarted = Shared(false), startedInTheHold = Shared<Bool?>(nil)
+        var calls = SystemCalls.live
+        calls.ftruncate = { fd, length in
+            let hold = TestSupport.path(of: fd).hasSuffix("/pool/reserve") && armed.update { armed in
+                defer { armed = false }
+                return armed
+            }
+            if hold {
+                holding.update { $0 = true }
+                startedInTheHold.update { $0 = Self.awaiting { secondStarted.current } }
+            }
+            return SystemCalls.live.ftruncate(fd, length)
+        }
+        try withPool(capacity: 32 << 20, calls: calls) { pool, scratch in
+            let first = try pool.startCapture(to: scratch + "/first.mov", options: Self.options)
+            #expect(Self.awaiting { holding.current }, "the first start's grant was never cut")
+            let second = try pool.startCapture(to: scratch + "/second.mov", options: Self.options)
+            secondStarted.update { $0 = true }
+            #expect(Self.awaiting { startedInTheHold.current != nil }, "the held cut never ended")
+            #expect(startedInTheHold.current == true, "the second capture started only after the first's cut")
+            let frames = [TestSupport.pattern(256 << 10, seed: 1), TestSupport.pattern(256 << 10, seed: 2)]
+            try first.append(frames[0])
+            try second.append(frames[1])
+            #expect(TestSupport.fileHolds(try first.finish().path, frames[0]))
+            #expect(TestSupport.fileHolds(try second.finish().path, frames[1]))
+            #expect(try pool.check() == [])
+            #expect(try pool.remainingCapacity == 32 << 20 - 2 * (256 << 10))
         }
     }
 
@@ -238,7 +286,7 @@ import Testing
             return SystemCalls.live.pwrite(fd, buffer, count, offset)
         }
         try withPool(capacity: 8 * Self.step, calls: calls) { pool, scratch in
-            let capture = try pool.startCapture(to: scratch + "/timed.mov", options: Self.options)
+            let capture = try Self.started(pool, to: scratch + "/timed.mov")
             #expect(capture.granter.grantedBytes == 2 * Self.step)
             armed.update { $0 = true }
             #expect(capture.grantTimings.allocate.count == 0, "the start's own grant is not the granter's")
@@ -321,7 +369,7 @@ import Testing
             return rc
         }
         try withPool(capacity: 4 * Self.step, calls: calls) { pool, scratch in
-            let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
+            let capture = try Self.started(pool, to: scratch + "/take.mov")
             #expect(capture.granter.grantedBytes == 2 * Self.step)
             granted.update { $0 = { capture.granter.grantedBytes } }
             let observer = try PoolLock(path: pool.layout.lock, access: pool.access)
@@ -359,7 +407,7 @@ import Testing
     func aCutTheReserveDoesNotPlaceSendsTheClaimBehindTheCuts() throws {
         try withPool(capacity: 8 * Self.step) { pool, scratch in
             let calls = SystemCalls.live
-            let capture = try pool.startCapture(to: scratch + "/take.mov", options: Self.options)
+            let capture = try Self.started(pool, to: scratch + "/take.mov")
             #expect(capture.granter.grantedBytes == 2 * Self.step)
             // Another lock file description claims two steps and records a cut of one of them
             // from a reserve of a size it never had.

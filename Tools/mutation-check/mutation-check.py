@@ -323,6 +323,10 @@ MUTATIONS = [
      "                    slowest.record(allocatedAt - started, at: allocatedAt)\n",
      "",
      "oneCapturesSlowGrantLengthensEveryLead"),
+    ("a capture's start cuts the reserve under the pool's mutation lock", S + "Capture/CaptureStart.swift",
+     "if granted > 0, try grants.allocate(granted, to: data, granted: 0) { uncut = granted }",
+     "if granted > 0, try grants.allocate(granted, to: data, granted: 0) { try grants.cut(granted) }",
+     "aStartsCutNeverDelaysAnotherStart"),
 ]
 
 

@@ -84,6 +84,8 @@ final class CaptureGranter: @unchecked Sendable {
     private var emptyAt: UInt64?
     /// Bytes this capture's file was granted that the reserve still holds, until their cut.
     private var uncut: Int64 = 0
+    /// Of those, the start's grant's (`init`'s `uncut`), until its cut.
+    private var startUncut: Int64 = 0
     /// The cut in progress, from when the reserve's size is read under the size lock until its
     /// claim is cleared: the reserve's size before it, and the bytes it cuts.
     private var cut: Cut?
@@ -112,13 +114,15 @@ final class CaptureGranter: @unchecked Sendable {
     /// - Parameters:
     ///   - data: the capture's file, opened for writing (a descriptor of the granter's own).
     ///   - granted: its size, the bytes granted so far.
+    ///   - uncut: of those, the bytes the reserve still holds (the start's grant, claimed and
+    ///     allocated through `grants`' lock): the granter's cutter cuts them first.
     ///   - step: bytes per grant, a multiple of `unit` (the reserve's allocation unit).
     ///   - bitrate: the capture's declared bitrate, bits per second (`GrantLead`,
     ///     `GrantTimings.leadAtLanding`).
     ///   - capacity: the pool's capacity, bytes (`GrantLead`: a lead takes at most an eighth).
     ///   - slowest: the slowest recent grant of the pool's captures, which this one's grants add to.
     /// - Throws: `.ioError` when the thread's eventfd cannot be made (`ThreadWake`).
-    init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, step: Int64, bitrate: Int64,
+    init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, uncut: Int64, step: Int64, bitrate: Int64,
          capacity: Int64, slowest: SlowestGrant) throws {
         self.grants = grants
         self.data = data
@@ -138,6 +142,10 @@ final class CaptureGranter: @unchecked Sendable {
         }, ended: { [weak self] amount, made, took in
             self?.cutEnded(amount: amount, made: made, took: took)
         })
+        if uncut > 0 {
+            (self.uncut, startUncut) = (uncut, uncut)
+            cutter?.cut(uncut)
+        }
         let thread = Thread { [self] in run() }
         thread.name = "provideo-granter"
         thread.start()
@@ -195,8 +203,18 @@ final class CaptureGranter: @unchecked Sendable {
         cut = nil
         if made {
             uncut -= amount
-            timings.cut.record(took)
+            // The start's cut (and a grant's cut made with it, as one) is not a grant's step.
+            let started = min(startUncut, amount)
+            startUncut -= started
+            if started == 0 { timings.cut.record(took) }
         }
+    }
+
+    /// The start's grant is still to be cut from the reserve (`init`'s `uncut`).
+    var startCutPending: Bool {
+        condition.lock()
+        defer { condition.unlock() }
+        return startUncut > 0
     }
 
     /// The grants' timings so far (`GrantTimings`).

@@ -50,8 +50,15 @@ extension Pool {
                                      startedAt: Date().timeIntervalSince1970, pid: ProcessIdentity.pid)
         journal.landInBackground = try options.landing.landsInBackground(destination, poolDirectory: path)
         let reserveFile = reserve(layout.reserve)
+        // The capture's own claim slot (`ReserveClaims`), for its start's grant and then its
+        // granter's: the start's cut is its granter's cutter's, made after the mutation lock is
+        // let go, when another start may claim through the pool's own lock.
+        let grants = ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access))
         var step: Int64 = 0, capacity: Int64 = 0
         var granted: Int64 = 0
+        // The start's bytes in the capture's file that the reserve still holds, until the
+        // granter's cutter takes them.
+        var uncut: Int64 = 0
         try lock.withMutation {
             let busy = try lock.heldByOthers()
             guard !busy.contains(.adjustingCapacity), try claim.holdCapturing() else {
@@ -80,7 +87,8 @@ extension Pool {
                 // refused frames awaiting it.
                 let lead = GrantLead(step: step, bitrate: options.bitrate, capacity: capacity,
                                      slowestGrant: slowestGrant.slowest(now: MonotonicTime.now())).fill
-                granted = try ReserveGrants(reserve: reserveFile, lock: lock).grant(lead, to: data, granted: 0, sharing: true)
+                granted = try grants.claim(lead, for: data, granted: 0, sharing: true).bytes
+                if granted > 0, try grants.allocate(granted, to: data, granted: 0) { uncut = granted }
                 guard granted > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity: the running captures "
                                         + "hold it; run `provideo replenish` or `provideo resize`", path: path)
@@ -88,6 +96,8 @@ extension Pool {
                 try FileSystem.syncDirectory(files.directory, calls)
                 try FileSystem.syncDirectory(layout.captures, calls)
             } catch {
+                // The reserve gives up what the file took before the discard gives the file back.
+                if uncut > 0 { try? grants.cut(uncut) }
                 if FileSystem.exists(files.directory) { try? discardCapture(files) }
                 claim.release()
                 throw error
@@ -96,11 +106,19 @@ extension Pool {
         var granter: CaptureGranter?
         do {
             let data = try FileDescriptor.open(files.data, O_RDWR, direct: true)
-            let started = try CaptureGranter(grants: ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access)),
-                                         data: try FileDescriptor.open(files.data, O_RDWR), granted: granted, step: step,
+            // The start's cut is the granter's cutter's, as every grant's is: it frees blocks,
+            // which on a `discard` mount waits for the device (cuts took up to 16 s near the
+            // disk's limit), and made under the mutation lock, or before the start returned, it
+            // held the pool's other starts behind it (a take switch beside nine other streams
+            // failed: "another thread of this process has held the pool's lock for 30 s"). Until
+            // the cut its bytes stay claimed in the capture's slot, so every figure counts them once.
+            let started = try CaptureGranter(grants: grants,
+                                         data: try FileDescriptor.open(files.data, O_RDWR), granted: granted,
+                                         uncut: uncut, step: step,
                                          bitrate: options.bitrate, capacity: capacity,
                                          slowest: slowestGrant)
             granter = started
+            uncut = 0
             let host = CaptureHost(
                 calls: calls, optimalIOSize: configuration.storage.device.optimalIOSize, reserve: reserveFile,
                 spare: access.spare,
@@ -120,6 +138,7 @@ extension Pool {
         } catch {
             // A capture that never came to be has no deinit to stop its granter's thread.
             _ = granter?.stop()
+            if uncut > 0 { try? grants.cut(uncut) }
             try? discardCapture(files)
             claim.release()
             throw error

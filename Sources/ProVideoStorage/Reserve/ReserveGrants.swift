@@ -148,16 +148,6 @@ struct ReserveGrants {
         }
     }
 
-    /// The three steps at once (a capture's start, which holds its bytes before it returns).
-    /// - Returns: the bytes granted: 0 when the reserve has none free.
-    /// - Throws: what the steps throw; after `allocate`, the file keeps its new bytes and a
-    ///   failed cut leaves them counted twice until `Pool.repair(control:)`, as after a power cut.
-    func grant(_ bytes: Int64, to data: FileDescriptor, granted: Int64, sharing: Bool) throws -> Int64 {
-        let amount = try claim(bytes, for: data, granted: granted, sharing: sharing).bytes
-        if amount > 0, try allocate(amount, to: data, granted: granted) { try cut(amount) }
-        return amount
-    }
-
     /// A filesystem too full for the claimed bytes beside the reserve: the reserve gives them
     /// up, then the capture's file takes them, under the size lock so that no give-back counts
     /// them as missing meanwhile.
