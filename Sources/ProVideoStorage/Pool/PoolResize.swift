@@ -1,0 +1,104 @@
+import Foundation
+
+/// Changes of the pool's capacity: a resize, and a replenish that restores the reserve.
+extension Pool {
+    /// Sets `initialCapacity` to `capacity` bytes (rounded up to the allocation unit) and
+    /// grows or shrinks the reserve to it. Busy reason `adjustingCapacity` while it runs;
+    /// refused while a capture runs (a capture cannot start while it runs).
+    /// - Returns: the new capacity in bytes.
+    /// - Throws: `.busy`; `.notEnoughSpace` with the missing bytes, the reserve left exactly as
+    ///   it was; `.invalidArgument` for a capacity ≤ 0 or above `maximumCapacity`.
+    @discardableResult
+    public func resize(to capacity: Int64) throws -> Int64 {
+        try Self.requireValidCapacity(capacity)
+        return try whileBusy(.adjustingCapacity, action: "resize the pool") { try lock.withReserveSize {
+            let reserve = reserve(layout.reserve)
+            let target = reserve.rounded(capacity)
+            let current = try reserve.size()
+            let previous = configuration
+            let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
+            if target < current {
+                // A shrink frees the space first, so it works on a full filesystem (recording the
+                // capacity needs a block); killed before the record, the reserve is smaller than
+                // the capacity, which is normal (`replenish` grows it).
+                try fd.truncate(target, calls)
+                try fd.sync(calls)
+            } else if target > current {
+                try reserve.requireSpace(target - current, reaching: target)
+            }
+            // A grow records the capacity first: killed afterwards, the reserve is either still
+            // the old size or already the new one, and `repair(control:)` cuts a reserve larger than
+            // the capacity.
+            configuration.initialCapacity = target
+            do {
+                try configuration.save(layout.configuration, calls, access: access)
+                if target > current { try reserve.grow(fd, from: current, to: target) }
+            } catch {
+                configuration = previous
+                throw Rollback.keepingFirst(error, restoring: "the recorded capacity (\(previous.initialCapacity) bytes, "
+                                            + "in \(layout.configuration))") {
+                    try configuration.save(layout.configuration, calls, access: access)
+                }
+            }
+            CrashPoint.hit("resize.allocated")
+            return target
+        } }
+    }
+
+    /// Restores the reserve toward `initialCapacity` from the filesystem's free space, best
+    /// effort: it may add less than was missing, and the result says so. Busy reason
+    /// `replenishing` while it runs. It runs beside running captures and never takes what they
+    /// were granted: the reserve grows to `initialCapacity` less their grants.
+    /// - Throws: `.notEnoughSpace` when it could add nothing; `.busy` (a resize or another
+    ///   replenish is running).
+    @discardableResult
+    public func replenish() throws -> ReplenishResult {
+        try whileBusy(.replenishing, action: "replenish the pool", besideCaptures: true) {
+            let (added, missing) = try lock.withReserveSize {
+                let reserve = reserve(layout.reserve)
+                let wanted = try lock.withReserve { try capacityAccount(reserve).missing }
+                let added = try refill(reserve, by: wanted)
+                return (added, max(wanted - added, 0))
+            }
+            CrashPoint.hit("replenish.allocated")
+            return ReplenishResult(added: added, missing: missing, remainingCapacity: try remainingCapacity)
+        }
+    }
+
+    /// Grows `reserve` by up to `wanted` bytes: all of it if it fits, else what the filesystem's
+    /// free space allows, trying smaller amounts a bounded number of times (each failed try is
+    /// rolled back exactly, so retries never eat the disk).
+    /// - Returns: the bytes added.
+    func refill(_ reserve: Reserve, by wanted: Int64) throws -> Int64 {
+        guard wanted > 0 else { return 0 }
+        let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
+        let start = try reserve.size()
+        var attempt = reserve.rounded(wanted)
+        var lastError: ProVideoError?
+        for _ in 0..<8 where attempt > 0 {
+            do {
+                try reserve.grow(fd, from: start, to: start + attempt)
+                return attempt
+            } catch let error as ProVideoError where error.code == .notEnoughSpace {
+                lastError = error
+                // What the filesystem says it can take, else half (the report can be optimistic:
+                // btrfs metadata), never more than the last try.
+                let usable = try reserve.usableBytes(reaching: start + attempt)
+                attempt = (usable < attempt ? usable : attempt / 2) / reserve.unit * reserve.unit
+            }
+        }
+        throw ProVideoError(.notEnoughSpace, "the filesystem has no space to add to the reserve "
+                            + "(\(lastError?.message ?? "nothing free")); free some space and run "
+                            + "`provideo replenish` again", errno: ENOSPC, path: path)
+    }
+}
+
+/// The outcome of `Pool.replenish()`, in bytes.
+public struct ReplenishResult: Codable, Sendable, Equatable {
+    /// Bytes added to the reserve.
+    public var added: Int64
+    /// Bytes still missing to reach `initialCapacity` (0 when fully restored).
+    public var missing: Int64
+    /// The pool's remaining capacity afterwards.
+    public var remainingCapacity: Int64
+}
