@@ -206,7 +206,7 @@ enum BenchCommands {
             shown = seconds
             log(String(format: "  %.0f s: %@ over the last 10 s", seconds, BitRateFormat.human(rate)))
         }
-        log("  sustained \(BitRateFormat.human(bandwidth.sustained)) (burst \(BitRateFormat.human(bandwidth.burst)))"
+        log("  sustained \(BitRateFormat.human(bandwidth.sustained)) (\(bandwidth.burstText))"
             + (bandwidth.unsettledReason.map { "; not settled: \($0)" } ?? ""))
         let carried = Int(Double(bandwidth.sustained) / Double(bitrate))
         var upper = streamsMaxOption ?? max(2 * carried, streamsMin + 1)

@@ -35,8 +35,7 @@ enum Captures {
         let span = measurement.seconds >= 10 ? String(format: "over the last 10 s of %.0f s", measurement.seconds)
             : String(format: "over %.1f s", measurement.seconds)
         let detail = "(\(ByteFormat.significant(measurement.bytes)), a data sync every "
-            + String(format: "%g", Double(measurement.commitInterval) / 1e9) + " s; burst "
-            + "\(BitRateFormat.human(measurement.burst)) in the first second)"
+            + String(format: "%g", Double(measurement.commitInterval) / 1e9) + " s; \(measurement.burstText))"
         let verdict = measurement.settled ? "sustained \(span) \(detail);"
             : "\(span) \(detail), but it did not settle: \(measurement.unsettledReason ?? "unknown");"
         return "measured the durable write bandwidth: \(BitRateFormat.human(measurement.sustained)) \(verdict) captures "
