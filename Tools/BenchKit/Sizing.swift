@@ -101,8 +101,9 @@ package enum Sizing {
         package var seconds: Double
         /// Whether the device's write rate was steady when the trial ended.
         package var steady: Bool
-        /// The device's write rate over the trial's last 10 s, bytes per second (nil: the pool
-        /// is on no block device).
+        /// The device's write rate over the trial's last 10 s, bytes per second, of every writer
+        /// (the neighbour's too: the block device's counters do not tell writers apart; nil:
+        /// the pool is on no block device).
         package var deviceBytesPerSecond: Double?
         /// Takes recorded, and switches that found the next capture not ready.
         package var segments: Int
@@ -359,7 +360,7 @@ package enum Sizing {
             if second / 10 > lastLog / 10 {
                 lastLog = second
                 log("  \(streams) stream(s): \(second) s, \(dropped) dropped"
-                    + (rate.lastWindow.map { String(format: ", device %.0f MB/s", $0 / 1e6) } ?? ""))
+                    + (rate.lastWindow.map { String(format: ", device %.0f MB/s (all writers)", $0 / 1e6) } ?? ""))
             }
             guard !progress.stopRequested.load(ordering: .relaxed) else { return }
             stealLatest = CPUSteal.read() ?? stealLatest

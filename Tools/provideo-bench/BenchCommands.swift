@@ -245,7 +245,7 @@ enum BenchCommands {
             if (try? svg.write(toFile: plotPath, atomically: true, encoding: .utf8)) != nil { log("wrote \(plotPath)") }
         }
         if json { return try CommandLineProgram.printJSON(report) }
-        let header = ["streams", "trial", "result", "dropped", "cause", "first drop", "append p99.9", "max", "seconds", "device MB/s",
+        let header = ["streams", "trial", "result", "dropped", "cause", "first drop", "append p99.9", "max", "seconds", "device MB/s (all writers)",
                       "ended"]
         let rows = report.trials.map { trial in
             ["\(trial.streams)", trial.confirming ? "confirm" : "search", trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)",
