@@ -270,7 +270,7 @@ enum BenchCommands {
                   + "\"Online discard costs the recorder\")")
         }
         print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; recorder threads %@; "
-                     + "sustained bandwidth %@, which carries %d stream(s) with nothing else; %.0f s in all)", 1e3 / fps,
+                     + "sustained bandwidth %@, %d stream(s) by arithmetic, not a trial; %.0f s in all)", 1e3 / fps,
                      realtime.map { "SCHED_FIFO \($0)" } ?? "SCHED_OTHER", BitRateFormat.human(bandwidth.sustained),
                      report.estimate, report.seconds))
     }
