@@ -81,6 +81,8 @@ final class AcceptingWriter: FrameWriter {
         #expect(recorder.sampleCount == 5)
         #expect(recorder.appendLatency[0] == 150 * ms)
         #expect(recorder.bytes == 4 * 16)
+        // The two drops, as the plot ticks them: frame 1 (overwritten) and frame 4 (refused).
+        #expect(Array(recorder.dropTimes.prefix(recorder.dropCount)) == [40 * ms, 160 * ms])
         // Frames 1–3 waited for frame 0's hand-over, not for the thread to wake.
         #expect(recorder.latestWakeUp == 0)
     }

@@ -83,6 +83,30 @@ import Testing
         #expect(svg.contains(">1 ms<"))
     }
 
+    /// Each dropped frame is a tick in its mode's colour under the plot, counted in the legend,
+    /// and a long title (size's answer) wraps within the chart, which grows to hold it (issue 41
+    /// item 6: a 900-px plot cut its title off and showed no drop).
+    @Test func plotMarksEveryDropAndWrapsItsTitle() {
+        var run = ModeRun(mode: .pool, engine: "e", accounting: FrameAccounting(interval: 1, inputQueueFrames: 1), bytes: 0,
+                          seconds: 1, cpuSeconds: 0,
+                          samples: (0..<50).map { ModeRun.Sample(time: UInt64($0) * 20_000_000, latency: 10_000) },
+                          completionLatency: LatencySummary(p50: 0, p99: 0, p999: 0, max: 0))
+        run.drops = [500_000_000, 700_000_000, 700_000_000]
+        let title = (0..<40).map { "word\($0)" }.joined(separator: " ")
+        let short = LatencyPlot.svg([run], frameInterval: 20_000_000, title: "short")
+        let long = LatencyPlot.svg([run], frameInterval: 20_000_000, title: title)
+        #expect(long.components(separatedBy: "class=\"drop\"").count - 1 == 3)
+        #expect(long.contains("pool (e); 3 dropped (ticks below)"))
+        let lines = long.components(separatedBy: "<tspan").count - 1
+        #expect(lines == LatencyPlot.wrapped(title, width: LatencyPlot.titleLine).count && lines >= 3, "\(lines) title lines")
+        #expect(LatencyPlot.wrapped(title, width: LatencyPlot.titleLine).allSatisfy { $0.count <= LatencyPlot.titleLine })
+        #expect(LatencyPlot.wrapped(title, width: LatencyPlot.titleLine).joined(separator: " ") == title)
+        func height(_ svg: String) -> Double? {
+            svg.components(separatedBy: "height=\"").dropFirst().first.flatMap { Double($0.prefix { $0 != "\"" }) }
+        }
+        #expect((height(long) ?? 0) == (height(short) ?? 0) + 17 * Double(lines - 1))
+    }
+
     /// A run needs no --fps (issue 41: `--mode pool --bitrate 400M --duration 20` was refused
     /// until --fps was added): a codec gives its bitrate and rate, and without one the stated
     /// default, 25, is used and said.

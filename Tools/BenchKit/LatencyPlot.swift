@@ -1,10 +1,15 @@
 import Foundation
 
 /// An SVG chart of append latency over time, one line per mode, on a log scale: each point is
-/// the slowest hand-over in its time slice, so stalls stay visible at any run length.
+/// the slowest hand-over in its time slice, so stalls stay visible at any run length. Each
+/// dropped frame is a tick in its mode's colour under the plot; the title wraps.
 package enum LatencyPlot {
-    static let width = 900.0, height = 420.0
-    static let left = 70.0, right = 20.0, top = 40.0, bottom = 45.0
+    static let width = 900.0, plotHeight = 335.0
+    static let left = 70.0, right = 20.0, bottom = 45.0
+    /// Characters of the 14-px title per line within the chart's width.
+    static let titleLine = 110
+    /// Height of the strip under the plot where dropped frames are ticked.
+    static let dropStrip = 10.0
     static let slices = 300
     static let colors: [BenchMode: String] = [.pool: "#1f6fb4", .buffered: "#d62728", .direct: "#2c9c2c", .mount: "#9467bd"]
 
@@ -17,7 +22,10 @@ package enum LatencyPlot {
         let duration = max(Double(all.map(\.time).max() ?? 0) / 1e9, 1e-3)
         let lowest = floor(log10(Double(max(all.map(\.latency).min() ?? 1_000, 1))))
         let highest = max(ceil(log10(Double(max(all.map(\.latency).max() ?? 1, frameInterval)))), lowest + 1)
-        let plotWidth = width - left - right, plotHeight = height - top - bottom
+        let titleLines = wrapped(title, width: titleLine)
+        let top = 22 + 17 * Double(titleLines.count) + 4
+        let height = top + plotHeight + dropStrip + bottom
+        let plotWidth = width - left - right
         func x(_ seconds: Double) -> Double { left + seconds / duration * plotWidth }
         func y(_ nanoseconds: UInt64) -> Double {
             top + plotHeight * (highest - log10(Double(max(nanoseconds, 1)))) / (highest - lowest)
@@ -27,7 +35,10 @@ package enum LatencyPlot {
         var svg = ["<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"\(Int(width))\" height=\"\(Int(height))\" "
                    + "font-family=\"sans-serif\" font-size=\"12\">",
                    "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>",
-                   "<text x=\"\(f(left))\" y=\"22\" font-size=\"14\">\(escape(title))</text>"]
+                   "<text x=\"\(f(left))\" y=\"22\" font-size=\"14\">"
+                   + titleLines.enumerated().map { index, line in
+                       "<tspan x=\"\(f(left))\" dy=\"\(index == 0 ? 0 : 17)\">\(escape(line))</tspan>"
+                   }.joined() + "</text>"]
         for decade in Int(lowest)...Int(highest) {
             let ny = y(UInt64(pow(10, Double(decade))))
             svg.append("<line x1=\"\(f(left))\" y1=\"\(f(ny))\" x2=\"\(f(width - right))\" y2=\"\(f(ny))\" stroke=\"#ddd\"/>")
@@ -59,7 +70,13 @@ package enum LatencyPlot {
             svg.append("<line x1=\"\(f(left + 10))\" y1=\"\(f(legendY - 4))\" x2=\"\(f(left + 30))\" y2=\"\(f(legendY - 4))\" "
                        + "stroke=\"\(color)\" stroke-width=\"2\"/>")
             let legend = legends?[index] ?? "\(run.mode.rawValue) (\(run.engine))"
-            svg.append("<text x=\"\(f(left + 36))\" y=\"\(f(legendY))\">\(escape(legend))</text>")
+            let dropped = run.drops.isEmpty ? "" : "; \(run.drops.count) dropped (ticks below)"
+            svg.append("<text x=\"\(f(left + 36))\" y=\"\(f(legendY))\">\(escape(legend + dropped))</text>")
+            for drop in run.drops {
+                let dx = x(Double(drop) / 1e9)
+                svg.append("<line x1=\"\(f(dx))\" y1=\"\(f(top + plotHeight + 1))\" x2=\"\(f(dx))\" "
+                           + "y2=\"\(f(top + plotHeight + dropStrip))\" stroke=\"\(color)\" class=\"drop\"/>")
+            }
         }
         svg.append("</svg>")
         return svg.joined(separator: "\n") + "\n"
@@ -70,6 +87,21 @@ package enum LatencyPlot {
         let units = [(9, "s"), (6, "ms"), (3, "µs"), (0, "ns")]
         let (power, unit) = units.first { decade >= $0.0 } ?? (0, "ns")
         return "\(Int(pow(10, Double(decade - power)))) \(unit)"
+    }
+
+    /// `text` in lines of at most `width` characters, broken at spaces (a longer word is a
+    /// line of its own).
+    static func wrapped(_ text: String, width: Int) -> [String] {
+        var lines: [String] = [], line = ""
+        for word in text.split(separator: " ", omittingEmptySubsequences: false) {
+            if !line.isEmpty && line.count + 1 + word.count > width {
+                lines.append(line)
+                line = String(word)
+            } else {
+                line += (line.isEmpty ? "" : " ") + word
+            }
+        }
+        return lines + [line]
     }
 
     static func escape(_ text: String) -> String {

@@ -19,6 +19,10 @@ package final class SimulatedRecorder {
     /// Whether the kernel counted the time waiting for a CPU during the run.
     package private(set) var cpuWaitCounted = false
     package private(set) var sampleCount = 0
+    /// Nanoseconds from the first frame's due time to the due time of each dropped frame
+    /// (refused or overwritten); the first `dropCount` entries are valid.
+    package private(set) var dropTimes: [UInt64]
+    package private(set) var dropCount = 0
     /// The longest this thread woke after a frame was due while it slept (not while it was
     /// still handing over an earlier frame), in nanoseconds: a frame can be late with every
     /// hand-over fast when the thread itself did not run.
@@ -33,6 +37,7 @@ package final class SimulatedRecorder {
         sampleTimes = Array(repeating: 0, count: sizes.sizes.count)
         cpuWait = Array(repeating: 0, count: sizes.sizes.count)
         onCPU = Array(repeating: 0, count: sizes.sizes.count)
+        dropTimes = Array(repeating: 0, count: sizes.sizes.count)
     }
 
     /// Nanoseconds from the first frame to frame `index`.
@@ -59,6 +64,8 @@ package final class SimulatedRecorder {
             defer { idleSince = clock.now() }
             let (waitedBefore, ranBefore) = (delay?.nanoseconds() ?? 0, ThreadCPUTime.nanoseconds())
             guard accounting.isStillQueued(due: due, now: begin) else {
+                dropTimes[dropCount] = due - start
+                dropCount += 1
                 onFrame(true)
                 continue
             }
@@ -70,7 +77,12 @@ package final class SimulatedRecorder {
             appendLatency[sampleCount] = end - begin
             sampleTimes[sampleCount] = due - start
             sampleCount += 1
-            if accepted { bytes += Int64(size) }
+            if accepted {
+                bytes += Int64(size)
+            } else {
+                dropTimes[dropCount] = due - start
+                dropCount += 1
+            }
             onFrame(!accepted)
         }
     }
