@@ -353,7 +353,7 @@ import Testing
             defer { try? pool.destroy() }
             let result = try TestSupport.run("provideo-bench", [
                 "--pool", pool.path, "size", "--bitrate", "40M", "--fps", "25", "--minutes", "0.03", "--streams-max", "2",
-                "--confirm-minutes", "0.05", "--realtime", "off", "--json", "--plot", directory + "/size.svg"])
+                "--confirm-minutes", "0.05", "--realtime", "off", "--input-queue", "3", "--json", "--plot", directory + "/size.svg"])
             #expect(result.status == 0, "\(result.stderr)")
             let object = try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
             let trials = object["trials"] as? [[String: Any]] ?? []
@@ -373,6 +373,7 @@ import Testing
             #expect(confirmations.allSatisfy { ($0["seconds"] as? Double ?? 0) >= 2.5 || $0["passed"] as? Bool == false })
             #expect(object["confirmed"] as? Bool == (searchPassed ? streams > 0 : nil))
             #expect(object["realtimePriority"] == nil)
+            #expect(object["inputQueueFrames"] as? Int == 3, "the stated input queue: \(String(describing: object["inputQueueFrames"]))")
             let answer = object["answer"] as? String ?? ""
             if streams == 2 {
                 #expect(answer.hasPrefix("2 streams of 40 Mbit/s at 25.0 fps: 0 dropped over ") && answer.hasSuffix("(--streams-max 2)"),
@@ -397,6 +398,7 @@ import Testing
         (["size", "--codec", "prores-422-hq-2160p29.97", "--confirm-minutes", "61"], "--confirm-minutes must be 0 (none)"),
         (["size", "--codec", "prores-422-hq-2160p29.97", "--realtime", "100"], "--realtime is a SCHED_FIFO priority from 1"),
         (["size", "--codec", "prores-422-hq-2160p29.97", "--budget-minutes", "0.5"], "--budget-minutes must be 0 (no limit)"),
+        (["size", "--codec", "prores-422-hq-2160p29.97", "--input-queue", "0"], "--input-queue must be from 1 to 1000 frames"),
     ])
     func badSizeArgumentsAreUsageErrors(_ arguments: [String], _ message: String) throws {
         let result = try TestSupport.run("provideo-bench", arguments)

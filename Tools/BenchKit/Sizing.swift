@@ -170,6 +170,8 @@ package enum Sizing {
         package var mountedWithDiscard: Bool?
         /// The recorder threads' `SCHED_FIFO` priority (nil: the default policy).
         package var realtimePriority: Int32?
+        /// Frames each recorder holds between its capture card and its writer (`--input-queue`).
+        package var inputQueueFrames: Int
         package var trials: [Trial]
         package var seconds: Double
         package var answer: String
@@ -288,7 +290,8 @@ package enum Sizing {
                             bandwidth: bandwidth, estimate: estimate, streams: passed ?? 0, failedAt: failed,
                             searched: settings.streams, confirmed: confirmed, budgetRanOut: budgetRanOut,
                             mountedWithDiscard: StorageFacts.mountedWithDiscard(pool.path),
-                            realtimePriority: settings.realtimePriority, trials: trials,
+                            realtimePriority: settings.realtimePriority, inputQueueFrames: settings.inputQueueFrames,
+                            trials: trials,
                             seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, answer: answer)
         return (report, [passed, failed].compactMap { $0.flatMap { runs[$0] } })
     }

@@ -121,6 +121,7 @@ enum BenchCommands {
         let minutes = try number(&arguments, "--minutes") ?? 0.5
         let confirmMinutes = try number(&arguments, "--confirm-minutes") ?? 5
         let budgetMinutes = try number(&arguments, "--budget-minutes") ?? 15
+        let inputQueue = try integer(&arguments, "--input-queue", default: 2)
         let realtimeText = try arguments.option("--realtime")
         let json = arguments.flag("--json")
         let plotPath = try arguments.option("--plot")
@@ -162,6 +163,7 @@ enum BenchCommands {
         }
         guard ["none", "writer", "land"].contains(noise) else { throw UsageError("--noise is none, writer or land") }
         if noise == "land" && landTo == nil { throw UsageError("--noise land needs --land-to DIR (another filesystem)") }
+        guard (1...1000).contains(inputQueue) else { throw UsageError("--input-queue must be from 1 to 1000 frames, not \(inputQueue)") }
         if let plotPath { try checkWritable(plotPath) }
 
         let minimum = UInt64(minutes * 60e9)
@@ -172,6 +174,7 @@ enum BenchCommands {
         // The budget counts from here: creating and measuring the scratch pool is part of the wait.
         settings.deadline = budgetMinutes > 0 ? MonotonicClock.nanoseconds() + UInt64(budgetMinutes * 60e9) : nil
         settings.realtimePriority = realtime
+        settings.inputQueueFrames = inputQueue
         // A pool must hold --streams-min; a scratch pool holds the most streams asked for (64 when
         // the bandwidth decides) or what the free space allows. The search stays within what
         // the pool holds.
@@ -269,8 +272,9 @@ enum BenchCommands {
                   + "with `nodiscard` and fstrim.timer the answer can be larger: Docs/BENCHMARKS.md, "
                   + "\"Online discard costs the recorder\")")
         }
-        print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; recorder threads %@; "
-                     + "sustained bandwidth %@, %d stream(s) by arithmetic, not a trial; %.0f s in all)", 1e3 / fps,
+        print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; a recorder that holds "
+                     + "%d frame(s) between its capture card and its writer (--input-queue); recorder threads %@; "
+                     + "sustained bandwidth %@, %d stream(s) by arithmetic, not a trial; %.0f s in all)", 1e3 / fps, inputQueue,
                      realtime.map { "SCHED_FIFO \($0)" } ?? "SCHED_OTHER", BitRateFormat.human(bandwidth.sustained),
                      report.estimate, report.seconds))
     }

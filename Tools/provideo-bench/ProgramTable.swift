@@ -55,6 +55,8 @@ let program = ProgramDescription(
                               + "to set up and settle) past M minutes from the start (default 15; 0: no limit)"),
             OptionDescription("--realtime", "PRIORITY", "the recorder threads' SCHED_FIFO priority (1-99), or off "
                               + "(default 50 where the process may, else off)"),
+            OptionDescription("--input-queue", "FRAMES", "frames the recorder holds between its capture card and its "
+                              + "writer before the card overwrites one (default 2; Docs/BENCHMARKS.md says why)"),
             .flag("--json", "print the report as JSON"),
             OptionDescription("--plot", "FILE.svg", "draw the append latencies of the answer's trial and of the first "
                               + "number that failed"),
