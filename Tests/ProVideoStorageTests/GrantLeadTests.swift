@@ -8,9 +8,6 @@ import Testing
 /// count of steps (issue 44 items 2 and 3): grants slower than two steps of stream refuse no
 /// frame, and one capture's slow grant lengthens every capture's lead.
 @Suite struct GrantLeadTests {
-    /// How long a held grant waits for what it waits for, in nanoseconds.
-    static let holdLimit: UInt64 = 20_000_000_000
-
     /// The rule's figures: four seconds of stream by default, twice the slowest grant once one
     /// is slower than two seconds, 16 s at most; never above an eighth of the pool nor below
     /// two steps; the fill one slowest grant beyond the ask (at most a sixteenth of the pool).
@@ -70,7 +67,7 @@ import Testing
                 return SystemCalls.live.fallocate(fd, keepSize, offset, length)
             }
             let start = heads.current[id]?.appended ?? 0
-            let deadline = MonotonicTime.now() + Self.holdLimit
+            let deadline = MonotonicTime.now() + GrantScalingTests.holdLimit
             var ran = false
             while MonotonicTime.now() < deadline {
                 let head = heads.current[id] ?? (0, 0, false)
@@ -113,7 +110,7 @@ import Testing
                 }
             }
             threads.forEach { $0.start() }
-            #expect(Self.awaiting { outcomes.current.count == count }, "the appenders never finished")
+            #expect(GrantScalingTests.awaiting { outcomes.current.count == count }, "the appenders never finished")
             for (index, capture) in captures.enumerated() {
                 let (accepted, refusals) = outcomes.current[index] ?? ([], ["never ran"])
                 let ran = holds.current[capture.files.id] ?? []
@@ -155,9 +152,9 @@ import Testing
             let frames = (0..<2).map { TestSupport.pattern(1 << 20, seed: UInt64($0)) }
             for frame in frames { try slow.append(frame) }
             let longer = GrantLead(step: 1 << 20, bitrate: bitrate, capacity: capacity, slowestGrant: holdNanoseconds).ask
-            #expect(Self.awaiting { other.granter.current.lead >= longer },
+            #expect(GrantScalingTests.awaiting { other.granter.current.lead >= longer },
                     "the other capture's lead stayed \(other.granter.current.lead), not \(longer)")
-            #expect(Self.awaiting { other.granter.grantedBytes >= longer },
+            #expect(GrantScalingTests.awaiting { other.granter.grantedBytes >= longer },
                     "the other capture was granted \(other.granter.grantedBytes), not its lead \(longer)")
             #expect(slow.grantTimings.allocate.maximum >= holdNanoseconds)
             #expect(try slow.finish().length == Int64(2 << 20))
@@ -170,15 +167,5 @@ import Testing
         let parts = path.split(separator: "/")
         guard let index = parts.lastIndex(of: "captures"), index + 2 < parts.count else { return nil }
         return String(parts[index + 1])
-    }
-
-    /// Waits until `condition` holds or `holdLimit` passed; returns whether it held.
-    static func awaiting(_ condition: () -> Bool) -> Bool {
-        let deadline = MonotonicTime.now() + holdLimit
-        while !condition() {
-            guard MonotonicTime.now() < deadline else { return false }
-            usleep(1_000)
-        }
-        return true
     }
 }

@@ -10,13 +10,16 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent().path
 
-    /// The first ```swift block under "## The library" in the README.
-    static func readmeBlock() throws -> String {
-        let readme = try String(contentsOfFile: root + "/README.md", encoding: .utf8)
-        let section = try #require(readme.components(separatedBy: "\n## The library\n").dropFirst().first)
+    /// The first ```swift block under the heading `## heading` in `file` (relative to the package).
+    static func swiftBlock(in file: String, under heading: String) throws -> String {
+        let page = try String(contentsOfFile: root + "/" + file, encoding: .utf8)
+        let section = try #require(page.components(separatedBy: "\n## \(heading)\n").dropFirst().first)
         let block = try #require(section.components(separatedBy: "```swift\n").dropFirst().first)
         return try #require(block.components(separatedBy: "```\n").first)
     }
+
+    /// The first ```swift block under "## The library" in the README.
+    static func readmeBlock() throws -> String { try swiftBlock(in: "README.md", under: "The library") }
 
     @Test func readmeHoldsTheExampleAsCompiled() throws {
         let source = try String(contentsOfFile: Self.root + "/Tests/ReadmeExampleTests/ReadmeExample.swift", encoding: .utf8)

@@ -11,10 +11,7 @@ import Testing
 
     /// The first ```swift block under "## A first program" in Docs/SWIFT-API.md.
     static func documentedProgram() throws -> String {
-        let page = try String(contentsOfFile: root + "/Docs/SWIFT-API.md", encoding: .utf8)
-        let section = try #require(page.components(separatedBy: "\n## A first program\n").dropFirst().first)
-        let block = try #require(section.components(separatedBy: "```swift\n").dropFirst().first)
-        return try #require(block.components(separatedBy: "```\n").first)
+        try ReadmeExampleTests.swiftBlock(in: "Docs/SWIFT-API.md", under: "A first program")
     }
 
     @Test func theDocHoldsTheProgramAsBuilt() throws {
