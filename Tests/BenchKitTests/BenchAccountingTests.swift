@@ -119,12 +119,15 @@ final class AcceptingWriter: FrameWriter {
                            completionLatency: LatencySummary(p50: 1, p99: 2, p999: 3, max: 4))
         }
         let plan = RunPlan(streams: 1, bitrate: 8, fps: 25, sizes: FrameSizes(sizes: [1]), scratchDirectory: "/tmp")
+        var awaiting = run(.pool, latencies: [30, 40], dropped: 0)
+        awaiting.framesAwaitingGrant = 3
         let report = BenchReport(plan: plan, runs: [run(.pool, latencies: [10, 20], dropped: 0),
                                                    run(.buffered, latencies: [100, 200 * interval], dropped: 1),
-                                                   run(.pool, latencies: [30, 40], dropped: 0)],
+                                                   awaiting],
                                  repeatCount: 2, noise: "none", frameTrace: nil)
         let pool = report.modes["pool"]!
         #expect(pool.framesOnTime == 4 && pool.framesDropped == 0)
+        #expect(pool.framesAwaitingGrant == 3 && report.modes["buffered"]?.framesAwaitingGrant == 0)
         #expect(pool.appendLatencyNs.max == 40 && pool.appendLatencyNs.p50 == 20)
         #expect(pool.throughput == 0.5e9)
         #expect(pool.cpuSecondsPerGB == 0.5)

@@ -139,7 +139,8 @@ import Testing
                 : ["pool", "buffered", "direct"]
             #expect(Set(modes?.keys.map { $0 } ?? []) == expected)
             for (_, entry) in modes ?? [:] {
-                for key in ["throughput", "framesOnTime", "framesLate", "framesDropped", "framesRefused", "framesOverwritten", "cpuSecondsPerGB"] {
+                for key in ["throughput", "framesOnTime", "framesLate", "framesDropped", "framesRefused", "framesOverwritten",
+                            "framesAwaitingGrant", "cpuSecondsPerGB"] {
                     #expect(entry[key] is NSNumber, "\(key)")
                 }
                 for key in ["appendLatencyNs", "completionLatencyNs"] {
@@ -231,6 +232,7 @@ import Testing
             let bytes = try #require(run?["bytes"] as? Int), overwritten = try #require(run?["framesOverwritten"] as? Int)
             #expect(run?["framesRefused"] as? Int == 0 && overwritten <= 25 && bytes == 120_000_000 - overwritten * 240_000,
                     "\(result.stdout)")
+            #expect(run?["framesAwaitingGrant"] as? Int == 0, "\(result.stdout)")
         }
     }
 

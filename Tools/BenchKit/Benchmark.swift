@@ -87,7 +87,8 @@ package enum Benchmark {
                     }
                 })
                 try Interruption.check()
-                log("  \(label): \(run.accounting.onTime) on time, \(run.accounting.late) late, \(run.accounting.dropped) dropped (\(run.accounting.refused) refused by the writer), "
+                log("  \(label): \(run.accounting.onTime) on time, \(run.accounting.late) late, \(run.accounting.dropped) dropped (\(run.accounting.refused) refused by the writer"
+                    + (mode == .pool ? ", \(run.framesAwaitingGrant) of them awaiting a grant), " : "), ")
                     + String(format: "%.1f MB/s", Double(run.bytes) / run.seconds / 1e6))
                 runs.append(run)
             }

@@ -12,6 +12,14 @@ package protocol FrameWriter: AnyObject {
     func close() throws
     /// Time from a write's submission to its completion, in nanoseconds.
     var completionLatency: LatencySummary { get }
+    /// Of the frames it refused, those refused because the pool had not yet granted the space
+    /// (`CaptureStatistics.grantOverruns`): the grants, not the disk's writes, were behind.
+    var grantRefusals: Int { get }
+}
+
+extension FrameWriter {
+    /// A file written the usual ways is granted nothing.
+    package var grantRefusals: Int { 0 }
 }
 
 /// A benchmark's write path.

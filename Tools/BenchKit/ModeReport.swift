@@ -19,6 +19,9 @@ package struct ModeReport: Codable, Sendable {
     /// while the recorder was blocked.
     package var framesRefused: Int
     package var framesOverwritten: Int
+    /// Of `framesRefused`, those the pool refused awaiting a grant (0 outside the pool mode):
+    /// nonzero while the disk kept up is the grants' limit, not the disk's (issue 44).
+    package var framesAwaitingGrant: Int
     /// Exact percentiles over every hand-over of every stream and repeat.
     package var appendLatencyNs: LatencySummary
     /// Where the time of the slowest 0.1% of hand-overs (those at or above
@@ -63,6 +66,7 @@ package struct ModeReport: Codable, Sendable {
         framesDropped = accounting.dropped
         framesRefused = accounting.refused
         framesOverwritten = accounting.overwritten
+        framesAwaitingGrant = runs.reduce(0) { $0 + $1.framesAwaitingGrant }
         appendLatencyNs = Percentiles.summary(runs.flatMap { $0.samples.map(\.latency) })
         completionLatencyNs = completion
         latestWakeUpNs = runs.map(\.latestWakeUp).max() ?? 0

@@ -32,6 +32,8 @@ package struct ModeRun: Sendable {
     package var samples: [Sample]
     /// When each dropped frame of every stream was due, in ns since the run's first frame.
     package var drops: [UInt64] = []
+    /// Of the frames the writers refused, those awaiting a grant (`FrameWriter.grantRefusals`).
+    package var framesAwaitingGrant = 0
     /// Whether every stream's time waiting for a CPU was counted (`RunQueueDelay`).
     package var cpuWaitCounted = false
     /// The longest any stream's thread woke after a frame was due, in nanoseconds.

@@ -115,6 +115,7 @@ package enum ModeRunner {
                        bytes: streams.reduce(0) { $0 + $1.recorder.bytes },
                        seconds: Double(end - start) / 1e9, cpuSeconds: cpuSeconds, samples: samples,
                        completionLatency: completion)
+        run.framesAwaitingGrant = streams.reduce(0) { $0 + $1.writer.grantRefusals }
         run.drops = streams.flatMap { $0.recorder.dropTimes.prefix($0.recorder.dropCount) }.sorted()
         run.latestWakeUp = streams.map(\.recorder.latestWakeUp).max() ?? 0
         run.cpuWaitCounted = streams.allSatisfy(\.recorder.cpuWaitCounted)

@@ -44,4 +44,6 @@ package final class PoolWriter: FrameWriter {
     }
 
     package var completionLatency: LatencySummary { capture.statistics.completionLatency.summary }
+
+    package var grantRefusals: Int { Int(capture.statistics.grantOverruns) }
 }
