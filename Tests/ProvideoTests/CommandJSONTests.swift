@@ -51,7 +51,7 @@ import Testing
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "no /dev/shm (tmpfs) on this machine"))
     func recordSummarySaysCopied() throws {
         try FS.withScratchPool(capacity: "8M") { _, pool in
-            let destination = "/dev/shm/provideo-test-\(getpid()).mov"
+            let destination = "/dev/shm/" + TestSupport.uniqueName("provideo-test", suffix: ".mov")
             defer { try? FileManager.default.removeItem(atPath: destination) }
             let result = try FS.provideo(pool, "record", destination, stdin: Data(TestSupport.pattern(1_000_000, seed: 3)))
             #expect(result.status == 0, "\(result.stderr)")
@@ -74,7 +74,7 @@ import Testing
             let none = try #require(try JSONSerialization.jsonObject(with: Data(empty.stdout.utf8)) as? [Any])
             #expect(none.isEmpty)
 
-            let destination = "/dev/shm/provideo-test-land-\(getpid()).mov"
+            let destination = "/dev/shm/" + TestSupport.uniqueName("provideo-test-land", suffix: ".mov")
             defer { try? FileManager.default.removeItem(atPath: destination) }
             let input = TestSupport.pattern(1_000_000, seed: 21)
             let record = try FS.provideo(pool, "record", destination, "--land", "background", stdin: Data(input))

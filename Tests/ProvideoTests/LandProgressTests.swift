@@ -11,7 +11,7 @@ import Testing
     /// Runs `body` with a pool holding a take of `length` bytes waiting to land on /dev/shm.
     private func withWaitingTake(_ length: Int, _ body: (_ pool: String, _ destination: String) throws -> Void) throws {
         try FS.withScratchPool(capacity: "48M") { _, pool in
-            let destination = "/dev/shm/provideo-test-land-progress-\(getpid()).mov"
+            let destination = "/dev/shm/" + TestSupport.uniqueName("provideo-test-land-progress", suffix: ".mov")
             defer { try? FileManager.default.removeItem(atPath: destination) }
             let record = try FS.provideo(pool, "record", destination, "--land", "background",
                                          stdin: Data(TestSupport.pattern(length, seed: 9)))

@@ -10,7 +10,7 @@ import Testing
     @Test(.enabled(if: FileManager.default.fileExists(atPath: "/dev/shm"), "no /dev/shm (tmpfs) on this machine"))
     func theRateShownIsTheSustainedOne() throws {
         try FS.withScratchPool(capacity: "64M") { _, pool in
-            let destination = "/dev/shm/provideo-test-land-rate-\(getpid()).mov"
+            let destination = "/dev/shm/" + TestSupport.uniqueName("provideo-test-land-rate", suffix: ".mov")
             defer { try? FileManager.default.removeItem(atPath: destination) }
             let input = TestSupport.pattern(48_000_000, seed: 2)
             let record = try FS.provideo(pool, "record", destination, "--land", "background", stdin: Data(input))

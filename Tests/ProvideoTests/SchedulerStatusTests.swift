@@ -70,7 +70,7 @@ import Testing
 
             try #require(original.contains("none"))
             try TestSupport.shell("echo none > \(file)")
-            let destination = "/dev/shm/provideo-test-scheduler-\(getpid()).mov"
+            let destination = "/dev/shm/" + TestSupport.uniqueName("provideo-test-scheduler", suffix: ".mov")
             for capped in [true, false] {
                 let record = try FS.provideo(pool, "record", destination + "\(capped)", "--land", "background",
                                              stdin: Data(TestSupport.pattern(1 << 20, seed: 5)))

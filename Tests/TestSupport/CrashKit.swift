@@ -235,7 +235,7 @@ package final class FlushLatencyProbe: @unchecked Sendable {
     private let finished = DispatchSemaphore(value: 0)
 
     package init(directory: String) {
-        let file = directory + "/.flush-probe-\(getpid())"
+        let file = directory + "/" + TestSupport.uniqueName(".flush-probe")
         Thread.detachNewThread { [self] in
             let fd = open(file, O_RDWR | O_CREAT | O_TRUNC, 0o600)
             var block = [UInt8](repeating: 7, count: 4096)

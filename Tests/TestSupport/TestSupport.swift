@@ -365,10 +365,17 @@ extension TestSupport {
         String(try shell("sha256sum '\(path)'").prefix(64))
     }
 
+    /// A file name no other test, test process or run shares: `prefix`, this process's ID and
+    /// a random part (issue 38: two tests of one process landed at one `/dev/shm` name, and the
+    /// second found the first's take there).
+    package static func uniqueName(_ prefix: String, suffix: String = "") -> String {
+        "\(prefix)-\(getpid())-\(UInt64.random(in: 0...UInt64.max))\(suffix)"
+    }
+
     /// What the kernel reports through statx(STATX_DIOALIGN) for a fresh regular file in
     /// `directory` (nil when the filesystem leaves the bit clear).
     package static func reportedDirectIOAlignment(in directory: String) throws -> DirectIOAlignment? {
-        let file = directory + "/.dioalign-probe-\(getpid())"
+        let file = directory + "/" + uniqueName(".dioalign-probe")
         let fd = open(file, O_CREAT | O_WRONLY, 0o600)
         guard fd >= 0 else { throw ProVideoError(.ioError, "cannot create \(file): \(errno)") }
         close(fd)
