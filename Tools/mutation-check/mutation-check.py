@@ -164,7 +164,7 @@ MUTATIONS = [
      "        if outstanding > 0 { try? engine.cancelAll(tag: CompletionTag.cancel.rawValue) }",
      "",
      "failedWriteStopsEveryWriteBeforeRelease"),
-    ("a patch ignores a flush in flight", S + "Capture/Capture.swift",
+    ("a patch ignores a flush in flight", S + "Capture/CapturePatch.swift",
      "try waitUntil(\"the flush of the patched buffer\", until: deadline) { !ring.flushCovers(offset..<end) }",
      "",
      "patchNeverTearsAFlushInFlight"),
