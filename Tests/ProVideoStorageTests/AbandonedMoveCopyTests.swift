@@ -80,4 +80,44 @@ import Testing
             #expect(try #require(Pool.heldNote(held + ".json")).movingTo == nil)
         }
     }
+
+    /// System calls whose look at `path` fails with EIO, as a failing disk's or a root-squashed
+    /// NFS mount's statx does.
+    private static func unlookable(_ path: String) -> SystemCalls {
+        var calls = SystemCalls.live
+        calls.lookAt = { looked in looked == path ? -EIO : 0 }
+        return calls
+    }
+
+    /// A killed move whose target cannot be looked at is left as it is (unknown, not absent):
+    /// its temporary stays and its note keeps `movingTo`; once the target can be looked at, the
+    /// next open forgets the move as it does one whose target is absent.
+    @Test func aTargetThatCannotBeLookedAtLeavesTheMove() throws {
+        try withKilledMove(toward: { $0 + "/elsewhere.mov" }) { pool, held, target, partial, bytes, _ in
+            _ = try Pool.open(at: pool.path, systemCalls: Self.unlookable(target))
+            #expect(FileSystem.existsWithoutFollowing(partial), "the move's temporary went on a look that failed")
+            #expect(try #require(Pool.heldNote(held + ".json")).movingTo == target)
+            _ = try Pool.open(at: pool.path)
+            #expect(!FileSystem.existsWithoutFollowing(partial))
+            #expect(try #require(Pool.heldNote(held + ".json")).movingTo == nil)
+            #expect(TestSupport.fileHolds(held, bytes))
+        }
+    }
+
+    /// A killed move whose copy reached its target, with the take in the pool that cannot be
+    /// looked at: its note stays (read as absent, the note was removed and the take kept no
+    /// destination); once it can be looked at, the next open finds the copy whole and removes
+    /// the take and its note.
+    @Test func aTakeThatCannotBeLookedAtKeepsItsNote() throws {
+        try withKilledMove(toward: { $0 + "/elsewhere.mov" }) { pool, held, target, partial, bytes, _ in
+            try FileManager.default.removeItem(atPath: partial)
+            try Data(bytes).write(to: URL(fileURLWithPath: target))
+            _ = try Pool.open(at: pool.path, systemCalls: Self.unlookable(held))
+            #expect(FileSystem.exists(held + ".json"), "the note of a take that could not be looked at was removed")
+            #expect(try #require(Pool.heldNote(held + ".json")).movingTo == target)
+            _ = try Pool.open(at: pool.path)
+            #expect(!FileSystem.exists(held) && !FileSystem.exists(held + ".json"))
+            #expect(TestSupport.fileHolds(target, bytes))
+        }
+    }
 }

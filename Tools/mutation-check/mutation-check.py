@@ -327,6 +327,14 @@ MUTATIONS = [
      "if granted > 0, try grants.allocate(granted, to: data, granted: 0) { uncut = granted }",
      "if granted > 0, try grants.allocate(granted, to: data, granted: 0) { try grants.cut(granted) }",
      "aStartsCutNeverDelaysAnotherStart"),
+    ("a killed move's target that cannot be looked at read as absent", S + "Pool/PoolMaintenance.swift",
+     "                targetPresent = try FileSystem.isPresent(target, calls)\n",
+     "                targetPresent = (try? FileSystem.isPresent(target, calls)) ?? false\n",
+     "aTargetThatCannotBeLookedAtLeavesTheMove"),
+    ("a killed move's take that cannot be looked at read as absent", S + "Pool/PoolMaintenance.swift",
+     "                heldPresent = try FileSystem.isPresent(held, calls)\n",
+     "                heldPresent = (try? FileSystem.isPresent(held, calls)) ?? false\n",
+     "aTakeThatCannotBeLookedAtKeepsItsNote"),
 ]
 
 

@@ -238,6 +238,8 @@ extension Pool {
     /// after a copy's final rename, the pool's copy is identical to the destination; before it,
     /// the target does not exist and the move is forgotten (`forgetUnfinishedMove`).
     func finishKilledMoves() throws {
+        // A listing that fails finishes nothing (no action on the unknown); `heldRecordings`,
+        // which `list`, `land` and `destroy` read, says why.
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
         // A note rewritten (`movingTo`) when the power went, before its rename: the note itself
         // is intact, the temporary is garbage (found by Tools/powerloss).
@@ -248,11 +250,21 @@ extension Pool {
             let notePath = layout.recordings + "/" + name
             guard let note = Self.heldNote(notePath), let target = note.movingTo else { continue }
             let held = String(notePath.dropLast(".json".count))
-            guard FileSystem.exists(target) else {
+            let targetPresent: Bool, heldPresent: Bool
+            do {
+                targetPresent = try FileSystem.isPresent(target, calls)
+                heldPresent = try FileSystem.isPresent(held, calls)
+            } catch {
+                // Unknown is not absent: a target or a take that cannot be looked at (EIO, a
+                // root-squashed NFS) leaves the move as it is, its note and its temporary, for
+                // the next open (read as absent, the move was forgotten, or the note removed).
+                continue
+            }
+            guard targetPresent else {
                 try forgetUnfinishedMove(of: held, note: note, notePath: notePath)
                 continue
             }
-            if FileSystem.exists(held) {
+            if heldPresent {
                 // The target is looked at as the recording's owner, who moved it there.
                 let source = try FileDescriptor.open(held, O_RDONLY | O_NONBLOCK)
                 let owner = try RecordingOwner.of(source)

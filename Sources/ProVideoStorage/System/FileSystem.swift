@@ -69,6 +69,14 @@ enum FileSystem {
         }
     }
 
+    /// `isPresent(path)` after the system calls' `lookAt` seam, which a test fails as statx would.
+    static func isPresent(_ path: String, _ calls: SystemCalls) throws -> Bool {
+        let rc = calls.lookAt(path)
+        if rc == -ENOENT { return false }
+        if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
+        return try isPresent(path)
+    }
+
     /// The names in the directory `path` (`.` and `..` left out), on proof: nil only when
     /// nothing is at `path` (`isPresent`).
     /// - Throws: `.ioError` "cannot list PATH (why); `consequence`" when it is there and cannot

@@ -30,6 +30,10 @@ package struct SystemCalls: Sendable {
     /// the open go on, an errno fails it as open(2) would (EMFILE in a process with many files
     /// open). The live value is 0.
     package var lockProbeOpen: @Sendable (_ path: String) -> Int32 = { _ in 0 }
+    /// Runs before a path is looked at to decide whether it is there (`FileSystem.isPresent(_:_:)`):
+    /// 0 lets the look go on, an errno fails it as statx(2) would (EIO on a failing disk, EACCES
+    /// through a root-squashed NFS mount). The live value is 0.
+    package var lookAt: @Sendable (_ path: String) -> Int32 = { _ in 0 }
     /// copy_file_range(2) between explicit offsets.
     package var copyFileRange: @Sendable (_ fdIn: Int32, _ offsetIn: Int64, _ fdOut: Int32, _ offsetOut: Int64, _ length: Int) -> Int
     /// Sees the `res` of every io_uring write completion (the CQE) before the engine does, with
