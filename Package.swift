@@ -21,9 +21,13 @@ let package = Package(
             cSettings: [.define("_GNU_SOURCE")],
             linkerSettings: [.linkedLibrary("uring"), .linkedLibrary("blkid"), .linkedLibrary("crypto")]
         ),
-        .target(name: "ProVideoStorage", dependencies: ["CProVideo"], path: "Sources/ProVideoStorage",
+        // The syscall layer: one thin call per system call with typed errors, descriptors,
+        // confined paths, identities, clocks. It knows nothing above it (Docs/ARCHITECTURE.md).
+        .target(name: "ProVideoSystem", dependencies: ["CProVideo"], path: "Sources/ProVideoSystem",
+                exclude: ["README.md"]),
+        .target(name: "ProVideoStorage", dependencies: ["CProVideo", "ProVideoSystem"], path: "Sources/ProVideoStorage",
                 // Each folder's README says what it owns and may use (Docs/ARCHITECTURE.md).
-                exclude: ["Async/README.md", "Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "WritePath/README.md", "Pool/README.md", "Reserve/README.md", "Journal/README.md", "Formatting/README.md", "IO/README.md", "System/README.md"]),
+                exclude: ["Async/README.md", "Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "WritePath/README.md", "Pool/README.md", "Reserve/README.md", "Journal/README.md", "Formatting/README.md", "IO/README.md"]),
         // The C API: the hand-written header (CProVideoAPI/include/provideo.h, installed for C
         // programs) and its implementation in Swift (`@c` functions over the library).
         .target(name: "CProVideoAPI", path: "Sources/CProVideoAPI"),

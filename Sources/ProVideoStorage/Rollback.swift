@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Undoing a step after it failed, keeping the failure: a rollback that fails too is added to
 /// the first error's message (what it could not restore), never thrown in its place. The first
 /// error says what went wrong; a rollback's error thrown over it would hide that, and a

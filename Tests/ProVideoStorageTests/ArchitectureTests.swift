@@ -8,6 +8,7 @@ import Testing
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
         .deletingLastPathComponent()
     static let library = root.appendingPathComponent("Sources/ProVideoStorage").path
+    static let sources = root.appendingPathComponent("Sources").path
     static var page: String { (try? String(contentsOfFile: root.path + "/Docs/ARCHITECTURE.md", encoding: .utf8)) ?? "" }
 
     static func swiftFiles(in directory: String) -> [String] {
@@ -43,6 +44,33 @@ import Testing
         #expect(folders >= 10)
     }
 
+    /// Each module of the page's module table has a README saying what the row says, and its
+    /// target in Package.swift imports nothing above it: its dependencies are what the row
+    /// allows (the build then refuses any other use).
+    @Test func everyModuleSaysWhatItOwnsAndImportsOnlyThat() throws {
+        let page = Self.page
+        let manifest = try String(contentsOfFile: Self.root.path + "/Package.swift", encoding: .utf8)
+        let row = try NSRegularExpression(pattern: #"^\| `(ProVideo\w+)` \| (.*?) \| (.*?) \|$"#, options: .anchorsMatchLines)
+        var modules = 0
+        for match in row.matches(in: page, range: NSRange(page.startIndex..., in: page)) {
+            let module = String(page[Range(match.range(at: 1), in: page)!])
+            let owns = String(page[Range(match.range(at: 2), in: page)!])
+            let imports = String(page[Range(match.range(at: 3), in: page)!])
+            let readme = try? String(contentsOfFile: Self.sources + "/\(module)/README.md", encoding: .utf8)
+            #expect(readme?.contains("Owns: \(owns).") == true, "\(module)/README.md does not say what the page says it owns")
+            #expect(readme?.contains("May import: \(imports).") == true, "\(module)/README.md does not say what it may import")
+            let target = try #require(manifest.range(of: #".target(name: "\#(module)", dependencies: ["#),
+                                      "no target \(module) in Package.swift")
+            let dependencies = manifest[target.upperBound...].prefix { $0 != "]" }
+            let named = dependencies.split(separator: ",").map { $0.trimmingCharacters(in: .whitespaces).trimmingCharacters(in: CharacterSet(charactersIn: "\"")) }
+            for dependency in named {
+                #expect(imports.contains(dependency), "\(module) imports \(dependency), which the page does not allow")
+            }
+            modules += 1
+        }
+        #expect(modules >= 1, "no module row on the page")
+    }
+
     @Test func everyStepNamesAFunctionOfItsFile() throws {
         let page = Self.page
         let step = try NSRegularExpression(pattern: #"`([A-Za-z]+/[A-Za-z]+\.swift)`\s+`(\w+)`((?:(?:,\s*|\s+and\s+)`\w+`)*)"#)
@@ -52,7 +80,10 @@ import Testing
             let more = String(page[Range(match.range(at: 3), in: page)!])
             let names = [String(page[Range(match.range(at: 2), in: page)!])]
                 + more.split(separator: "`").map(String.init).filter { $0.allSatisfy { $0.isLetter || $0.isNumber } && !$0.isEmpty }
-            let text = try String(contentsOfFile: Self.library + "/" + file, encoding: .utf8)
+            // A path under the library, else under Sources/ (another module's file).
+            let inLibrary = Self.library + "/" + file
+            let text = try String(contentsOfFile: FileManager.default.fileExists(atPath: inLibrary) ? inLibrary
+                                  : Self.sources + "/" + file, encoding: .utf8)
             for name in names {
                 #expect(text.contains("func \(name)(") || text.contains("func \(name)<"), "\(file) has no function \(name)")
                 checked += 1

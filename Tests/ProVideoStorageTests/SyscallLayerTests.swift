@@ -2,13 +2,13 @@ import Foundation
 import Testing
 @testable import ProVideoStorage
 
-/// Every call into the system goes through one layer, `Sources/ProVideoStorage/System/`
-/// (issue 10): a thin wrapper per call that turns errno into a `ProVideoError`. Outside it, no
+/// Every call into the system goes through one layer, the module `Sources/ProVideoSystem/`
+/// (issue 10, issue 40): a thin wrapper per call that turns errno into a `ProVideoError`. Outside it, no
 /// file calls a C shim function (`pv_…`), `Glibc.…`, or one of the system calls the library
 /// makes.
 @Suite struct SyscallLayerTests {
-    static let library = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
-        .deletingLastPathComponent().appendingPathComponent("Sources/ProVideoStorage")
+    static let sources = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Sources")
 
     static let systemCalls = ["open", "close", "unlink", "rename", "renameat2", "mkdir", "rmdir", "fsync", "fdatasync",
                               "pwrite", "pread", "fallocate", "ftruncate", "fchmod", "fchown", "chmod", "chown", "stat",
@@ -16,15 +16,19 @@ import Testing
                               "kill", "umask", "mmap", "munmap", "madvise", "getcwd", "sysconf", "clock_gettime",
                               "usleep", "nanosleep", "strerror", "ioctl", "fcntl", "getgrnam_r", "getpwuid_r"]
 
-    /// "file:line: code" of every direct call in the library's files that `scanned` selects.
+    /// "file:line: code" of every direct call in the library's files (paths under `Sources/`:
+    /// `ProVideoStorage/…` or `ProVideoSystem/…`) that `scanned` selects.
     static func directCalls(in scanned: (String) -> Bool) throws -> [String] {
         let pattern = try NSRegularExpression(pattern:
             // A declaration, or a labelled first argument (`open(at:)`), is one of our own methods.
             #"(?<![\w.])(?<!func )(pv_\w+|Glibc\.\w+|"# + systemCalls.joined(separator: "|") + #")\((?!\w+:)"#)
         var found: [String] = []
-        let files = FileManager.default.enumerator(atPath: library.path)!.compactMap { $0 as? String }
+        let files = ["ProVideoStorage", "ProVideoSystem"].flatMap { module in
+            FileManager.default.enumerator(atPath: sources.path + "/" + module)!.compactMap { $0 as? String }.map { module + "/" + $0 }
+        }
+        #expect(files.count > 80)
         for file in files where file.hasSuffix(".swift") && scanned(file) {
-            let text = try String(contentsOfFile: library.path + "/" + file, encoding: .utf8)
+            let text = try String(contentsOfFile: sources.path + "/" + file, encoding: .utf8)
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 // Code only: string literals and comments name calls without making them.
                 let code = line.replacingOccurrences(of: #""[^"]*""#, with: "\"\"", options: .regularExpression)
@@ -37,8 +41,8 @@ import Testing
     }
 
     @Test func noSystemCallOutsideTheLayer() throws {
-        let calls = try Self.directCalls { !$0.hasPrefix("System/") }
-        #expect(calls.isEmpty, "direct system calls outside System/:\n\(calls.joined(separator: "\n"))")
+        let calls = try Self.directCalls { !$0.hasPrefix("ProVideoSystem/") }
+        #expect(calls.isEmpty, "direct system calls outside ProVideoSystem/:\n\(calls.joined(separator: "\n"))")
     }
 
     /// Every bounded wait in the library runs on `CLOCK_MONOTONIC` (issue 25, item 5): none is
@@ -46,9 +50,11 @@ import Testing
     /// `Date(timeIntervalSinceNow:)`), which an NTP step stretches or cuts short.
     @Test func noWaitIsBoundedOnTheWallClock() throws {
         var found: [String] = []
-        let files = FileManager.default.enumerator(atPath: Self.library.path)!.compactMap { $0 as? String }
+        let files = ["ProVideoStorage", "ProVideoSystem"].flatMap { module in
+            FileManager.default.enumerator(atPath: Self.sources.path + "/" + module)!.compactMap { $0 as? String }.map { module + "/" + $0 }
+        }
         for file in files where file.hasSuffix(".swift") {
-            let text = try String(contentsOfFile: Self.library.path + "/" + file, encoding: .utf8)
+            let text = try String(contentsOfFile: Self.sources.path + "/" + file, encoding: .utf8)
             for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let code = line.components(separatedBy: "//").first ?? ""
                 for pattern in ["Date(timeIntervalSinceNow", "lock(before:", "wait(until: Date", "DispatchTime.now"]
@@ -60,13 +66,13 @@ import Testing
         #expect(found.isEmpty, "waits bounded on the wall clock:\n\(found.joined(separator: "\n"))")
     }
 
-    /// Nothing below reaches up (issue 26): no file of the syscall layer (`System/`) or of the
+    /// Nothing below reaches up (issue 26): no file of the syscall layer (`ProVideoSystem`) or of the
     /// write engines (`IO/`) names a pool, a capture, a reserve or a recording, in code,
     /// strings or comments; they serve the library without knowing it.
     @Test func theLowerLayersKnowNoPool() throws {
         var found: [String] = []
-        for folder in ["System", "IO"] {
-            let directory = Self.library.path + "/" + folder
+        for folder in ["ProVideoSystem", "ProVideoStorage/IO"] {
+            let directory = Self.sources.path + "/" + folder
             for file in try FileManager.default.contentsOfDirectory(atPath: directory) where file.hasSuffix(".swift") {
                 let text = try String(contentsOfFile: directory + "/" + file, encoding: .utf8)
                 for (number, line) in text.split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -83,7 +89,7 @@ import Testing
     /// The tools reach the system through the library (`StopSignals`, `OpenFlags`), not the C
     /// shim: neither `Tools/provideo` nor `Tools/BenchKit` imports `CProVideo`.
     @Test func theToolsDoNotImportTheShim() throws {
-        let tools = Self.library.deletingLastPathComponent().deletingLastPathComponent().appendingPathComponent("Tools")
+        let tools = Self.sources.deletingLastPathComponent().appendingPathComponent("Tools")
         var found: [String] = []
         for folder in ["provideo", "BenchKit", "provideo-bench", "CommandLineSupport"] {
             let directory = tools.path + "/" + folder
@@ -113,8 +119,8 @@ import Testing
 
     /// The scan finds what it looks for: the layer itself is full of such calls.
     @Test func theScanSeesCallsInTheLayer() throws {
-        let calls = try Self.directCalls { $0.hasPrefix("System/") }
-        #expect(calls.contains { $0.hasPrefix("System/FileDescriptor.swift:") && $0.contains("fchmod(") })
-        #expect(calls.contains { $0.hasPrefix("System/IOURing.swift:") && $0.contains("pv_ring_submit(") })
+        let calls = try Self.directCalls { $0.hasPrefix("ProVideoSystem/") }
+        #expect(calls.contains { $0.hasPrefix("ProVideoSystem/FileDescriptor.swift:") && $0.contains("fchmod(") })
+        #expect(calls.contains { $0.hasPrefix("ProVideoSystem/IOURing.swift:") && $0.contains("pv_ring_submit(") })
     }
 }

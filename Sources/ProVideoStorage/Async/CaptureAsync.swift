@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 extension Capture {
     /// Finishes the capture as `finish()` does, on a thread of its own: a recording whose
     /// destination is on another filesystem is copied and verified there, which takes seconds

@@ -1,4 +1,5 @@
 import Foundation
+import ProVideoSystem
 
 /// Runs a blocking pool operation on a dedicated thread and suspends the calling task until it
 /// ends, so that no long fallocate, copy or fsync blocks Swift's cooperative thread pool (a

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// The long pool operations as `async` functions. Each runs on a thread of its own
 /// (`OffThread`), never on the caller's task or actor, and reports progress to an optional
 /// `ProVideoProgress` handler on that thread. Cancellation is honoured only where stopping

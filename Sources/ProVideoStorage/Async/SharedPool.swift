@@ -1,4 +1,5 @@
 import Synchronization
+import ProVideoSystem
 
 extension Pool {
     private static let sharedPool = Mutex<Pool?>(nil)

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ProVideoSystem
 
 extension Pool {
     /// How often `statusUpdates()` looks even without an inotify event, in milliseconds: busy

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import ProVideoSystem
 
 /// One recording being written into a pool. Start it with `Pool.startCapture(to:options:)`,
 /// `append` frames, patch earlier bytes with `patch(_:at:)`, then `finish()` (the recording
@@ -129,7 +130,8 @@ public final class Capture {
         let slots = (0..<count).map { UnsafeMutableRawBufferPointer(start: ring.base(of: $0), count: slotSize) }
         // Each buffer has one write or one flush in flight at most, plus the data sync, the
         // commit record, the progress block and a cancellation.
-        engine = try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 4, calls: host.calls)
+        engine = CommitBeforeDataSyncFault.applied(
+            to: try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 4, calls: host.calls))
         statistics = CaptureStatistics(engine: engine.name)
         commits = CommitPipeline(interval: options.durabilityInterval, now: Self.now())
         // The progress block exists (allocated, 0) before `capturing` shows a running engine.

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// What a capture needs of its pool, and nothing more, so that `Capture` does not hold the
 /// `Pool` it came from (issue 26: no Pool⇄Capture cycle of types). `Pool.startCapture` makes
 /// it: the system calls, the device's optimal I/O size, the reserve (for the capture's own

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// In-place appends in two steps, for the C API (`provideo_capture_append_begin` / `_commit`):
 /// a producer that learns a frame's size only after writing it (an encoder, a capture card's
 /// DMA) is handed the capture's own buffer, writes, and then says how many bytes it wrote.

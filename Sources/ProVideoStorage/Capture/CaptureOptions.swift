@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// How a capture writes. Every field has a default; sizes in bytes, times in nanoseconds.
 public struct CaptureOptions: Sendable {
     /// What `append` does when every buffer is in flight (the disk is behind).

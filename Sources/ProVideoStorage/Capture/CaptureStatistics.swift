@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// What a capture did. Byte counts in bytes, latencies in nanoseconds.
 public struct CaptureStatistics: Sendable {
     /// The engine that wrote the capture.

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// How far ahead of its write head a capture's file is kept granted (issue 44): the granter
 /// asks for a grant once less than `ask` bytes are granted beyond the head, and grants up to
 /// `fill` bytes beyond the head as it was when it asked.

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// How long a capture's grants took, step by step, and how far ahead of its write head each
 /// one landed: what `provideo-bench size` tabulates per stream count (issue 44). Every
 /// histogram is in nanoseconds.

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// A finished recording.
 public struct RecordingResult: Sendable {
     /// Where the recording is: the destination, or a place in the pool when the destination

@@ -1,4 +1,5 @@
 import Synchronization
+import ProVideoSystem
 
 /// The slowest grant (claim and fallocate, `CaptureGranter`) that the captures of one `Pool`
 /// made in the last `window`, in nanoseconds: what their `GrantLead` is sized from. Shared, so

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Bit rates as codecs and links are quoted: SI units of bits per second ("880 Mbit/s",
 /// "2.64 Gbit/s"), three significant digits.
 package enum BitRateFormat {

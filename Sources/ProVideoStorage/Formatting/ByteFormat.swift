@@ -1,4 +1,5 @@
 import Foundation
+import ProVideoSystem
 
 /// Human-readable byte counts in powers of 1024, as `df -h` and `ls -lh` print them.
 package enum ByteFormat {

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Converting a floating-point value to an integer without a trap. Swift's `Int64(_: Double)`
 /// stops the process (SIGILL) on NaN, an infinity or a value outside the integer's range, and
 /// values read from the pool's files (a landing record's rate, a journal's time) are whatever

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// The data rates of the formats recorder users quote, so "how long can I record" and "how many
 /// streams fit" can be asked by codec name (`provideo status --codec prores-422-hq-2160p29.97`).
 /// Rates are the codecs' published targets; a real stream varies around them (ProRes is

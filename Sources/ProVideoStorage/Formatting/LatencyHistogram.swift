@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// A fixed-size log-linear histogram of durations in nanoseconds: 8 sub-buckets per power of
 /// two, so a percentile is reported within 12.5 % of the true value. All memory is allocated
 /// at creation; `record` never allocates (it runs on the capture's append path).

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Text that came from the pool's files (a note's destination or reason, a landing's last
 /// error, a journal's destination or engine, a salvage's note, a held recording's name), made
 /// safe to print on an administrator's terminal. Any pool member may write those files

@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProVideoSystem
 
 /// The fallback engine: one writer thread runs queued requests with pwrite(2) and
 /// fdatasync(2) (through `SystemCalls`, so faults can be injected) and reports each result as

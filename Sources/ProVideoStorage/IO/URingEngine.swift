@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// The io_uring engine (liburing): writes as `IORING_OP_WRITE_FIXED` on registered buffers
 /// (`IORING_OP_WRITE` when registration fails, e.g. `ENOMEM` under a small memlock limit),
 /// flushes as `IORING_OP_FSYNC` with `IORING_FSYNC_DATASYNC`.

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// What a running capture publishes to other processes beside its length, in the rest of its
 /// `progress` block (rewritten at most every 250 ms, `Capture.progressInterval`): the counters
 /// `status`, `status --watch` and `provideo metrics` show for each capture. Little-endian

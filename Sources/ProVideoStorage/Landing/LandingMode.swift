@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// When a finished recording whose destination is on another filesystem than the pool is
 /// copied there.
 public enum LandingMode: String, Sendable, Codable, CaseIterable {

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// A recording waiting to land at its destination, as `status` and `list` show it. Sizes in
 /// bytes, times in seconds.
 package struct LandingProgress: Codable, Sendable, Equatable {

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import Synchronization
+import ProVideoSystem
 
 /// What one landing attempt did.
 package struct LandingResult: Codable, Sendable, Equatable {

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Names the pool derives from a recording's file name (a copy's temporary name, a recovered
 /// sibling, a held recording and its note) so that they always fit in one directory entry:
 /// NAME_MAX, 255 bytes on ext4, XFS, btrfs and tmpfs (<linux/limits.h>). A legal 250-byte

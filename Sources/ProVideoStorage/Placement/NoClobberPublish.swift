@@ -1,6 +1,7 @@
 import CProVideo
 import Glibc
 import Synchronization
+import ProVideoSystem
 
 /// Gives a finished, flushed, verified file its final name without ever replacing a file
 /// already there, on every filesystem, with the first of three ways the filesystem supports:

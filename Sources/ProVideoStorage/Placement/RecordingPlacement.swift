@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProVideoSystem
 
 /// Placing a finished recording: where it goes and how (Docs/CAPTURE-LIFECYCLE.md).
 extension Pool {

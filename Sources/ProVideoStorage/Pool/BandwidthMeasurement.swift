@@ -1,4 +1,5 @@
 import Glibc
+import ProVideoSystem
 
 /// What `Pool.measureBandwidth` found. Rates in bits per second.
 package struct BandwidthMeasurement: Codable, Sendable, Equatable {

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Why a pool cannot start a capture now (Apple: `AVProVideoStorage.BusyReasons`).
 public struct BusyReasons: OptionSet, Sendable, Hashable, CustomStringConvertible {
     public let rawValue: Int

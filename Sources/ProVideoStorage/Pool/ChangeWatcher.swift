@@ -1,4 +1,5 @@
 import Foundation
+import ProVideoSystem
 
 /// Waits for changes in a pool's files (`Inotify`): the pool directory (`pool.json` replaced,
 /// `reserve` resized), `captures/` (a capture starting or ending) and each capture's directory

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// A filesystem that /etc/fstab mounts (fstab(5)): a pool meant for a disk of its own lives at or
 /// below its mount point. When that filesystem is not mounted (the disk is missing, or mounting
 /// failed at boot) the mount point is a plain directory of the filesystem beneath, the root

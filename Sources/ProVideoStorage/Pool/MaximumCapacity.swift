@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 extension Pool {
     /// The largest capacity a pool takes, in bytes (`Reserve.maximumSize`).
     package static let maximumCapacity: Int64 = Reserve.maximumSize

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 extension Pool {
     /// The smallest capacity the CLI accepts, in bytes: one capture write at the default
     /// write size (`CaptureOptions.writeSize`, 4 MiB). A smaller reserve cannot take a single

@@ -1,5 +1,6 @@
 import Foundation
 import Synchronization
+import ProVideoSystem
 
 /// A pool: a system-wide, preallocated reserve of storage on one filesystem, shared by every
 /// recorder process on the machine (Apple: "Pro Video Storage", `AVProVideoStorage`).

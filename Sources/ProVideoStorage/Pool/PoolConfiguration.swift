@@ -1,4 +1,5 @@
 import Foundation
+import ProVideoSystem
 
 /// The pool's durable configuration, stored as `pool.json`.
 struct PoolConfiguration: Codable, Sendable, Equatable {

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Where a pool keeps its files. Everything lives in one directory on one filesystem:
 ///
 ///     pool.json       configuration: initialCapacity, alignment, device (replaced atomically)

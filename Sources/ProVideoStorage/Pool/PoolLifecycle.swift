@@ -1,4 +1,5 @@
 import Foundation
+import ProVideoSystem
 
 /// A pool's creation, opening and removal.
 extension Pool {

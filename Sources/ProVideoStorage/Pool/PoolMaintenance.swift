@@ -1,6 +1,7 @@
 import Foundation
 import CProVideo
 import Glibc
+import ProVideoSystem
 
 /// A recording salvaged from a capture whose recorder died.
 public struct SalvagedRecording: Codable, Sendable, Equatable {

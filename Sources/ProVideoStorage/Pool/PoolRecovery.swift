@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// What opening a pool recovered, as a value (`Pool.salvage(at:)`, `Pool.recover(at:progress:)`): the recordings salvaged
 /// from captures whose recorder died, the captures discarded because nothing of them was
 /// committed, those that could not be salvaged and why, and a repair that could not finish.

@@ -1,4 +1,5 @@
 import Foundation
+import ProVideoSystem
 
 /// Changes of the pool's capacity: a resize, and a replenish that restores the reserve.
 extension Pool {

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Everything `provideo status` reports, in the shape of `status --json`. Sizes in bytes.
 public struct PoolStatus: Codable, Sendable, Equatable {
     /// One running capture.

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Remaining capacity as recording time: how long a stream of a given bitrate can still be
 /// recorded into the pool (beyond Apple's API, which reports bytes only).
 package enum RecordingTime {

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// Whether a write rate has settled: a device's write cache takes the first gigabytes at its
 /// burst rate, then the rate falls to what the media sustains. The rate is steady once the last
 /// window's rate is within `tolerance` of the window before it, and no sooner than `minimum`.

@@ -1,6 +1,7 @@
 import CProVideo
 import Foundation
 import Glibc
+import ProVideoSystem
 
 /// Alignment that `O_DIRECT` requires, in bytes.
 package struct DirectIOAlignment: Codable, Sendable, Equatable {

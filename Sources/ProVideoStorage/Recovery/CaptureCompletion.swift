@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProVideoSystem
 
 /// Completing and discarding a capture: its recording placed (or discarded), its unused space
 /// back to the reserve, its files removed, each step recorded in its journal first (see

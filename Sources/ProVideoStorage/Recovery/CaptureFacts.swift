@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// What was observed of one capture in `captures/<id>/`, each fact possibly "unreadable" or
 /// "unknown": the input of the one recovery decision (`RecoveryDecision.decide`). Values
 /// only, so the decision can be tested over every combination (Docs/CAPTURE-LIFECYCLE.md,

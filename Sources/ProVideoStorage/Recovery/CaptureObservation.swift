@@ -1,5 +1,6 @@
 import CProVideo
 import Glibc
+import ProVideoSystem
 
 /// One capture as recovery found it: the facts the decision takes, and what they were read
 /// from (the journal, the errors behind each "unreadable", the place looked at).

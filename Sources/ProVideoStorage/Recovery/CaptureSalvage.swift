@@ -1,5 +1,6 @@
 import Foundation
 import Glibc
+import ProVideoSystem
 
 /// Salvaging the captures of recorders that died: each observed (`CaptureObservation`), then
 /// acted on as the one decision says (`RecoveryDecision`), as its recorder's user, alone

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// What recovery does with one capture (`RecoveryDecision.decide`).
 enum RecoveryAction: Equatable, Sendable {
     /// Its recorder is alive: not touched, not reported.

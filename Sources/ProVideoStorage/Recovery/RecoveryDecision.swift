@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// The one rule recovery follows, from what was observed of a capture to what is done with
 /// it: every salvage (`recover`, `land`, `replenish`, `resize`, `destroy`, a capture's start,
 /// any `Pool.open` that salvages, the mount) goes through it. Two rules hold for every input,

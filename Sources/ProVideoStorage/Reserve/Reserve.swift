@@ -1,5 +1,6 @@
 import CProVideo
 import Glibc
+import ProVideoSystem
 
 /// The reserve file: preallocated with fallocate(2), its size is the capacity a capture can
 /// use. Grows allocate only the new range (on btrfs, fallocate over an allocated range reserves

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 extension Sequence where Element == Int64 {
     /// The sum, held at `Int64.max` instead of trapping: declared bitrates come from the user
     /// (`record --bitrate`, up to `Int64.max` each) and a forced capture may run beside another,

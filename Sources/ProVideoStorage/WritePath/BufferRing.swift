@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// The capture's buffers (slots), all allocated at start: which bytes of the recording each
 /// holds and the phase it is in. Pure state: the capture issues the writes it returns.
 ///

@@ -1,4 +1,5 @@
 import Glibc
+import ProVideoSystem
 
 /// The capture's side of the engine: every request is issued and every completion handled
 /// here, and every call that can fail runs inside `guarded`, the one place that fails the

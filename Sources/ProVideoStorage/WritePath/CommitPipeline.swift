@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// A durability commit, one at a time: the length it promises is made durable by
 ///
 ///     idle ──▶ (flushing: the filling buffer's frames written) ──▶ syncing: fdatasync(2)

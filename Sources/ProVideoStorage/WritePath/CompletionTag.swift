@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// What a request of the write path is, carried through the engine as its 64-bit user data
 /// (io_uring's `user_data`) so that each completion goes back to the state it advances, in the
 /// manner of TigerBeetle's `src/io/linux.zig` completions.

@@ -1,3 +1,5 @@
+import ProVideoSystem
+
 /// A rule of the write path's state (`BufferRing`, `CommitPipeline`) found broken: the
 /// capture that meets it fails with `.invariantViolated` (`Capture.guarded`), the process and
 /// its other captures go on. A `precondition` would end a multi-channel recorder with every

@@ -1,11 +1,11 @@
 import CProVideo
 
 /// SHA-256 (libcrypto's EVP interface, through the C shim) of a byte stream.
-final class SHA256 {
+package final class SHA256 {
     private var context: OpaquePointer?
 
     /// - Throws: `.ioError` when libcrypto cannot be initialised or allocate a context.
-    init() throws {
+    package init() throws {
         guard let context = pv_sha256_new() else { throw ProVideoError(.ioError, "libcrypto cannot start a SHA-256 digest (out of memory?)") }
         self.context = context
     }
@@ -15,12 +15,12 @@ final class SHA256 {
         if context != nil { _ = finish() }
     }
 
-    func update(_ bytes: UnsafeRawBufferPointer) {
+    package func update(_ bytes: UnsafeRawBufferPointer) {
         pv_sha256_update(context, bytes.baseAddress, bytes.count)
     }
 
     /// The 32-byte digest; frees the context.
-    func finish() -> [UInt8] {
+    package func finish() -> [UInt8] {
         var digest = [UInt8](repeating: 0, count: 32)
         pv_sha256_finish(context, &digest)
         context = nil

@@ -10,27 +10,27 @@ import Synchronization
 /// RESOLVE_NO_SYMLINKS | RESOLVE_NO_XDEV`: no component may be a link, nothing may lead out of
 /// it or onto another mount, and a file opened for writing must be a regular file with one
 /// link. One choke point, so no call site can forget it.
-enum Confinement {
+package enum Confinement {
     /// Registered directories and what errors call them.
     private static let directories = Mutex<[String: String]>([:])
 
     /// Confines every later path operation below `directory` (absolute); `name` says what it
     /// is in error messages (the caller's word for it).
-    static func register(_ directory: String, as name: String) {
+    package static func register(_ directory: String, as name: String) {
         guard directory != "/" else { return }
         directories.withLock { $0[directory] = name }
     }
 
     /// What the confined directory above `path` is called in errors ("a confined directory"
     /// when none is).
-    static func name(above path: String) -> String {
+    package static func name(above path: String) -> String {
         guard let root = split(path)?.root else { return "a confined directory" }
         return directories.withLock { $0[root] } ?? "a confined directory"
     }
 
     /// The confined directory `path` lies below and the rest of it, relative; nil for a path
     /// outside every one (a destination, /proc, /sys).
-    static func split(_ path: String) -> (root: String, relative: String)? {
+    package static func split(_ path: String) -> (root: String, relative: String)? {
         directories.withLock { roots in
             for root in roots.keys where path.hasPrefix(root + "/") && path.count > root.count + 1 {
                 return (root, String(path.dropFirst(root.count + 1)))
@@ -40,7 +40,7 @@ enum Confinement {
     }
 
     /// openat2(2) of `relative` beneath `root`; fd or -errno.
-    static func open(root: String, relative: String, flags: Int32, mode: mode_t) -> Int32 {
+    package static func open(root: String, relative: String, flags: Int32, mode: mode_t) -> Int32 {
         let base = Glibc.open(root, pv_O_PATH | O_DIRECTORY | O_CLOEXEC)
         if base < 0 { return -Glibc.errno }
         defer { Glibc.close(base) }
@@ -49,7 +49,7 @@ enum Confinement {
 
     /// Runs `body` with a descriptor of `path`'s directory, opened beneath its confined
     /// directory, and its last component. For other paths, the directory is opened as usual.
-    static func withParent<T>(of path: String, _ body: (_ directory: Int32, _ name: String) -> T) -> Result<T, ProVideoError> {
+    package static func withParent<T>(of path: String, _ body: (_ directory: Int32, _ name: String) -> T) -> Result<T, ProVideoError> {
         let parent = FileSystem.parent(of: path), name = FileSystem.lastComponent(of: path)
         let flags = pv_O_PATH | O_DIRECTORY
         let fd: Int32
@@ -67,7 +67,7 @@ enum Confinement {
 
     /// The error for a confined path that could not be resolved: a link or a mount on the way
     /// is the state there being wrong or hostile, said as such; any other errno as the call's.
-    static func refusal(_ call: String, errno: Int32, path: String) -> ProVideoError {
+    package static func refusal(_ call: String, errno: Int32, path: String) -> ProVideoError {
         switch errno {
         case ELOOP, EXDEV:
             let name = name(above: path)

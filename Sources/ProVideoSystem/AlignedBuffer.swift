@@ -11,12 +11,12 @@ import Glibc
 /// on this machine, the average request grew from 779 KiB to 3,532 KiB and the engine's
 /// sequential bandwidth from 1.0 to 3.3 GB/s (Docs/BENCHMARKS.md). Without transparent huge
 /// pages (`enabled` = never) the advice has no effect and the buffer uses small pages.
-final class AlignedBuffer {
-    let bytes: UnsafeMutableRawBufferPointer
+package final class AlignedBuffer {
+    package let bytes: UnsafeMutableRawBufferPointer
     /// The whole mapping: `bytes` rounded up to the page or huge page.
     private let mapping: UnsafeMutableRawBufferPointer
 
-    init?(length: Int, alignment: Int) {
+    package init?(length: Int, alignment: Int) {
         guard length > 0 else { return nil }
         let hugePage = Self.hugePageSize
         let huge = length >= hugePage
@@ -48,5 +48,5 @@ final class AlignedBuffer {
     deinit { munmap(mapping.baseAddress, mapping.count) }
 
     /// Bytes per transparent huge page, from sysfs; 2 MiB when the file is missing.
-    static let hugePageSize = FileSystem.readInteger("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") ?? 2 << 20
+    package static let hugePageSize = FileSystem.readInteger("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") ?? 2 << 20
 }

@@ -2,31 +2,31 @@ import Glibc
 
 /// Who this process is: the effective user and group that own what it creates, its umask,
 /// and the names behind the numbers, for messages and for `create --group`.
-enum ProcessIdentity {
+package enum ProcessIdentity {
     /// geteuid(2).
-    static var user: uid_t { geteuid() }
+    package static var user: uid_t { geteuid() }
     /// getegid(2).
-    static var group: gid_t { getegid() }
-    static var isRoot: Bool { geteuid() == 0 }
+    package static var group: gid_t { getegid() }
+    package static var isRoot: Bool { geteuid() == 0 }
     /// getpid(2).
-    static var pid: Int32 { getpid() }
+    package static var pid: Int32 { getpid() }
 
     /// kill(2) with SIGKILL on this process, as a power cut or `kill -9` would end it.
-    static func killImmediately() -> Never {
+    package static func killImmediately() -> Never {
         kill(getpid(), SIGKILL)
         fatalError("SIGKILL did not end the process")
     }
 
     /// The file-mode creation mask. umask(2) can only be read by setting it, so it is set back
     /// at once (no other thread of the library creates files meanwhile).
-    static var umask: mode_t {
+    package static var umask: mode_t {
         let mask = Glibc.umask(0)
         Glibc.umask(mask)
         return mask
     }
 
     /// getpwuid_r(3): the user's name, or the number when it has none.
-    static func userName(_ uid: uid_t) -> String {
+    package static func userName(_ uid: uid_t) -> String {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -35,7 +35,7 @@ enum ProcessIdentity {
     }
 
     /// getpwuid_r(3): the user's primary group; nil for a user without an entry.
-    static func primaryGroup(of uid: uid_t) -> gid_t? {
+    package static func primaryGroup(of uid: uid_t) -> gid_t? {
         var entry = passwd()
         var result: UnsafeMutablePointer<passwd>?
         var buffer = [CChar](repeating: 0, count: 4096)
@@ -44,7 +44,7 @@ enum ProcessIdentity {
     }
 
     /// getgrgid_r(3): the group's name, or the number when it has none.
-    static func groupName(_ gid: gid_t) -> String {
+    package static func groupName(_ gid: gid_t) -> String {
         var entry = Glibc.group()
         var result: UnsafeMutablePointer<Glibc.group>?
         var buffer = [CChar](repeating: 0, count: 65536)
@@ -53,7 +53,7 @@ enum ProcessIdentity {
     }
 
     /// getgrnam_r(3): the group named `name` (or given as a number), nil when there is none.
-    static func groupID(named name: String) -> gid_t? {
+    package static func groupID(named name: String) -> gid_t? {
         var entry = Glibc.group()
         var result: UnsafeMutablePointer<Glibc.group>?
         var buffer = [CChar](repeating: 0, count: 65536)
@@ -62,7 +62,7 @@ enum ProcessIdentity {
     }
 
     /// getgroups(2): whether `gid` is this process's group or one of its supplementary groups.
-    static func isMember(of gid: gid_t) -> Bool {
+    package static func isMember(of gid: gid_t) -> Bool {
         if getegid() == gid { return true }
         let count = getgroups(0, nil)
         guard count > 0 else { return false }

@@ -6,12 +6,12 @@ import Glibc
 /// thread still runs its destructors, and libcrypto's exit handler then frees the state one of
 /// them is freeing (a SIGSEGV in libcrypto, `provideo land` on CI; openssl/openssl#6214, where
 /// OpenSSL's maintainers ask for the join).
-final class JoinedThread {
+package final class JoinedThread {
     private var thread: pthread_t
 
     /// Starts `body` on a new thread.
     /// - Throws: `.ioError` with pthread_create(3)'s error (EAGAIN: out of threads or memory).
-    init(_ body: @escaping @Sendable () -> Void) throws {
+    package init(_ body: @escaping @Sendable () -> Void) throws {
         let box = Unmanaged.passRetained(Body(body)).toOpaque()
         var thread = pthread_t()
         let result = pthread_create(&thread, nil, { raw in
@@ -27,13 +27,13 @@ final class JoinedThread {
     }
 
     /// Waits until the thread has ended; called once.
-    func join() {
+    package func join() {
         let result = pthread_join(thread, nil)
         precondition(result == 0, "pthread_join: \(result)")
     }
 
     private final class Body {
-        let run: @Sendable () -> Void
-        init(_ run: @escaping @Sendable () -> Void) { self.run = run }
+        package let run: @Sendable () -> Void
+        package init(_ run: @escaping @Sendable () -> Void) { self.run = run }
     }
 }

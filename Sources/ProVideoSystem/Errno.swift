@@ -1,7 +1,7 @@
 import Glibc
 
 /// errno values as people read them.
-enum Errno {
+package enum Errno {
     /// strerror(3): the C library's text for `errno` ("No space left on device").
-    static func description(_ errno: Int32) -> String { String(cString: strerror(errno)) }
+    package static func description(_ errno: Int32) -> String { String(cString: strerror(errno)) }
 }

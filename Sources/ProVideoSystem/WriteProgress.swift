@@ -7,24 +7,24 @@ import Glibc
 /// an `O_DIRECT` write must start aligned: the partial block is written again whole (F2). A
 /// completion that makes no progress (0 bytes, less than one block, `-EAGAIN`, `-EINTR`) is
 /// retried at most `maximumRetries` times in a row, then reported: never an endless loop.
-struct WriteProgress: Equatable {
+package struct WriteProgress: Equatable {
     /// Bytes the write asks for.
-    let length: Int
+    package let length: Int
     /// Bytes confirmed, a multiple of the alignment until the write is complete.
-    private(set) var done = 0
-    private(set) var retries = 0
+    package private(set) var done = 0
+    package private(set) var retries = 0
 
-    static let maximumRetries = 32
+    package static let maximumRetries = 32
 
-    init(length: Int) { self.length = length }
+    package init(length: Int) { self.length = length }
 
-    var isComplete: Bool { done == length }
+    package var isComplete: Bool { done == length }
 
     /// Applies a completion's result (bytes, or -errno) for the request `done..<length`.
     /// - Returns: true when the write is complete; false when the rest must be resubmitted.
     /// - Throws: the errno of a failed write as `.ioError`/`.notEnoughSpace`; `.ioError` after
     ///   `maximumRetries` completions in a row without progress.
-    mutating func apply(_ result: Int32, alignment: Int, call: String, path: String) throws -> Bool {
+    package mutating func apply(_ result: Int32, alignment: Int, call: String, path: String) throws -> Bool {
         let remaining = length - done
         if result >= remaining {
             done = length
@@ -32,7 +32,7 @@ struct WriteProgress: Equatable {
         }
         // ECANCELED without our cancellation (after ours nothing is resubmitted): io_uring cancels
         // a request its io-wq worker still held when the thread that submitted it exited (a C
-        // recorder appending from short-lived threads); the bytes are still ours to write.
+        // program appending from short-lived threads); the bytes are still ours to write.
         if result < 0 && result != -EAGAIN && result != -EINTR && result != -ECANCELED {
             throw ProVideoError.system(call, errno: -result, path: path)
         }

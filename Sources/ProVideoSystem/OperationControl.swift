@@ -24,11 +24,11 @@ package struct OperationControl: Sendable {
         private let flag = Atomic<Bool>(false)
         package init() {}
         package func cancel() { flag.store(true, ordering: .relaxed) }
-        var isCancelled: Bool { flag.load(ordering: .relaxed) }
+        package var isCancelled: Bool { flag.load(ordering: .relaxed) }
     }
 
-    let observer: Observer?
-    let cancellation: Cancellation?
+    package let observer: Observer?
+    package let cancellation: Cancellation?
 
     package init(observer: Observer? = nil, cancellation: Cancellation? = nil) {
         self.observer = observer
@@ -49,13 +49,13 @@ package struct OperationControl: Sendable {
     /// (the caller's cleanup runs, as for any error).
     /// - Parameter step: what is stopped, for the message.
     /// - Throws: `.cancelled`.
-    func checkpoint(_ step: @autoclosure () -> String) throws {
+    package func checkpoint(_ step: @autoclosure () -> String) throws {
         guard cancellation?.isCancelled == true else { return }
         throw ProVideoError(.cancelled, "cancelled: \(step()) was stopped; nothing was left half-done")
     }
 
     /// Passes progress to the observer, if there is one.
-    func report(_ step: Step, _ done: Int64, _ total: Int64) {
+    package func report(_ step: Step, _ done: Int64, _ total: Int64) {
         observer?(step, done, total)
     }
 }

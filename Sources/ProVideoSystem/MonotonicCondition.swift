@@ -44,5 +44,5 @@ package final class MonotonicCondition: @unchecked Sendable {
     }
 
     /// Waits, with the mutex locked, until signalled (or a spurious wake-up).
-    func wait() { pthread_cond_wait(condition, mutex) }
+    package func wait() { pthread_cond_wait(condition, mutex) }
 }

@@ -6,46 +6,25 @@ import Glibc
 public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What went wrong, to switch on. Extensible, as swift-nio's `FileSystemError.Code`: a later
     /// release may add codes, so a `switch` over them needs a `default`. The C API's numbers
-    /// for them never change (provideo.h).
+    /// for them never change (provideo.h). The codes a system call's failure maps to are
+    /// here; the library's own (busy, full, …) are ProVideoStorage's
+    /// (`ProVideoErrorCodes.swift`).
     public struct Code: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
         public let rawValue: String
         public init(rawValue: String) { self.rawValue = rawValue }
         public var description: String { rawValue }
 
-        /// The filesystem or kernel cannot host a pool (see `Pool.isSupported(at:)`).
-        public static let unsupported = Code(rawValue: "unsupported")
-        /// No pool at the path; create one with `provideo create`.
-        public static let poolNotFound = Code(rawValue: "poolNotFound")
-        /// A pool already exists at the path.
-        public static let poolExists = Code(rawValue: "poolExists")
-        /// The pool is busy (a capture, a replenish or a resize is running).
-        public static let busy = Code(rawValue: "busy")
         /// The filesystem does not have the free space an operation needed.
         public static let notEnoughSpace = Code(rawValue: "notEnoughSpace")
-        /// A capture reached the end of the reserve: the frame was not accepted.
-        public static let storageFull = Code(rawValue: "storageFull")
-        /// Every capture buffer was in flight and the overrun policy gave up.
-        public static let overrun = Code(rawValue: "overrun")
-        /// Starting the capture would take the pool's running captures past its admissible
-        /// bandwidth (see `Pool.bandwidth`); the message names the numbers.
-        public static let bandwidthExceeded = Code(rawValue: "bandwidthExceeded")
-        /// The destination of a capture exists; it is never overwritten.
-        public static let destinationExists = Code(rawValue: "destinationExists")
-        /// The destination's directory does not exist, is not a directory or is not writable.
-        public static let invalidDestination = Code(rawValue: "invalidDestination")
-        /// The process may not use the pool or a path (EACCES, EPERM): the message names the
-        /// owner and the group to join.
+        /// The process may not use a path (EACCES, EPERM): the message names the owner and
+        /// the group to join.
         public static let permissionDenied = Code(rawValue: "permissionDenied")
-        /// The pool's state file is missing, unreadable or from a newer version.
+        /// A state file is missing, unreadable, not what it should be, or from a newer version.
         public static let corruptState = Code(rawValue: "corruptState")
         /// A bad argument (a size, an offset, a path).
         public static let invalidArgument = Code(rawValue: "invalidArgument")
         /// A read, write or flush failed (EIO, EROFS, a zero-byte completion, …).
         public static let ioError = Code(rawValue: "ioError")
-        /// The capture has already finished, been cancelled or failed.
-        public static let captureClosed = Code(rawValue: "captureClosed")
-        /// The write path found one of its own rules broken (a defect): the capture stopped.
-        public static let invariantViolated = Code(rawValue: "invariantViolated")
         /// The task running an async operation was cancelled at a point where stopping is
         /// safe; the message says what was left as it was (see Docs/SWIFT-API.md).
         public static let cancelled = Code(rawValue: "cancelled")
@@ -82,7 +61,7 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     }
 
     /// An error for a failed system call: `call` names it (e.g. "fallocate"), `errno` is positive.
-    static func system(_ call: String, errno: Int32, path: String? = nil,
+    package static func system(_ call: String, errno: Int32, path: String? = nil,
                        file: StaticString = #fileID, line: UInt = #line) -> ProVideoError {
         let resolved: Code = switch errno {
         case ENOSPC, EDQUOT: .notEnoughSpace

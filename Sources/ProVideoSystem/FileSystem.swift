@@ -2,9 +2,9 @@ import CProVideo
 import Glibc
 
 /// Path-level helpers: existence, directories, durable replacement of small files.
-enum FileSystem {
+package enum FileSystem {
     /// statx(2); a confined path is not followed if it is a link (`Confinement`).
-    static func facts(_ path: String) throws -> pv_file_facts {
+    package static func facts(_ path: String) throws -> pv_file_facts {
         var facts = pv_file_facts()
         if Confinement.split(path) != nil {
             let rc = try Confinement.withParent(of: path) { pv_statx_at($0, $1, &facts) }.get()
@@ -18,7 +18,7 @@ enum FileSystem {
 
     /// statvfs(3) `f_favail`: inodes an unprivileged process can still create on the
     /// filesystem holding `path` (XFS and btrfs allocate inodes on demand and report plenty).
-    static func freeInodes(_ path: String) throws -> Int64 {
+    package static func freeInodes(_ path: String) throws -> Int64 {
         var facts = statvfs()
         if statvfs(path, &facts) != 0 { throw ProVideoError.system("statvfs", errno: Glibc.errno, path: path) }
         // btrfs reports no inode counts at all (f_files 0): it has no fixed table to run out of.
@@ -27,7 +27,7 @@ enum FileSystem {
 
     /// statx(2) with `AT_SYMLINK_NOFOLLOW`: the facts of whatever is at `path`, a link itself
     /// included, never what it points to.
-    static func factsWithoutFollowing(_ path: String) throws -> pv_file_facts {
+    package static func factsWithoutFollowing(_ path: String) throws -> pv_file_facts {
         var facts = pv_file_facts()
         let rc = pv_statx_at(AT_FDCWD, path, &facts)
         if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
@@ -36,7 +36,7 @@ enum FileSystem {
 
     /// statfs(2): the filesystem's type (`f_type`, a magic number of linux/magic.h), bytes
     /// free for unprivileged users (`f_bavail` × `f_bsize`) and its size in bytes.
-    static func space(_ path: String) throws -> (type: Int64, available: Int64, total: Int64) {
+    package static func space(_ path: String) throws -> (type: Int64, available: Int64, total: Int64) {
         var magic: Int64 = 0, available: UInt64 = 0, total: UInt64 = 0
         let rc = pv_statfs(path, &magic, &available, &total)
         if rc < 0 { throw ProVideoError.system("statfs", errno: -rc, path: path) }
@@ -45,13 +45,13 @@ enum FileSystem {
 
     /// The block device's queue limits as libblkid reads them (blkid_probe_get_topology(3));
     /// nil when the device cannot be opened (EPERM in a container, say).
-    static func deviceTopology(_ device: String) -> pv_topology? {
+    package static func deviceTopology(_ device: String) -> pv_topology? {
         var topology = pv_topology()
         return pv_device_topology(device, &topology) == 0 ? topology : nil
     }
 
     /// access(2) with `F_OK`; for a confined path, whether anything is at `path` (a link included).
-    static func exists(_ path: String) -> Bool {
+    package static func exists(_ path: String) -> Bool {
         Confinement.split(path) != nil ? (try? facts(path)) != nil : access(path, F_OK) == 0
     }
 
@@ -60,7 +60,7 @@ enum FileSystem {
     /// that what a caller acts on is never a look that failed.
     /// - Throws: statx's error other than `ENOENT` (`.permissionDenied` for `EACCES`/`EPERM`,
     ///   `.ioError` for the rest: `EIO`, `ELOOP`, `ENOTDIR`, …).
-    static func isPresent(_ path: String) throws -> Bool {
+    package static func isPresent(_ path: String) throws -> Bool {
         do {
             _ = try facts(path)
             return true
@@ -70,7 +70,7 @@ enum FileSystem {
     }
 
     /// `isPresent(path)` after the system calls' `lookAt` seam, which a test fails as statx would.
-    static func isPresent(_ path: String, _ calls: SystemCalls) throws -> Bool {
+    package static func isPresent(_ path: String, _ calls: SystemCalls) throws -> Bool {
         let rc = calls.lookAt(path)
         if rc == -ENOENT { return false }
         if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
@@ -81,7 +81,7 @@ enum FileSystem {
     /// nothing is at `path` (`isPresent`).
     /// - Throws: `.ioError` "cannot list PATH (why); `consequence`" when it is there and cannot
     ///   be listed or looked at: an empty answer would read as "nothing there".
-    static func entries(_ path: String, consequence: String) throws -> [String]? {
+    package static func entries(_ path: String, consequence: String) throws -> [String]? {
         func unlisted(_ why: String) -> ProVideoError {
             ProVideoError(.ioError, "cannot list \(path) (\(why)); \(consequence)", path: path)
         }
@@ -104,24 +104,24 @@ enum FileSystem {
     }
 
     /// lstat(2): whether anything, a dangling symbolic link included, is at `path`.
-    static func existsWithoutFollowing(_ path: String) -> Bool {
+    package static func existsWithoutFollowing(_ path: String) -> Bool {
         if Confinement.split(path) != nil { return exists(path) }
         var st = stat()
         return lstat(path, &st) == 0
     }
 
     /// access(2) with `W_OK`.
-    static func isWritable(_ path: String) -> Bool { Glibc.access(path, W_OK) == 0 }
+    package static func isWritable(_ path: String) -> Bool { Glibc.access(path, W_OK) == 0 }
 
     /// realpath(3): `path` with every symbolic link, `.` and `..` resolved; nil when it does
     /// not exist.
-    static func realPath(_ path: String) -> String? {
+    package static func realPath(_ path: String) -> String? {
         guard let real = realpath(path, nil) else { return nil }
         defer { free(real) }
         return String(cString: real)
     }
 
-    static func isDirectory(_ path: String) -> Bool {
+    package static func isDirectory(_ path: String) -> Bool {
         if Confinement.split(path) != nil {
             return (try? facts(path)).map { $0.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) } ?? false
         }
@@ -130,21 +130,21 @@ enum FileSystem {
     }
 
     /// mkdir(2), mode 0700 until its owner gives it another; an existing directory is fine.
-    static func makeDirectory(_ path: String) throws {
+    package static func makeDirectory(_ path: String) throws {
         let rc = try Confinement.withParent(of: path) { pv_mkdirat($0, $1, 0o700) }.get()
         if rc < 0 && rc != -EEXIST { throw ProVideoError.system("mkdir", errno: -rc, path: path) }
     }
 
     /// access(2) for read, write and search: 0, or the errno that refuses it.
-    static func accessError(_ path: String) -> Int32 {
+    package static func accessError(_ path: String) -> Int32 {
         Glibc.access(path, R_OK | W_OK | X_OK) == 0 ? 0 : Glibc.errno
     }
 
     /// unlink(2); a missing file is fine. For a confined path, through its directory opened
     /// beneath the confined one (`Confinement`).
-    static func remove(_ path: String) throws { try unlink(path, directory: false) }
+    package static func remove(_ path: String) throws { try unlink(path, directory: false) }
 
-    static func removeDirectory(_ path: String) throws { try unlink(path, directory: true) }
+    package static func removeDirectory(_ path: String) throws { try unlink(path, directory: true) }
 
     /// unlinkat(2) of a file or an empty directory; what is already gone is fine.
     private static func unlink(_ path: String, directory: Bool) throws {
@@ -158,7 +158,7 @@ enum FileSystem {
     }
 
     /// rename(2), replacing the target (for the library's own state files only).
-    static func rename(_ from: String, _ to: String) throws {
+    package static func rename(_ from: String, _ to: String) throws {
         let rc = try Confinement.withParent(of: from) { fromDirectory, fromName in
             Confinement.withParent(of: to) { pv_renameat(fromDirectory, fromName, $0, $1) }
         }.get().get()
@@ -166,25 +166,25 @@ enum FileSystem {
     }
 
     /// fsync(2) on a directory, so that a rename or create in it survives a power cut.
-    static func syncDirectory(_ path: String, _ calls: SystemCalls) throws {
+    package static func syncDirectory(_ path: String, _ calls: SystemCalls) throws {
         let fd = try FileDescriptor.open(path, O_RDONLY | O_DIRECTORY)
         let rc = calls.fsync(fd.rawValue)
         if rc < 0 { throw ProVideoError.system("fsync", errno: -rc, path: path) }
     }
 
-    static func parent(of path: String) -> String {
+    package static func parent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return "." }
         return slash == path.startIndex ? "/" : String(path[..<slash])
     }
 
-    static func lastComponent(of path: String) -> String {
+    package static func lastComponent(of path: String) -> String {
         guard let slash = path.lastIndex(of: "/") else { return path }
         return String(path[path.index(after: slash)...])
     }
 
     /// Makes `path` absolute against the working directory and removes `.`, `..` and empty
     /// components, without following symbolic links.
-    static func absolute(_ path: String) -> String {
+    package static func absolute(_ path: String) -> String {
         var base = path.hasPrefix("/") ? "" : currentDirectory()
         base += "/" + path
         var parts: [Substring] = []
@@ -196,20 +196,20 @@ enum FileSystem {
         return "/" + parts.joined(separator: "/")
     }
 
-    static func currentDirectory() -> String {
+    package static func currentDirectory() -> String {
         guard let cwd = getcwd(nil, 0) else { return "/" }
         defer { free(cwd) }
         return String(cString: cwd)
     }
 
     /// The most a small file (a state file, a sysfs value) may hold, in bytes.
-    static let smallFileLimit = 1 << 20
+    package static let smallFileLimit = 1 << 20
 
     /// Reads a whole small file, at most `smallFileLimit` bytes. Opened `O_NONBLOCK`: a FIFO in
     /// its place is refused, never waited on.
     /// - Throws: the open's or read's error; `.corruptState` when it is not a regular file or
     ///   holds more than the limit.
-    static func readSmallFile(_ path: String) throws -> [UInt8] {
+    package static func readSmallFile(_ path: String) throws -> [UInt8] {
         let fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
         let facts = try fd.facts()
         let procfs = path.hasPrefix("/proc/") || path.hasPrefix("/sys/")
@@ -233,7 +233,7 @@ enum FileSystem {
 
     /// The decimal integer a sysfs or procfs file holds (surrounding whitespace ignored); nil
     /// when the file is missing or holds something else.
-    static func readInteger(_ path: String) -> Int? {
+    package static func readInteger(_ path: String) -> Int? {
         guard let bytes = try? readSmallFile(path) else { return nil }
         let words = String(decoding: bytes, as: UTF8.self).split(whereSeparator: \.isWhitespace)
         return words.count == 1 ? Int(words[0]) : nil

@@ -3,9 +3,9 @@ import Glibc
 
 /// An owned file descriptor, closed on deinit. The thin layer under the library: each method is
 /// one system call whose failure becomes a `ProVideoError` naming the call and the path.
-final class FileDescriptor {
-    let rawValue: Int32
-    let path: String
+package final class FileDescriptor {
+    package let rawValue: Int32
+    package let path: String
 
     private init(rawValue: Int32, path: String) {
         self.rawValue = rawValue
@@ -21,7 +21,7 @@ final class FileDescriptor {
     /// `/proc/self/fd/N/NAME`, is shown by the user's path).
     /// - Throws: the errno of open(2); `.corruptState` for a confined path that is a link, passes
     ///   through one, or is not a regular file.
-    static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, direct: Bool = false,
+    package static func open(_ path: String, _ flags: Int32, mode: mode_t = 0o644, direct: Bool = false,
                      shownAs: String? = nil) throws -> FileDescriptor {
         let flags = direct ? flags | pv_O_DIRECT : flags
         guard let (root, relative) = Confinement.split(path) else {
@@ -48,7 +48,7 @@ final class FileDescriptor {
     }
 
     /// statx(2) on the open file.
-    func facts() throws -> pv_file_facts {
+    package func facts() throws -> pv_file_facts {
         var facts = pv_file_facts()
         let rc = pv_fstatx(rawValue, &facts)
         if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
@@ -56,12 +56,12 @@ final class FileDescriptor {
     }
 
     /// fchmod(2).
-    func setMode(_ mode: mode_t) throws {
+    package func setMode(_ mode: mode_t) throws {
         if fchmod(rawValue, mode) != 0 { throw ProVideoError.system("fchmod", errno: Glibc.errno, path: path) }
     }
 
     /// fchown(2).
-    func setOwner(_ owner: uid_t, _ group: gid_t) throws {
+    package func setOwner(_ owner: uid_t, _ group: gid_t) throws {
         if fchown(rawValue, owner, group) != 0 { throw ProVideoError.system("fchown", errno: Glibc.errno, path: path) }
     }
 
@@ -69,11 +69,11 @@ final class FileDescriptor {
     /// an empty file only. Returns 0, or -ENOTTY / -EOPNOTSUPP where the filesystem has no
     /// such flag.
     @discardableResult
-    func setNoCOW() -> Int32 { pv_set_nocow(rawValue) }
+    package func setNoCOW() -> Int32 { pv_set_nocow(rawValue) }
 
     /// The file's data extents (the FS_IOC_FIEMAP ioctl(2)): bytes mapped below `below`, and the
     /// end of the last extent (blocks past end of file included).
-    func extents(below: Int64) throws -> (mapped: Int64, end: Int64) {
+    package func extents(below: Int64) throws -> (mapped: Int64, end: Int64) {
         var mapped: UInt64 = 0, end: UInt64 = 0
         let rc = pv_extents(rawValue, UInt64(below), &mapped, &end)
         if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_FIEMAP)", errno: -rc, path: path) }
@@ -81,7 +81,7 @@ final class FileDescriptor {
     }
 
     /// How many of `length` bytes at `offset` sit in the page cache (mmap(2) + mincore(2)).
-    func cachedBytes(offset: Int64, length: Int64) throws -> Int64 {
+    package func cachedBytes(offset: Int64, length: Int64) throws -> Int64 {
         let n = pv_cached_bytes(rawValue, offset, length)
         if n < 0 { throw ProVideoError.system("mincore", errno: Int32(-n), path: path) }
         return n
@@ -89,7 +89,7 @@ final class FileDescriptor {
 
     /// fcntl(2) `F_OFD_SETLKW` (`wait`) or `F_OFD_SETLK` on byte range [start, start+length):
     /// true when taken, false when another open file description holds it (no wait).
-    func lock(_ start: Int64, _ length: Int64, wait: Bool) throws -> Bool {
+    package func lock(_ start: Int64, _ length: Int64, wait: Bool) throws -> Bool {
         let rc = pv_ofd_lock(rawValue, start, length, wait ? 1 : 0)
         if rc == -EAGAIN && !wait { return false }
         if rc < 0 { throw ProVideoError.system(wait ? "fcntl(F_OFD_SETLKW)" : "fcntl(F_OFD_SETLK)", errno: -rc, path: path) }
@@ -98,7 +98,7 @@ final class FileDescriptor {
 
     /// fcntl(2) `F_OFD_SETLK` with `F_RDLCK`: a shared lock, held by many at once; false when
     /// another open file description holds the range exclusively.
-    func lockShared(_ start: Int64, _ length: Int64) throws -> Bool {
+    package func lockShared(_ start: Int64, _ length: Int64) throws -> Bool {
         let rc = pv_ofd_lock_shared(rawValue, start, length)
         if rc == -EAGAIN { return false }
         if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_SETLK, F_RDLCK)", errno: -rc, path: path) }
@@ -106,10 +106,10 @@ final class FileDescriptor {
     }
 
     /// fcntl(2) `F_OFD_SETLK` with `F_UNLCK`.
-    func unlock(_ start: Int64, _ length: Int64) { _ = pv_ofd_unlock(rawValue, start, length) }
+    package func unlock(_ start: Int64, _ length: Int64) { _ = pv_ofd_unlock(rawValue, start, length) }
 
     /// fcntl(2) `F_OFD_GETLK`: whether another open file description holds the range.
-    func isLockedByOthers(_ start: Int64, _ length: Int64) throws -> Bool {
+    package func isLockedByOthers(_ start: Int64, _ length: Int64) throws -> Bool {
         let rc = pv_ofd_is_locked(rawValue, start, length)
         if rc < 0 { throw ProVideoError.system("fcntl(F_OFD_GETLK)", errno: -rc, path: path) }
         return rc == 1
@@ -119,14 +119,14 @@ final class FileDescriptor {
     /// cache, so a transfer in the background does not evict what the machine's foreground work uses,
     /// and a read-back after fsync comes from the filesystem, not from memory. Advice only:
     /// its failure is ignored.
-    func dropCachedPages(offset: Int64, length: Int64) { _ = pv_fadvise_dontneed(rawValue, offset, length) }
+    package func dropCachedPages(offset: Int64, length: Int64) { _ = pv_fadvise_dontneed(rawValue, offset, length) }
 
-    func sync(_ calls: SystemCalls) throws {
+    package func sync(_ calls: SystemCalls) throws {
         let rc = calls.fdatasync(rawValue)
         if rc < 0 { throw ProVideoError.system("fdatasync", errno: -rc, path: path) }
     }
 
-    func truncate(_ length: Int64, _ calls: SystemCalls) throws {
+    package func truncate(_ length: Int64, _ calls: SystemCalls) throws {
         let rc = calls.ftruncate(rawValue, length)
         if rc < 0 { throw ProVideoError.system("ftruncate", errno: -rc, path: path) }
     }
@@ -138,7 +138,7 @@ final class FileDescriptor {
     /// retried at most `WriteProgress.maximumRetries` times in a row.
     /// - Parameter alignment: the descriptor's direct-I/O alignment; 1 for buffered I/O.
     /// - Throws: the errno of a failed write; `.ioError` after the retries.
-    func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64, alignment: Int = 1, _ calls: SystemCalls) throws {
+    package func writeAll(_ bytes: UnsafeRawBufferPointer, at offset: Int64, alignment: Int = 1, _ calls: SystemCalls) throws {
         var progress = WriteProgress(length: bytes.count)
         while !progress.isComplete {
             let n = calls.pwrite(rawValue, bytes.baseAddress! + progress.done, bytes.count - progress.done,
@@ -150,7 +150,7 @@ final class FileDescriptor {
     /// Reads up to `buffer.count` bytes at `offset`; returns how many (0 at end of file).
     /// EINTR and EAGAIN are retried at most `WriteProgress.maximumRetries` times in a row.
     /// - Throws: the errno of a failed read; `.ioError` after the retries.
-    func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, _ calls: SystemCalls) throws -> Int {
+    package func read(into buffer: UnsafeMutableRawBufferPointer, at offset: Int64, _ calls: SystemCalls) throws -> Int {
         for _ in 0...WriteProgress.maximumRetries {
             let n = calls.pread(rawValue, buffer.baseAddress!, buffer.count, offset)
             if n == -Int(EINTR) || n == -Int(EAGAIN) { continue }

@@ -8,13 +8,13 @@ import Synchronization
 /// (priority inversion); write(2) on an eventfd takes only the kernel's own spinlock. A wake
 /// before the wait is kept (the counter stays readable), so none is lost between a waiter's
 /// last look at its state and its wait.
-final class ThreadWake: @unchecked Sendable {
+package final class ThreadWake: @unchecked Sendable {
     private let descriptor: Int32
     /// Set by the first `wake()` since the waiter last woke: later ones make no system call.
     private let pending = Atomic<Bool>(false)
 
     /// - Throws: `.ioError` with eventfd(2)'s error (EMFILE, ENFILE, ENOMEM).
-    init() throws {
+    package init() throws {
         let result = pv_eventfd()
         guard result >= 0 else { throw ProVideoError.system("eventfd", errno: -result) }
         descriptor = result
@@ -23,7 +23,7 @@ final class ThreadWake: @unchecked Sendable {
     deinit { close(descriptor) }
 
     /// Wakes the waiter, or its next wait if it is not waiting; never blocks.
-    func wake() {
+    package func wake() {
         guard !pending.exchange(true, ordering: .sequentiallyConsistent) else { return }
         var one: UInt64 = 1
         // EAGAIN only when the count is at its maximum: the waiter has a wake to read anyway.
@@ -33,7 +33,7 @@ final class ThreadWake: @unchecked Sendable {
     /// Waits until woken (by a wake since the last wait, or one during this one) or `deadline`
     /// (`MonotonicTime` nanoseconds). Wakes to come after this returns are not lost: the waiter
     /// looks at its state after this, and any change made after that look wakes it again.
-    func wait(until deadline: UInt64) {
+    package func wait(until deadline: UInt64) {
         let now = MonotonicTime.now()
         if now < deadline {
             // poll(2) takes milliseconds: round up, so a wait never ends before its deadline.

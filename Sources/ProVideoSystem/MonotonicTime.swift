@@ -10,5 +10,5 @@ package enum MonotonicTime {
     }
 
     /// usleep(3).
-    static func sleep(microseconds: UInt32) { usleep(microseconds) }
+    package static func sleep(microseconds: UInt32) { usleep(microseconds) }
 }
