@@ -25,9 +25,13 @@ let package = Package(
         // confined paths, identities, clocks. It knows nothing above it (Docs/ARCHITECTURE.md).
         .target(name: "ProVideoSystem", dependencies: ["CProVideo"], path: "Sources/ProVideoSystem",
                 exclude: ["README.md"]),
-        .target(name: "ProVideoStorage", dependencies: ["CProVideo", "ProVideoSystem"], path: "Sources/ProVideoStorage",
+        .target(name: "ProVideoIO", dependencies: ["CProVideo", "ProVideoSystem"], path: "Sources/ProVideoIO",
+                exclude: ["README.md"]),
+        .target(name: "ProVideoJournal", dependencies: ["CProVideo", "ProVideoSystem"], path: "Sources/ProVideoJournal",
+                exclude: ["README.md"]),
+        .target(name: "ProVideoStorage", dependencies: ["CProVideo", "ProVideoSystem", "ProVideoJournal", "ProVideoIO"], path: "Sources/ProVideoStorage",
                 // Each folder's README says what it owns and may use (Docs/ARCHITECTURE.md).
-                exclude: ["Async/README.md", "Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "WritePath/README.md", "Pool/README.md", "Reserve/README.md", "Journal/README.md", "Formatting/README.md", "IO/README.md"]),
+                exclude: ["Async/README.md", "Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "WritePath/README.md", "Pool/README.md", "Reserve/README.md", "Formatting/README.md"]),
         // The C API: the hand-written header (CProVideoAPI/include/provideo.h, installed for C
         // programs) and its implementation in Swift (`@c` functions over the library).
         .target(name: "CProVideoAPI", path: "Sources/CProVideoAPI"),

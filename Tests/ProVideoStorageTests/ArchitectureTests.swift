@@ -2,7 +2,7 @@ import Foundation
 import Testing
 
 /// Docs/ARCHITECTURE.md stays true (issue 26): its folders exist and the library's root holds
-/// at most three files; every `file` `function` step of its two paths names a function of that
+/// at most four files; every `file` `function` step of its two paths names a function of that
 /// file; every `extension Pool` outside `Pool/` is one the page justifies.
 @Suite struct ArchitectureTests {
     static let root = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
@@ -21,10 +21,10 @@ import Testing
             var directory: ObjCBool = false
             return FileManager.default.fileExists(atPath: Self.library + "/" + name, isDirectory: &directory) && directory.boolValue
         }
-        #expect(folders.count >= 10)
+        #expect(folders.count >= 9)
         for folder in folders { #expect(page.contains("| `\(folder)/` |"), "\(folder)/ is not in Docs/ARCHITECTURE.md") }
         let rootFiles = try FileManager.default.contentsOfDirectory(atPath: Self.library).filter { $0.hasSuffix(".swift") }
-        #expect(rootFiles.count <= 3, "the library's root holds \(rootFiles.sorted())")
+        #expect(rootFiles.count <= 4, "the library's root holds \(rootFiles.sorted())")
     }
 
     /// Each folder starts with a README saying what it owns and may use, as the page's table does.
@@ -41,7 +41,7 @@ import Testing
             #expect(readme?.contains("May use: \(uses).") == true, "\(folder)/README.md does not say what it may use")
             folders += 1
         }
-        #expect(folders >= 10)
+        #expect(folders >= 9)
     }
 
     /// Each module of the page's module table has a README saying what the row says, and its
@@ -68,7 +68,7 @@ import Testing
             }
             modules += 1
         }
-        #expect(modules >= 1, "no module row on the page")
+        #expect(modules >= 3, "only \(modules) module rows on the page")
     }
 
     @Test func everyStepNamesAFunctionOfItsFile() throws {

@@ -1,4 +1,6 @@
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 extension Capture {
     /// Finishes the capture as `finish()` does, on a thread of its own: a recording whose

@@ -1,5 +1,7 @@
 import Synchronization
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 extension Pool {
     private static let sharedPool = Mutex<Pool?>(nil)

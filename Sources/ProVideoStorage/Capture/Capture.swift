@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Synchronization
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// One recording being written into a pool. Start it with `Pool.startCapture(to:options:)`,
 /// `append` frames, patch earlier bytes with `patch(_:at:)`, then `finish()` (the recording

@@ -1,5 +1,7 @@
 import Foundation
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// Which captures run in a pool, and whether one more may start: the pool's `maxCaptures`
 /// and its bandwidth, the way SGI's XFS guaranteed-rate I/O reserved bandwidth per stream.

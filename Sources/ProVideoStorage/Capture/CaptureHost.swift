@@ -1,4 +1,6 @@
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// What a capture needs of its pool, and nothing more, so that `Capture` does not hold the
 /// `Pool` it came from (issue 26: no Pool⇄Capture cycle of types). `Pool.startCapture` makes

@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// Starting a capture in its own `captures/<id>/` (`CaptureFiles`); completing, discarding and
 /// salvaging are in Recovery/. Each step is ordered so that a process killed at any point leaves

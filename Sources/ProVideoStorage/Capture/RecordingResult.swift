@@ -1,4 +1,6 @@
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// A finished recording.
 public struct RecordingResult: Sendable {

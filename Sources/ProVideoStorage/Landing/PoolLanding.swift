@@ -2,6 +2,8 @@ import Foundation
 import Glibc
 import Synchronization
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// What one landing attempt did.
 package struct LandingResult: Codable, Sendable, Equatable {

@@ -1,4 +1,6 @@
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// Why a pool cannot start a capture now (Apple: `AVProVideoStorage.BusyReasons`).
 public struct BusyReasons: OptionSet, Sendable, Hashable, CustomStringConvertible {

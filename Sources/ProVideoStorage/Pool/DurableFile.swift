@@ -1,5 +1,7 @@
 import Glibc
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// The one durable small-file write of the pool's state (`pool.json`, capture journals, held
 /// recordings' notes, landing records, the recovered log).

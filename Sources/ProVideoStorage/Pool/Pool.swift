@@ -1,6 +1,8 @@
 import Foundation
 import Synchronization
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// A pool: a system-wide, preallocated reserve of storage on one filesystem, shared by every
 /// recorder process on the machine (Apple: "Pro Video Storage", `AVProVideoStorage`).

@@ -1,4 +1,6 @@
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// Where a pool keeps its files. Everything lives in one directory on one filesystem:
 ///

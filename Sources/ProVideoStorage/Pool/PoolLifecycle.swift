@@ -1,5 +1,7 @@
 import Foundation
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// A pool's creation, opening and removal.
 extension Pool {

@@ -1,4 +1,6 @@
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// Everything `provideo status` reports, in the shape of `status --json`. Sizes in bytes.
 public struct PoolStatus: Codable, Sendable, Equatable {

@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// Completing and discarding a capture: its recording placed (or discarded), its unused space
 /// back to the reserve, its files removed, each step recorded in its journal first (see

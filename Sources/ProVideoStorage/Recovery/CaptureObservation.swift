@@ -1,6 +1,8 @@
 import CProVideo
 import Glibc
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// One capture as recovery found it: the facts the decision takes, and what they were read
 /// from (the journal, the errors behind each "unreadable", the place looked at).

@@ -1,6 +1,8 @@
 import Foundation
 import Glibc
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// Salvaging the captures of recorders that died: each observed (`CaptureObservation`), then
 /// acted on as the one decision says (`RecoveryDecision`), as its recorder's user, alone

@@ -1,5 +1,7 @@
 import Glibc
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// The pool's capacity, counted in one place (issue 26): what the reserve holds, what each
 /// running capture's file was granted and what it has written, and what the reserve may grow

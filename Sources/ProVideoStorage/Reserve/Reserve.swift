@@ -1,6 +1,8 @@
 import CProVideo
 import Glibc
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// The reserve file: preallocated with fallocate(2), its size is the capacity a capture can
 /// use. Grows allocate only the new range (on btrfs, fallocate over an allocated range reserves
@@ -22,7 +24,7 @@ struct Reserve {
     /// up to the allocation unit (the direct-I/O alignment or the block size, a power of two far
     /// below 1 GiB), and near `Int64.max` that rounding would overflow; below this limit it
     /// always fits.
-    static let maximumSize: Int64 = Int64.max / (1 << 30) * (1 << 30)
+    static let maximumSize: Int64 = CaptureJournal.maximumLength
 
     /// The reserve's size in bytes, 0 when there is no reserve file.
     /// - Throws: statx's error other than `ENOENT`: a reserve that cannot be looked at is of

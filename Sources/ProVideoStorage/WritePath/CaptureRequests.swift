@@ -1,5 +1,7 @@
 import Glibc
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// The capture's side of the engine: every request is issued and every completion handled
 /// here, and every call that can fail runs inside `guarded`, the one place that fails the

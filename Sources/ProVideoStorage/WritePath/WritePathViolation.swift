@@ -1,4 +1,6 @@
 import ProVideoSystem
+import ProVideoIO
+import ProVideoJournal
 
 /// A rule of the write path's state (`BufferRing`, `CommitPipeline`) found broken: the
 /// capture that meets it fails with `.invariantViolated` (`Capture.guarded`), the process and

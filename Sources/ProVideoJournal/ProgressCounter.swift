@@ -1,5 +1,6 @@
 import Glibc
 import ProVideoSystem
+import ProVideoIO
 
 /// The progress block, `captures/<id>/progress`: one aligned block whose first 8 bytes are the
 /// capture's length, little-endian (then its counters, `CaptureCounters`), rewritten by the
@@ -11,7 +12,7 @@ extension CaptureJournal {
     /// - Throws: the read's error (`.ioError`, `.permissionDenied`); `.corruptState` for a
     ///   block of 1 to 7 bytes or a length no pool could reach (above
     ///   `Pool.maximumCapacity`). An unreadable length is unknown, never 0.
-    static func readWritten(_ path: String) throws -> Int64? {
+    package static func readWritten(_ path: String) throws -> Int64? {
         let bytes: [UInt8]
         do {
             bytes = try FileSystem.readSmallFile(path)
@@ -22,7 +23,7 @@ extension CaptureJournal {
         // before its data file exists; nothing shrinks a block once allocated, so it has
         // written nothing. 1 to 7 bytes no step of the capture leaves.
         if bytes.isEmpty { return 0 }
-        guard bytes.count >= 8, word(bytes, at: 0) <= UInt64(Pool.maximumCapacity) else {
+        guard bytes.count >= 8, word(bytes, at: 0) <= UInt64(maximumLength) else {
             throw ProVideoError(.corruptState, "the progress block \(path) holds no length a capture could have written "
                                 + "(\(bytes.count) bytes)", path: path)
         }
@@ -36,7 +37,7 @@ extension CaptureJournal {
     /// read the other way round, or between a commit and the next publication, a capture showed
     /// more committed than written. Committed bytes were written: the length is never less.
     /// - Returns: bytes written and committed; the counters, nil before the first publication.
-    static func snapshot(commit: String, progress: String) -> (written: Int64, committed: Int64, counters: CaptureCounters?) {
+    package static func snapshot(commit: String, progress: String) -> (written: Int64, committed: Int64, counters: CaptureCounters?) {
         let committed = readCommitted(commit)
         let block = (try? FileSystem.readSmallFile(progress)) ?? []
         return (max(counter(in: block), committed), committed, CaptureCounters(block: block))
@@ -46,10 +47,10 @@ extension CaptureJournal {
     private static func counter(in bytes: [UInt8]) -> Int64 {
         guard bytes.count >= 8 else { return 0 }
         let count = word(bytes, at: 0)
-        return count <= UInt64(Pool.maximumCapacity) ? Int64(count) : 0
+        return count <= UInt64(maximumLength) ? Int64(count) : 0
     }
 
-    static func word(_ bytes: [UInt8], at start: Int) -> UInt64 {
+    package static func word(_ bytes: [UInt8], at start: Int) -> UInt64 {
         (0..<8).reduce(UInt64(0)) { $0 | UInt64(bytes[start + $1]) << (8 * $1) }
     }
 }

@@ -5,14 +5,14 @@ import ProVideoSystem
 /// The fallback engine: one writer thread runs queued requests with pwrite(2) and
 /// fdatasync(2) (through `SystemCalls`, so faults can be injected) and reports each result as
 /// io_uring would, short writes included. Used where io_uring cannot be set up.
-final class PwriteEngine: WriteEngine {
+package final class PwriteEngine: WriteEngine {
     package let name = "pwrite"
     /// Requests queued on the caller's thread, handed to the writer by `submit()`.
     private var queued: [WriterQueue.Request]
     private let writer: WriterQueue
     private var thread: Thread?
 
-    init(queueDepth: Int, calls: SystemCalls) {
+    package init(queueDepth: Int, calls: SystemCalls) {
         queued = []
         queued.reserveCapacity(queueDepth)
         let writer = WriterQueue(queueDepth: queueDepth, calls: calls)
@@ -63,11 +63,11 @@ final class PwriteEngine: WriteEngine {
 /// The requests the writer thread runs and the completions it reports, guarded by one
 /// condition; sized at creation so the write path does not allocate.
 private final class WriterQueue: @unchecked Sendable {
-    enum Request {
+    package enum Request {
         case write(fd: Int32, address: UnsafeRawPointer, length: Int, offset: Int64, tag: UInt64)
         case dataSync(fd: Int32, tag: UInt64)
 
-        var tag: UInt64 {
+        package var tag: UInt64 {
             switch self {
             case .write(_, _, _, _, let tag), .dataSync(_, let tag): tag
             }
@@ -80,7 +80,7 @@ private final class WriterQueue: @unchecked Sendable {
     private var completed: [EngineCompletion]
     private var stopping = false
 
-    init(queueDepth: Int, calls: SystemCalls) {
+    package init(queueDepth: Int, calls: SystemCalls) {
         self.calls = calls
         submitted = []
         submitted.reserveCapacity(queueDepth)
@@ -88,14 +88,14 @@ private final class WriterQueue: @unchecked Sendable {
         completed.reserveCapacity(queueDepth)
     }
 
-    func take(_ requests: [Request]) {
+    package func take(_ requests: [Request]) {
         condition.lock()
         submitted.append(contentsOf: requests)
         condition.broadcast()
         condition.unlock()
     }
 
-    func nextCompletion(waitNanoseconds: Int64) -> EngineCompletion? {
+    package func nextCompletion(waitNanoseconds: Int64) -> EngineCompletion? {
         condition.lock()
         defer { condition.unlock() }
         if waitNanoseconds > 0 {
@@ -106,7 +106,7 @@ private final class WriterQueue: @unchecked Sendable {
     }
 
     /// Completes every request not yet started, and `unsubmitted`, with -ECANCELED.
-    func cancelAll(plus unsubmitted: [Request]) {
+    package func cancelAll(plus unsubmitted: [Request]) {
         condition.lock()
         defer { condition.unlock() }
         for request in submitted + unsubmitted {
@@ -116,14 +116,14 @@ private final class WriterQueue: @unchecked Sendable {
         condition.broadcast()
     }
 
-    func stop() {
+    package func stop() {
         condition.lock()
         stopping = true
         condition.broadcast()
         condition.unlock()
     }
 
-    func run() {
+    package func run() {
         condition.lock()
         while true {
             while submitted.isEmpty && !stopping { condition.wait() }

@@ -1,13 +1,14 @@
 import Foundation
 import Glibc
 import ProVideoSystem
+import ProVideoIO
 
 /// What a capture keeps in its journal, `captures/<id>/capture.json` (see `CaptureFiles`), so
 /// that any process can see it and a crash can be salvaged. Written durably before the capture
 /// is granted any space, again once its engine runs, and again as it completes.
 
 /// A capture's phase, as its journal records it.
-enum CapturePhase: String, Codable, Sendable {
+package enum CapturePhase: String, Codable, Sendable {
     /// The journal is durable; the first grant may not have been made yet.
     case starting
     /// `data` is the recording, written by a live recorder (or a dead one).
@@ -18,36 +19,48 @@ enum CapturePhase: String, Codable, Sendable {
 }
 
 package struct CaptureJournal: Codable, Sendable, Equatable {
-    var id: String
+    /// The largest length a capture's records may hold, in bytes: 8 EiB less 1 GiB, the
+    /// largest pool (`Pool.maximumCapacity`, `Reserve.maximumSize` are this figure). A length
+    /// read from a commit record or a progress block past it is no capture's.
+    package static let maximumLength: Int64 = Int64.max / (1 << 30) * (1 << 30)
+
+    package var id: String
     /// Absolute path the recording moves to on finish.
-    var destination: String
+    package var destination: String
     /// Alignment of every write, in bytes.
-    var alignment: Int
+    package var alignment: Int
     /// Expected bitrate in bits per second, used for "time remaining".
-    var bitrate: Int64
+    package var bitrate: Int64
     /// The engine writing the capture ("io_uring", "io_uring (unregistered buffers)", "pwrite").
-    var engine: String
+    package var engine: String
     /// Where the capture is in its life, so that a salvage knows what a killed process left.
-    var phase: CapturePhase
+    package var phase: CapturePhase
     /// Seconds since 1970.
-    var startedAt: Double
-    var pid: Int32
+    package var startedAt: Double
+    package var pid: Int32
     /// Set when the capture was started over the pool's admissible bandwidth
     /// (`CaptureOptions.admitOverBandwidth`).
-    var admittedOverBandwidth: Bool?
+    package var admittedOverBandwidth: Bool?
     /// Finishing keeps the recording in the pool to land in the background (`provideo land`)
     /// when its destination is on another filesystem.
-    var landInBackground: Bool?
+    package var landInBackground: Bool?
     /// Where the recording was placed; once set, what `data` still holds (a copied recording's
     /// file) goes back to the reserve.
-    var placedAt: String?
+    package var placedAt: String?
     /// Set when the capture is discarded: all of `data` goes back to the reserve.
-    var discarded: Bool?
+    package var discarded: Bool?
     /// Bytes of the unused grant freed on the filesystem when the recording was placed, given
     /// to the reserve once the journal is gone (`Pool.completionRoom`).
-    var owed: Int64?
+    package var owed: Int64?
 
-    static func load(_ path: String) throws -> CaptureJournal {
+    /// A new capture's journal: the optional fields unset.
+    package init(id: String, destination: String, alignment: Int, bitrate: Int64, engine: String, phase: CapturePhase,
+                 startedAt: Double, pid: Int32) {
+        (self.id, self.destination, self.alignment, self.bitrate) = (id, destination, alignment, bitrate)
+        (self.engine, self.phase, self.startedAt, self.pid) = (engine, phase, startedAt, pid)
+    }
+
+    package static func load(_ path: String) throws -> CaptureJournal {
         let bytes = try FileSystem.readSmallFile(path)
         let journal: CaptureJournal
         do {
@@ -80,7 +93,4 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
         return journal
     }
 
-    func save(_ path: String, _ calls: SystemCalls, access: PoolAccess) throws {
-        try DurableFile.replace(path, with: Array(try JSONEncoder().encode(self)), calls, access: access)
-    }
 }

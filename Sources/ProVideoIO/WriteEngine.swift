@@ -10,11 +10,11 @@ public enum EngineChoice: String, Sendable, Codable {
     case pwrite
 }
 
-enum WriteEngineFactory {
+package enum WriteEngineFactory {
     /// Builds the engine for `buffers`: io_uring with registered buffers where the memlock
     /// limit allows, unregistered where it does not, and the pwrite engine when io_uring
     /// cannot be set up at all (kernel.io_uring_disabled, seccomp, memlock).
-    static func make(_ choice: EngineChoice, buffers: [UnsafeMutableRawBufferPointer], queueDepth: Int,
+    package static func make(_ choice: EngineChoice, buffers: [UnsafeMutableRawBufferPointer], queueDepth: Int,
                      calls: SystemCalls) throws -> WriteEngine {
         if choice != .pwrite {
             do {
@@ -27,7 +27,7 @@ enum WriteEngineFactory {
     }
 
     /// The engine a writer started now would use, for `provideo status`.
-    static func availableEngineName() -> String {
+    package static func availableEngineName() -> String {
         do {
             _ = try IOURing(entries: 4)
             return "io_uring"

@@ -3,7 +3,7 @@ import ProVideoSystem
 /// The io_uring engine (liburing): writes as `IORING_OP_WRITE_FIXED` on registered buffers
 /// (`IORING_OP_WRITE` when registration fails, e.g. `ENOMEM` under a small memlock limit),
 /// flushes as `IORING_OP_FSYNC` with `IORING_FSYNC_DATASYNC`.
-final class URingEngine: WriteEngine {
+package final class URingEngine: WriteEngine {
     private let ring: IOURing
     private let calls: SystemCalls
     private let registered: Bool
@@ -13,7 +13,7 @@ final class URingEngine: WriteEngine {
 
     package let name: String
 
-    init(entries: Int, buffers: [UnsafeMutableRawBufferPointer], calls: SystemCalls) throws {
+    package init(entries: Int, buffers: [UnsafeMutableRawBufferPointer], calls: SystemCalls) throws {
         ring = try IOURing(entries: entries)
         self.calls = calls
         registered = ring.registerBuffers(buffers) == 0

@@ -1,4 +1,5 @@
 import ProVideoSystem
+import ProVideoIO
 
 /// What a running capture publishes to other processes beside its length, in the rest of its
 /// `progress` block (rewritten at most every 250 ms, `Capture.progressInterval`): the counters
@@ -21,32 +22,9 @@ package struct CaptureCounters: Codable, Sendable, Equatable {
     /// Time from a buffer's submission to its write's completion, in nanoseconds.
     package var completionLatency: LatencyBuckets
 
-    static let firstWord = 1
-    static let words = 5 + 2 * LatencyBuckets.words
+    package static let firstWord = 1
+    package static let words = 5 + 2 * LatencyBuckets.words
 
-    /// Writes a capture's counters into its progress `block`, after the first word (the
-    /// length). Runs on the recorder's thread: word by word, nothing allocated, one pass over
-    /// each histogram.
-    static func store(_ statistics: CaptureStatistics, buffersInFlight: Int, into block: UnsafeMutableRawBufferPointer) {
-        var word = firstWord
-        func put(_ value: Int64) {
-            block.storeBytes(of: UInt64(bitPattern: value).littleEndian, toByteOffset: word * 8, as: UInt64.self)
-            word += 1
-        }
-        func put(_ histogram: LatencyHistogram) {
-            histogram.forEachCumulativeCount(atMost: LatencyBuckets.boundsNanoseconds) { put(Int64($0)) }
-            put(Int64(histogram.count))
-            put(Int64(bitPattern: histogram.sum))
-            put(Int64(histogram.maximum))
-        }
-        put(statistics.overruns)
-        put(statistics.overrunFailures)
-        put(statistics.shortWritesRetried)
-        put(Int64(buffersInFlight))
-        put(statistics.commits)
-        put(statistics.appendLatency)
-        put(statistics.completionLatency)
-    }
 
     /// The most a count of events (appends, overruns, commits, latency samples) may hold: 2^53,
     /// the largest whole number a `Double` (a Prometheus sample) keeps exact; a million events
@@ -64,7 +42,7 @@ package struct CaptureCounters: Codable, Sendable, Equatable {
     /// where any pool member may write (Docs/SECURITY.md), and is only informative: an
     /// impossible block shows as no counters, never as a crazy number (`-1 buffer(s) in
     /// flight`, 2^63 overruns).
-    init?(block bytes: [UInt8]) {
+    package init?(block bytes: [UInt8]) {
         guard bytes.count >= (Self.firstWord + Self.words) * 8 else { return nil }
         let values = (0..<Self.words).map { index -> Int64 in
             let start = (Self.firstWord + index) * 8
@@ -77,7 +55,7 @@ package struct CaptureCounters: Codable, Sendable, Equatable {
     }
 
     /// Whether every counter is one a capture could have published (see `init?(block:)`).
-    var isInRange: Bool {
+    package var isInRange: Bool {
         [overruns, overrunFailures, shortWritesRetried, commits].allSatisfy { (0...Self.maximumCount).contains($0) }
             && (0...Self.maximumBuffersInFlight).contains(buffersInFlight)
             && appendLatency.isInRange && completionLatency.isInRange
@@ -93,7 +71,7 @@ package struct LatencyBuckets: Codable, Sendable, Equatable {
         100_000, 250_000, 500_000, 1_000_000, 2_500_000, 5_000_000, 10_000_000, 25_000_000, 50_000_000,
         100_000_000, 250_000_000, 500_000_000, 1_000_000_000, 2_500_000_000,
     ]
-    static let words = boundsNanoseconds.count + 3
+    package static let words = boundsNanoseconds.count + 3
     /// No samples.
     package static let empty = LatencyBuckets(values: Array(repeating: 0, count: words))
 
@@ -103,7 +81,7 @@ package struct LatencyBuckets: Codable, Sendable, Equatable {
     package var sumNanoseconds: Int64
     package var maximumNanoseconds: Int64
 
-    init(values: [Int64]) {
+    package init(values: [Int64]) {
         let bounds = Self.boundsNanoseconds.count
         cumulativeCounts = Array(values[..<bounds])
         (count, sumNanoseconds, maximumNanoseconds) = (values[bounds], values[bounds + 1], values[bounds + 2])
@@ -113,7 +91,7 @@ package struct LatencyBuckets: Codable, Sendable, Equatable {
     /// `CaptureCounters.maximumCount`; the cumulative counts from 0, never falling, and none
     /// above `count`; the sum and the longest sample not below 0, the longest not above the
     /// sum, and both 0 without samples.
-    var isInRange: Bool {
+    package var isInRange: Bool {
         guard (0...CaptureCounters.maximumCount).contains(count), sumNanoseconds >= 0, maximumNanoseconds >= 0,
               maximumNanoseconds <= sumNanoseconds, count > 0 || sumNanoseconds == 0 else { return false }
         var previous: Int64 = 0

@@ -1,15 +1,16 @@
 import Glibc
 import ProVideoSystem
+import ProVideoIO
 
 /// The commit records, `captures/<id>/commit`: two 16-byte records in separate sectors, each
 /// the committed length and its check word, written with `O_DSYNC` only after the data's
 /// fdatasync (`CommitPipeline`). Salvage believes the larger record whose check word matches.
 extension CaptureJournal {
     /// Offsets of the two commit records: separate sectors, so one torn write spoils one only.
-    static let commitSlots: [Int64] = [0, 512]
+    package static let commitSlots: [Int64] = [0, 512]
 
     /// What a capture's `commit` file proves (`readCommitRecord`).
-    enum CommitRecordState: Equatable, Sendable {
+    package enum CommitRecordState: Equatable, Sendable {
         /// A record whose check word matches: the larger of the two (the committed length only
         /// grows); 0 when the file is readable and holds no record at all (never committed:
         /// zeros, as `fallocate` left it).
@@ -28,7 +29,7 @@ extension CaptureJournal {
     /// taken for 0 (Docs/CAPTURE-LIFECYCLE.md, "Recovery decides on proof"). A matching record
     /// past `Int64.max` reads as `Int64.max`: a salvage keeps no more than `data` holds, and
     /// says so.
-    static func readCommitRecord(_ path: String) -> CommitRecordState {
+    package static func readCommitRecord(_ path: String) -> CommitRecordState {
         let bytes: [UInt8]
         do {
             bytes = try FileSystem.readSmallFile(path)
@@ -50,24 +51,24 @@ extension CaptureJournal {
     }
 
     /// The committed length for a display (`status`, `list`): 0 when `commit` proves none or
-    /// claims more than any pool holds (`Pool.maximumCapacity`: a 4 KiB take showed "8.00 EiB
+    /// claims more than any pool holds (`maximumLength`: a 4 KiB take showed "8.00 EiB
     /// committed"). Recovery never uses it; it reads `readCommitRecord`.
     package static func readCommitted(_ path: String) -> Int64 {
-        if case .length(let committed) = readCommitRecord(path), committed <= Pool.maximumCapacity { return committed }
+        if case .length(let committed) = readCommitRecord(path), committed <= maximumLength { return committed }
         return 0
     }
 
     /// Bytes of a `commit` file as a capture's start allocates it: both slots and the sector
     /// after the last one's start.
-    static let commitFileLength = Int(commitSlots.last!) + 512
+    package static let commitFileLength = Int(commitSlots.last!) + 512
 
     /// Bytes of one commit record: the length, then the length XOR `commitCheck`.
-    static let commitRecordLength = 16
+    package static let commitRecordLength = 16
 
-    static let commitCheck: UInt64 = 0x5052_4F56_4944_454F
+    package static let commitCheck: UInt64 = 0x5052_4F56_4944_454F
 
     /// The 16-byte commit record for `length`.
-    static func commitRecord(_ length: Int64, into bytes: UnsafeMutableRawBufferPointer) {
+    package static func commitRecord(_ length: Int64, into bytes: UnsafeMutableRawBufferPointer) {
         bytes.storeBytes(of: UInt64(bitPattern: length).littleEndian, toByteOffset: 0, as: UInt64.self)
         bytes.storeBytes(of: (UInt64(bitPattern: length) ^ commitCheck).littleEndian, toByteOffset: 8, as: UInt64.self)
     }
