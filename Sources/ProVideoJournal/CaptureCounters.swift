@@ -1,5 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
 
 /// What a running capture publishes to other processes beside its length, in the rest of its
 /// `progress` block (rewritten at most every 250 ms, `Capture.progressInterval`): the counters

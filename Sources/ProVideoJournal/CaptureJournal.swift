@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 
 /// What a capture keeps in its journal, `captures/<id>/capture.json` (see `CaptureFiles`), so
 /// that any process can see it and a crash can be salvaged. Written durably before the capture

@@ -1,6 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 
 /// The commit records, `captures/<id>/commit`: two 16-byte records in separate sectors, each
 /// the committed length and its check word, written with `O_DSYNC` only after the data's

@@ -1,6 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 
 /// The progress block, `captures/<id>/progress`: one aligned block whose first 8 bytes are the
 /// capture's length, little-endian (then its counters, `CaptureCounters`), rewritten by the

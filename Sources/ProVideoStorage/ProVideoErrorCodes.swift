@@ -2,8 +2,6 @@
 /// that imports ProVideoStorage sees the error, its codes and causes, and `OperationControl`
 /// as one API (the layer is a module of its own so that the compiler keeps it below the rest).
 @_exported import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 extension ProVideoError.Code {
         /// The filesystem or kernel cannot host a pool (see `Pool.isSupported(at:)`).

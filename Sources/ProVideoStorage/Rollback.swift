@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Undoing a step after it failed, keeping the failure: a rollback that fails too is added to
 /// the first error's message (what it could not restore), never thrown in its place. The first

@@ -1,5 +1,3 @@
-import ProVideoIO
-import ProVideoJournal
 /// The product's version, one for the library, the C API (`provideo_version()`, provideo.pc)
 /// and the CLIs' `--version`.
 package enum ProVideoStorageVersion {

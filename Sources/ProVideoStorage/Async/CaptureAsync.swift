@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 extension Capture {
     /// Finishes the capture as `finish()` does, on a thread of its own: a recording whose

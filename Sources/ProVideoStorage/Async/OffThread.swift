@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Runs a blocking pool operation on a dedicated thread and suspends the calling task until it
 /// ends, so that no long fallocate, copy or fsync blocks Swift's cooperative thread pool (a

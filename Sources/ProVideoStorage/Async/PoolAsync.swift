@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The long pool operations as `async` functions. Each runs on a thread of its own
 /// (`OffThread`), never on the caller's task or actor, and reports progress to an optional

@@ -1,7 +1,4 @@
 import Synchronization
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 extension Pool {
     private static let sharedPool = Mutex<Pool?>(nil)

@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 extension Pool {
     /// How often `statusUpdates()` looks even without an inotify event, in milliseconds: busy

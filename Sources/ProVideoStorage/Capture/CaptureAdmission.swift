@@ -1,6 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// Which captures run in a pool, and whether one more may start: the pool's `maxCaptures`

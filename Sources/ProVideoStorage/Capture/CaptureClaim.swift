@@ -1,7 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// What a running capture holds so that every process knows it is alive: the pool's
 /// `capturing` busy reason, shared with every other running capture, and an exclusive OFD lock

@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The two ends of a capture: `finish`, which lands the take, and `cancel`, which discards it.
 extension Capture {

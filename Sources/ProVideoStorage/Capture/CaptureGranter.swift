@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Keeps a capture's file granted ahead of its write head, on a thread of its own: the only
 /// thread of the capture that calls fallocate(2). The recorder's thread reads what is granted

@@ -1,5 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// What a capture needs of its pool, and nothing more, so that `Capture` does not hold the

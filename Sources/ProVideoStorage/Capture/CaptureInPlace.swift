@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// In-place appends in two steps, for the C API (`provideo_capture_append_begin` / `_commit`):
 /// a producer that learns a frame's size only after writing it (an encoder, a capture card's

@@ -1,6 +1,4 @@
-import ProVideoSystem
 import ProVideoIO
-import ProVideoJournal
 
 /// How a capture writes. Every field has a default; sizes in bytes, times in nanoseconds.
 public struct CaptureOptions: Sendable {

@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Patches of bytes already appended (a muxer rewriting sizes and headers), and reads of them
 /// back, in memory or through the aligned blocks on disk.

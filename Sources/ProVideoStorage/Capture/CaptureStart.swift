@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// Starting a capture in its own `captures/<id>/` (`CaptureFiles`); completing, discarding and

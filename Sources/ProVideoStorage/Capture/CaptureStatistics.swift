@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// What a capture did. Byte counts in bytes, latencies in nanoseconds.
 public struct CaptureStatistics: Sendable {

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// How far ahead of its write head a capture's file is kept granted (issue 44): the granter
 /// asks for a grant once less than `ask` bytes are granted beyond the head, and grants up to

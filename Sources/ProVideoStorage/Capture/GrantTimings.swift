@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// How long a capture's grants took, step by step, and how far ahead of its write head each
 /// one landed: what `provideo-bench size` tabulates per stream count (issue 44). Every

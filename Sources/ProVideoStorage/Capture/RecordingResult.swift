@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A finished recording.
 public struct RecordingResult: Sendable {

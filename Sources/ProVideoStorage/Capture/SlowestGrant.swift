@@ -1,7 +1,4 @@
 import Synchronization
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The slowest grant (claim and fallocate, `CaptureGranter`) that the captures of one `Pool`
 /// made in the last `window`, in nanoseconds: what their `GrantLead` is sized from. Shared, so

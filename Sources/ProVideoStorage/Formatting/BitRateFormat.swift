@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Bit rates as codecs and links are quoted: SI units of bits per second ("880 Mbit/s",
 /// "2.64 Gbit/s"), three significant digits.

@@ -1,7 +1,4 @@
 import Foundation
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Human-readable byte counts in powers of 1024, as `df -h` and `ls -lh` print them.
 package enum ByteFormat {

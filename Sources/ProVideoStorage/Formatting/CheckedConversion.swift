@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Converting a floating-point value to an integer without a trap. Swift's `Int64(_: Double)`
 /// stops the process (SIGILL) on NaN, an infinity or a value outside the integer's range, and

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The data rates of the formats recorder users quote, so "how long can I record" and "how many
 /// streams fit" can be asked by codec name (`provideo status --codec prores-422-hq-2160p29.97`).

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A fixed-size log-linear histogram of durations in nanoseconds: 8 sub-buckets per power of
 /// two, so a percentile is reported within 12.5 % of the true value. All memory is allocated

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Text that came from the pool's files (a note's destination or reason, a landing's last
 /// error, a journal's destination or engine, a salvage's note, a held recording's name), made

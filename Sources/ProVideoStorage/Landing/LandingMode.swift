@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// When a finished recording whose destination is on another filesystem than the pool is
 /// copied there.

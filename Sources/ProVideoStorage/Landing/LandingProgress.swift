@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A recording waiting to land at its destination, as `status` and `list` show it. Sizes in
 /// bytes, times in seconds.

@@ -1,8 +1,6 @@
 import Foundation
 import Synchronization
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A landing recording's progress, kept in the pool beside it as `<recording>.landing` and
 /// replaced durably after each chunk, so a killed transfer resumes at the last chunk that was

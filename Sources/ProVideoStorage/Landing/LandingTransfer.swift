@@ -1,8 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Lands one held recording at its destination on another filesystem: copies it chunk by
 /// chunk to a hidden temporary file beside the destination, hashing each chunk as it is read

@@ -2,7 +2,6 @@ import Foundation
 import Glibc
 import Synchronization
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// What one landing attempt did.

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Names the pool derives from a recording's file name (a copy's temporary name, a recovered
 /// sibling, a held recording and its note) so that they always fit in one directory entry:

@@ -1,7 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Which directory entry a destination names: its directory's device and inode, and the name.
 /// Two spellings of one entry (a bind mount of the directory, a symlinked parent the resolver

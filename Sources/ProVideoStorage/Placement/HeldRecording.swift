@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A recording the pool holds because its destination could not take it; its note is stored
 /// beside it as `<recording>.json`.

@@ -2,8 +2,6 @@ import CProVideo
 import Glibc
 import Synchronization
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Gives a finished, flushed, verified file its final name without ever replacing a file
 /// already there, on every filesystem, with the first of three ways the filesystem supports:

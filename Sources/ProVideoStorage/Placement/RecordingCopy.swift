@@ -1,8 +1,6 @@
 import CProVideo
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Copies a recording to a destination on another filesystem (rename(2) fails there with
 /// `EXDEV`). The copy goes to a hidden temporary name beside the destination with

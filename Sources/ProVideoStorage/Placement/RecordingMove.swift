@@ -1,7 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Moves a finished recording to its destination, the one way both a finishing capture and
 /// `provideo move` do: renameat2(2) with `RENAME_NOREPLACE` and both directories flushed; on

@@ -1,8 +1,6 @@
 import CProVideo
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Whose a recording is: the user every step that places, copies or lands it acts as
 /// (Docs/SECURITY.md). A capture's owner is its directory's owner (`captures/<id>/`, made by

@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// Placing a finished recording: where it goes and how (Docs/CAPTURE-LIFECYCLE.md).

@@ -1,7 +1,6 @@
 import Glibc
 import ProVideoSystem
 import ProVideoIO
-import ProVideoJournal
 
 /// What `Pool.measureBandwidth` found. Rates in bits per second.
 package struct BandwidthMeasurement: Codable, Sendable, Equatable {

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Why a pool cannot start a capture now (Apple: `AVProVideoStorage.BusyReasons`).
 public struct BusyReasons: OptionSet, Sendable, Hashable, CustomStringConvertible {

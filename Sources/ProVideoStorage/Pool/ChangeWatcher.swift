@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Waits for changes in a pool's files (`Inotify`): the pool directory (`pool.json` replaced,
 /// `reserve` resized), `captures/` (a capture starting or ending) and each capture's directory

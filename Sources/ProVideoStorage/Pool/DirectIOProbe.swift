@@ -1,8 +1,6 @@
 import CProVideo
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Proves that a directory can host a pool: direct I/O really bypasses the page cache there and
 /// `fallocate` works. An `O_DIRECT` open that succeeds proves nothing: tmpfs accepts it and even

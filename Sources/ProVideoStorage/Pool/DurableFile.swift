@@ -1,7 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The one durable small-file write of the pool's state (`pool.json`, capture journals, held
 /// recordings' notes, landing records, the recovered log).

@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A filesystem that /etc/fstab mounts (fstab(5)): a pool meant for a disk of its own lives at or
 /// below its mount point. When that filesystem is not mounted (the disk is missing, or mounting

@@ -1,8 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The block layer's I/O scheduler of a disk under the pool (`/sys/block/DISK/queue/scheduler`),
 /// and what it does with the idle I/O class a landing runs in (`IdlePriority`): the class is a

@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 extension Pool {
     /// The largest capacity a pool takes, in bytes (`Reserve.maximumSize`).

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 extension Pool {
     /// The smallest capacity the CLI accepts, in bytes: one capture write at the default

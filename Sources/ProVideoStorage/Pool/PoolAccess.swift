@@ -1,7 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Who may use a pool (the access model, `Docs/POOL-LAYOUT.md`): the pool directory's owner
 /// and group. The directory is `owner:group` with mode 2770 (setgid, so every file created in

@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The pool's durable configuration, stored as `pool.json`.
 struct PoolConfiguration: Codable, Sendable, Equatable {

@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Where a pool keeps its files. Everything lives in one directory on one filesystem:
 ///

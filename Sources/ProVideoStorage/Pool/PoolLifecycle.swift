@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A pool's creation, opening and removal.
 extension Pool {

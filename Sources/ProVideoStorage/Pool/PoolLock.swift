@@ -1,8 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The pool's lock file. Byte 0 serializes short state changes between processes; bytes 1…3
 /// are the busy reasons, each held with an OFD lock (fcntl(2) `F_OFD_SETLK`) by the process

@@ -2,8 +2,6 @@ import Foundation
 import CProVideo
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A recording salvaged from a capture whose recorder died.
 public struct SalvagedRecording: Codable, Sendable, Equatable {

@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// What opening a pool recovered, as a value (`Pool.salvage(at:)`, `Pool.recover(at:progress:)`): the recordings salvaged
 /// from captures whose recorder died, the captures discarded because nothing of them was

@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Changes of the pool's capacity: a resize, and a replenish that restores the reserve.
 extension Pool {

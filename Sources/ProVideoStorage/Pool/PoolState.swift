@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// What a `Pool` keeps in memory and may change after it is opened, kept in one `Mutex`
 /// (`Pool.state`) so that a pool shared between threads never reads a value half-written.

@@ -1,5 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// Everything `provideo status` reports, in the shape of `status --json`. Sizes in bytes.

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Remaining capacity as recording time: how long a stream of a given bitrate can still be
 /// recorded into the pool (beyond Apple's API, which reports bytes only).

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Whether a write rate has settled: a device's write cache takes the first gigabytes at its
 /// burst rate, then the rate falls to what the media sustains. The rate is steady once the last

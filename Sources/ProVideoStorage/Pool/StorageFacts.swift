@@ -2,8 +2,6 @@ import CProVideo
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Alignment that `O_DIRECT` requires, in bytes.
 package struct DirectIOAlignment: Codable, Sendable, Equatable {

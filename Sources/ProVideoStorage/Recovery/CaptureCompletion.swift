@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// Completing and discarding a capture: its recording placed (or discarded), its unused space

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// What was observed of one capture in `captures/<id>/`, each fact possibly "unreadable" or
 /// "unknown": the input of the one recovery decision (`RecoveryDecision.decide`). Values

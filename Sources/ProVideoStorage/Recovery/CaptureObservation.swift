@@ -1,7 +1,6 @@
 import CProVideo
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// One capture as recovery found it: the facts the decision takes, and what they were read

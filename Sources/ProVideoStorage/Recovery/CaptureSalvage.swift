@@ -1,7 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// Salvaging the captures of recorders that died: each observed (`CaptureObservation`), then

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// What recovery does with one capture (`RecoveryDecision.decide`).
 enum RecoveryAction: Equatable, Sendable {

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The one rule recovery follows, from what was observed of a capture to what is done with
 /// it: every salvage (`recover`, `land`, `replenish`, `resize`, `destroy`, a capture's start,

@@ -1,6 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// The pool's capacity, counted in one place (issue 26): what the reserve holds, what each

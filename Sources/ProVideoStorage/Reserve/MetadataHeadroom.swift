@@ -1,7 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The space a pool keeps free on its filesystem for its own files, in bytes: a reserve may
 /// grow (create, resize, replenish, a capture's give-back) only as far as the

@@ -1,7 +1,6 @@
 import CProVideo
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// The reserve file: preallocated with fallocate(2), its size is the capacity a capture can

@@ -1,8 +1,6 @@
 import Foundation
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The bytes of the reserve that grants in flight have taken but the reserve still holds,
 /// recorded in the pool's lock file for every process to see (issue 44). A grant claims its

@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Makes a capture's grants' third step (`ReserveGrants.cut`) on a thread of its own, so that
 /// the cut never delays the capture's next grant: a cut frees blocks, which on a `discard`

@@ -1,7 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// Moves space from the pool's reserve to a capture's file, ahead of the capture's write head,
 /// so that every write still lands on preallocated blocks on every filesystem (ext4 has no

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 extension Sequence where Element == Int64 {
     /// The sum, held at `Int64.max` instead of trapping: declared bitrates come from the user

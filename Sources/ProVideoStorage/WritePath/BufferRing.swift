@@ -1,6 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The capture's buffers (slots), all allocated at start: which bytes of the recording each
 /// holds and the phase it is in. Pure state: the capture issues the writes it returns.

@@ -1,6 +1,5 @@
 import Glibc
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// The capture's side of the engine: every request is issued and every completion handled

@@ -1,7 +1,5 @@
 import Foundation
 import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// The `commit-before-datasync` durability bug of `PROVIDEO_FAULT` (see `FaultSwitch`): a
 /// commit's fdatasync of the data reports success at once and runs only after the commit record

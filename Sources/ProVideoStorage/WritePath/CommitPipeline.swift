@@ -1,5 +1,4 @@
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
 
 /// A durability commit, one at a time: the length it promises is made durable by

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// What a request of the write path is, carried through the engine as its 64-bit user data
 /// (io_uring's `user_data`) so that each completion goes back to the state it advances, in the

@@ -1,6 +1,3 @@
-import ProVideoSystem
-import ProVideoIO
-import ProVideoJournal
 
 /// A rule of the write path's state (`BufferRing`, `CommitPipeline`) found broken: the
 /// capture that meets it fails with `.invariantViolated` (`Capture.guarded`), the process and
