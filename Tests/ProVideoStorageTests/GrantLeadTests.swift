@@ -9,25 +9,43 @@ import Testing
 /// frame, and one capture's slow grant lengthens every capture's lead.
 @Suite struct GrantLeadTests {
     /// The rule's figures: four seconds of stream by default, twice the slowest grant once one
-    /// is slower than two seconds, 16 s at most; never above an eighth of the pool nor below
-    /// two steps; the fill one slowest grant beyond the ask (at most a sixteenth of the pool).
+    /// is slower than two seconds, 16 s at most; never above an eighth of the room shared among
+    /// the running captures nor below two steps; the fill one slowest grant beyond the ask (at
+    /// most half that share more).
     @Test func aLeadIsStreamTimeFromTheSlowestGrant() {
         let mebibyte: Int64 = 1 << 20, gibibyte: Int64 = 1 << 30
         // 16 Mbit/s: 2,000,000 bytes a second.
-        let quick = GrantLead(step: mebibyte, bitrate: 16_000_000, capacity: 64 * gibibyte, slowestGrant: 0)
+        let quick = GrantLead(step: mebibyte, bitrate: 16_000_000, room: 64 * gibibyte, sharers: 1, slowestGrant: 0)
         #expect(quick.ask == 8_000_000 && quick.fill == 8_000_000, "\(quick)")
-        let slow = GrantLead(step: mebibyte, bitrate: 16_000_000, capacity: 64 * gibibyte, slowestGrant: 3_000_000_000)
+        let slow = GrantLead(step: mebibyte, bitrate: 16_000_000, room: 64 * gibibyte, sharers: 1, slowestGrant: 3_000_000_000)
         #expect(slow.ask == 12_000_000 && slow.fill == 18_000_000, "\(slow)")
-        let stalled = GrantLead(step: mebibyte, bitrate: 16_000_000, capacity: 64 * gibibyte, slowestGrant: 60_000_000_000)
+        let stalled = GrantLead(step: mebibyte, bitrate: 16_000_000, room: 64 * gibibyte, sharers: 1, slowestGrant: 60_000_000_000)
         #expect(stalled.ask == 32_000_000 && stalled.fill == 48_000_000, "\(stalled)")
-        let smallPool = GrantLead(step: mebibyte, bitrate: 16_000_000, capacity: 32 * mebibyte, slowestGrant: 3_000_000_000)
+        let smallPool = GrantLead(step: mebibyte, bitrate: 16_000_000, room: 32 * mebibyte, sharers: 1, slowestGrant: 3_000_000_000)
         #expect(smallPool.ask == 4 * mebibyte && smallPool.fill == 6 * mebibyte, "\(smallPool)")
-        let bigSteps = GrantLead(step: 64 * mebibyte, bitrate: 16_000_000, capacity: 64 * gibibyte, slowestGrant: 0)
+        let bigSteps = GrantLead(step: 64 * mebibyte, bitrate: 16_000_000, room: 64 * gibibyte, sharers: 1, slowestGrant: 0)
         #expect(bigSteps.ask == 128 * mebibyte && bigSteps.fill == 128 * mebibyte, "\(bigSteps)")
-        let noBitrate = GrantLead(step: mebibyte, bitrate: 0, capacity: 64 * gibibyte, slowestGrant: 5_000_000_000)
+        let noBitrate = GrantLead(step: mebibyte, bitrate: 0, room: 64 * gibibyte, sharers: 1, slowestGrant: 5_000_000_000)
         #expect(noBitrate.ask == 2 * mebibyte && noBitrate.fill == 2 * mebibyte, "\(noBitrate)")
-        let extreme = GrantLead(step: Int64.max, bitrate: Int64.max, capacity: Int64.max, slowestGrant: .max)
+        let shared = GrantLead(step: mebibyte, bitrate: 16_000_000, room: 64 * mebibyte, sharers: 8, slowestGrant: 3_000_000_000)
+        #expect(shared.ask == 2 * mebibyte && shared.fill == 2 * mebibyte + 512 << 10, "\(shared)")
+        let extreme = GrantLead(step: Int64.max, bitrate: Int64.max, room: Int64.max, sharers: 1, slowestGrant: .max)
         #expect(extreme.ask > 0 && extreme.fill >= extreme.ask)
+    }
+
+    /// Leads are cut from the reserve's room, not from the pool: eight captures on a 64 MiB pool
+    /// whose grants were measured slow (3 s) each start with at most an eighth of what is left,
+    /// and every frame of 34 MB of interleaved takes is accepted. With leads of an eighth of the
+    /// pool and a slow grant's stream beside it (12 MiB each), the first six captures held the
+    /// whole reserve unwritten: the seventh could not start ("the pool has no remaining
+    /// capacity"), and in the stress CI, with quick starts, the last ended `storageFull`.
+    @Test func eightCapturesWithSlowGrantsShareASmallPool() throws {
+        try TestSupport.withScratch("eight-slow-leads") { scratch in
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 64 << 20, measuringBandwidth: false)
+            defer { try? pool.destroy() }
+            pool.slowestGrant.record(3_000_000_000, at: MonotonicTime.now())
+            try MultiChannelTests.recordInterleaved(pool, count: 8, into: scratch)
+        }
     }
 
     /// The slowest grant counts for its window and is then forgotten; a faster one never
@@ -78,7 +96,9 @@ import Testing
             holds.update { $0[id, default: []].append(ran) }
             return SystemCalls.live.fallocate(fd, keepSize, offset, length)
         }
-        try withPool(capacity: 96 << 20, calls: calls) { pool, scratch in
+        // The three captures' share of the room (an eighth, in three) holds four seconds of
+        // stream each: what this test measures is the lead in time, not the share.
+        try withPool(capacity: 256 << 20, calls: calls) { pool, scratch in
             var options = testOptions
             options.bitrate = bitrate
             options.grantSize = 512 << 10
@@ -131,7 +151,9 @@ import Testing
     /// shared slowest grant could make it ask.
     @Test(.timeLimit(.minutes(3)))
     func oneCapturesSlowGrantLengthensEveryLead() throws {
-        let holdNanoseconds: UInt64 = 3_000_000_000, bitrate: Int64 = 16_000_000, capacity: Int64 = 128 << 20
+        // Large enough that the two captures' share of the room (an eighth, halved) exceeds the
+        // longer lead: what binds is the slow grant.
+        let holdNanoseconds: UInt64 = 3_000_000_000, bitrate: Int64 = 16_000_000, capacity: Int64 = 256 << 20
         let slowID = Shared<String?>(nil)
         var calls = SystemCalls.live
         calls.fallocate = { fd, keepSize, offset, length in
@@ -151,7 +173,7 @@ import Testing
             // The second frame's head is below the lead: the slow capture's granter grants, slowly.
             let frames = (0..<2).map { TestSupport.pattern(1 << 20, seed: UInt64($0)) }
             for frame in frames { try slow.append(frame) }
-            let longer = GrantLead(step: 1 << 20, bitrate: bitrate, capacity: capacity, slowestGrant: holdNanoseconds).ask
+            let longer = GrantLead(step: 1 << 20, bitrate: bitrate, room: capacity, sharers: 1, slowestGrant: holdNanoseconds).ask
             #expect(GrantScalingTests.awaiting { other.granter.current.lead >= longer },
                     "the other capture's lead stayed \(other.granter.current.lead), not \(longer)")
             #expect(GrantScalingTests.awaiting { other.granter.grantedBytes >= longer },

@@ -100,8 +100,15 @@ final class CaptureGranter: @unchecked Sendable {
     private let bitrate: Int64
     /// The slowest recent grant of the pool's captures, this one's included.
     private let slowest: SlowestGrant
-    /// The pool's capacity at the capture's start, bytes.
-    private let capacity: Int64
+    /// The bytes the reserve had free after this capture's last claim (`GrantLead`'s room).
+    /// The granter's thread's alone.
+    private var room: Int64
+    /// The captures running when last counted (`GrantLead`'s sharers), at least 1. The
+    /// granter's thread's alone.
+    private var sharers: Int
+    /// Counts the pool's running captures; nil when they cannot be counted (the last count
+    /// then stands: unknown is not one).
+    private let countSharers: @Sendable () -> Int?
     private var timings = GrantTimings()
     /// How long `stop()` waits for the cutter's last cuts at most, in nanoseconds.
     private static let cutLimit: UInt64 = 30_000_000_000
@@ -120,11 +127,14 @@ final class CaptureGranter: @unchecked Sendable {
     ///   - step: bytes per grant, a multiple of `unit` (the reserve's allocation unit).
     ///   - bitrate: the capture's declared bitrate, bits per second (`GrantLead`,
     ///     `GrantTimings.leadAtLanding`).
-    ///   - capacity: the pool's capacity, bytes (`GrantLead`: a lead takes at most an eighth).
+    ///   - room: the bytes the reserve had free after the start's claim (`GrantLead`: a lead
+    ///     takes at most an eighth of the room at the capture's last claim, shared).
+    ///   - sharers: the captures running at the start, this one included; `countSharers`
+    ///     counts them again after each claim.
     ///   - slowest: the slowest recent grant of the pool's captures, which this one's grants add to.
     /// - Throws: `.ioError` when the thread's eventfd cannot be made (`ThreadWake`).
     init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, uncut: Int64, step: Int64, bitrate: Int64,
-         capacity: Int64, slowest: SlowestGrant) throws {
+         room: Int64, sharers: Int, countSharers: @escaping @Sendable () -> Int?, slowest: SlowestGrant) throws {
         self.grants = grants
         self.data = data
         self.configuredStep = step
@@ -133,8 +143,10 @@ final class CaptureGranter: @unchecked Sendable {
         unit = grants.reserve.unit
         self.granted = Atomic(granted)
         self.step = Atomic(step)
-        self.capacity = capacity
-        lead = Atomic(GrantLead(step: step, bitrate: bitrate, capacity: capacity,
+        self.room = room
+        self.sharers = max(sharers, 1)
+        self.countSharers = countSharers
+        lead = Atomic(GrantLead(step: step, bitrate: bitrate, room: room, sharers: sharers,
                                 slowestGrant: slowest.slowest(now: MonotonicTime.now())).ask)
         wake = try ThreadWake()
         // Weak: a cut still failing at `stop()`'s deadline ends after the granter may be gone.
@@ -300,7 +312,8 @@ final class CaptureGranter: @unchecked Sendable {
             let from = grantedBytes, step = step.load(ordering: .sequentiallyConsistent)
             let now = MonotonicTime.now()
             // Read again at every look: another capture's slow grant lengthens this lead now.
-            let lead = GrantLead(step: step, bitrate: bitrate, capacity: capacity, slowestGrant: slowest.slowest(now: now))
+            let lead = GrantLead(step: step, bitrate: bitrate, room: room, sharers: sharers,
+                                 slowestGrant: slowest.slowest(now: now))
             self.lead.store(lead.ask, ordering: .sequentiallyConsistent)
             let resting = ask == answer.load(ordering: .sequentiallyConsistent) >> 1
                 && emptyAt.map { now < $0 + Self.emptyRetry } == true
@@ -328,7 +341,10 @@ final class CaptureGranter: @unchecked Sendable {
                 // The new bytes are the recorder's once the file holds them; the reserve's cut
                 // (its discards) is the cutter's.
                 let started = MonotonicTime.now()
-                let (claimed, behindCuts, claimHeld) = try grants.claim(bytes, for: data, granted: from, sharing: !needing)
+                let (claimed, roomLeft, behindCuts, claimHeld) = try grants.claim(bytes, for: data, granted: from,
+                                                                                  sharing: !needing)
+                room = roomLeft
+                if let counted = countSharers() { sharers = max(counted, 1) }
                 let claimedAt = MonotonicTime.now()
                 if claimed > 0 {
                     let cutting = try grants.allocate(claimed, to: data, granted: from)

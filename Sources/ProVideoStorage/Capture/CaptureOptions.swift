@@ -82,7 +82,7 @@ public struct CaptureOptions: Sendable {
     /// Slower grants lengthen the lead, up to 24 s of stream.
     package func bytesHeldAhead(unit: Int64, capacity: Int64) -> Int64 {
         let step = grantStep(unit: unit, capacity: capacity)
-        return GrantLead(step: step, bitrate: bitrate, capacity: capacity, slowestGrant: 0).fill + step
+        return GrantLead(step: step, bitrate: bitrate, room: capacity, sharers: 1, slowestGrant: 0).fill + step
     }
 
     /// The write size for `alignment` and the device's optimal I/O size (0 when unknown): a

@@ -56,7 +56,7 @@ extension Pool {
         // granter's: the start's cut is its granter's cutter's, made after the mutation lock is
         // let go, when another start may claim through the pool's own lock.
         let grants = ReserveGrants(reserve: reserveFile, lock: try PoolLock(path: layout.lock, access: access))
-        var step: Int64 = 0, capacity: Int64 = 0
+        var step: Int64 = 0, room: Int64 = 0, sharers = 1
         var granted: Int64 = 0
         // The start's bytes in the capture's file that the reserve still holds, until the
         // granter's cutter takes them.
@@ -70,12 +70,12 @@ extension Pool {
                 try salvageDeadCaptures(control: .none)
                 configuration = try PoolConfiguration.load(layout.configuration)
                 // The capacity now, not at open: another process may have resized the pool.
-                capacity = configuration.initialCapacity
-                step = options.grantStep(unit: reserveFile.unit, capacity: capacity)
+                step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
                 let (running, undecided) = try captureCensus()
                 try refuseTakenDestination(destination, running: running)
                 try admit(options, running: running, undecided: undecided, journal: &journal)
-                guard try reserveFile.size() > 0 else {
+                let reserveSize = try reserveFile.size()
+                guard reserveSize > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
                                         + (running.isEmpty ? "" : " (\(running.count) running capture(s) hold it)")
                                         + "; run `provideo replenish` or `provideo resize`" + landingHint(), path: path)
@@ -87,9 +87,13 @@ extension Pool {
                 // granter's first grant within that much stream, and takes started beside
                 // running captures (whose grants and returns held the reserve lock for up to 2 s)
                 // refused frames awaiting it.
-                let lead = GrantLead(step: step, bitrate: options.bitrate, capacity: capacity,
+                // The reserve's size stands for its room: claims in flight make it larger, by
+                // at most the steps of the running captures' grants.
+                sharers = running.count + 1
+                let lead = GrantLead(step: step, bitrate: options.bitrate, room: reserveSize, sharers: sharers,
                                      slowestGrant: slowestGrant.slowest(now: MonotonicTime.now())).fill
-                granted = try grants.claim(lead, for: data, granted: 0, sharing: true).bytes
+                let claimed = try grants.claim(lead, for: data, granted: 0, sharing: true)
+                (granted, room) = (claimed.bytes, claimed.room)
                 if granted > 0, try grants.allocate(granted, to: data, granted: 0) { uncut = granted }
                 guard granted > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity: the running captures "
@@ -117,7 +121,8 @@ extension Pool {
             let started = try CaptureGranter(grants: grants,
                                          data: try FileDescriptor.open(files.data, O_RDWR), granted: granted,
                                          uncut: uncut, step: step,
-                                         bitrate: options.bitrate, capacity: capacity,
+                                         bitrate: options.bitrate, room: room, sharers: sharers,
+                                         countSharers: { [captures = layout.captures] in Self.countCaptures(in: captures) },
                                          slowest: slowestGrant)
             granter = started
             uncut = 0
@@ -187,6 +192,16 @@ extension Pool {
                 : "the filesystem of \(path) has no room for a capture's own files (\(failure.message)); free some "
                     + "space there and try again: nothing was recorded"
             throw refusal
+        }
+    }
+
+    /// The entries of `captures/`, each a running capture or its remains (a stray entry counts
+    /// too: more sharers only shorten the leads); nil when it cannot be listed.
+    private static func countCaptures(in directory: String) -> Int? {
+        do {
+            return try FileSystem.entries(directory, consequence: "the leads keep their last share")?.count
+        } catch {
+            return nil
         }
     }
 

@@ -40,7 +40,8 @@ struct ReserveGrants {
     /// reserve the claims queued behind them (issue 44). Only a size that neither side of the
     /// recorded cut explains (a slot written by other hands) makes it read again under the
     /// size lock, where no cut is in flight.
-    /// - Returns: the bytes claimed (0 when the reserve has none free); whether the claim
+    /// - Returns: the bytes claimed (0 when the reserve has none free); the bytes the reserve
+    ///   still has free after them, claims in flight counted out (`GrantLead`'s room); whether the claim
     ///   waited for the size lock, behind every cut in flight (`GrantTimings.claimsBehindCuts`);
     ///   and the nanoseconds it spent holding the reserve lock (`GrantTimings.claimHeld`): the
     ///   rest of its time was the locks' waits.
@@ -49,22 +50,24 @@ struct ReserveGrants {
     ///   `.ioError` or `.corruptState` when the claims cannot be read or recorded (nothing is
     ///   claimed).
     func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool) throws
-        -> (bytes: Int64, behindCuts: Bool, heldNanoseconds: UInt64) {
+        -> (bytes: Int64, room: Int64, behindCuts: Bool, heldNanoseconds: UInt64) {
         var held: UInt64 = 0
-        func timed(sizeLockHeld: Bool) throws -> Int64? {
+        func timed(sizeLockHeld: Bool) throws -> (amount: Int64, room: Int64)? {
             let start = MonotonicTime.now()
             defer { held += MonotonicTime.now() - start }
             return try claim(bytes, for: data, granted: granted, sharing: sharing, sizeLockHeld: sizeLockHeld)
         }
-        if let amount = try lock.withReserve({ try timed(sizeLockHeld: false) }) { return (amount, false, held) }
-        let amount = try lock.withReserveSize { try lock.withReserve { try timed(sizeLockHeld: true) } ?? 0 }
-        return (amount, true, held)
+        if let claimed = try lock.withReserve({ try timed(sizeLockHeld: false) }) {
+            return (claimed.amount, claimed.room, false, held)
+        }
+        let claimed = try lock.withReserveSize { try lock.withReserve { try timed(sizeLockHeld: true) } }
+        return (claimed?.amount ?? 0, claimed?.room ?? 0, true, held)
     }
 
-    /// A claim under the reserve lock; nil when the reserve's size and the recorded cut in
-    /// flight do not agree (`sizeLockHeld` false).
+    /// A claim under the reserve lock, and the room left after it; nil when the reserve's size
+    /// and the recorded cut in flight do not agree (`sizeLockHeld` false).
     private func claim(_ bytes: Int64, for data: FileDescriptor, granted: Int64, sharing: Bool,
-                       sizeLockHeld: Bool) throws -> Int64? {
+                       sizeLockHeld: Bool) throws -> (amount: Int64, room: Int64)? {
         // A grant from anywhere but the file's end would count bytes the file already has.
         let facts = try data.facts()
         let size = Int64(facts.size)
@@ -78,12 +81,12 @@ struct ReserveGrants {
         // whole (short, never over).
         guard let held = claims.held(reserveSize: reserveSize) ?? (sizeLockHeld ? claims.total : nil) else { return nil }
         let available = reserveSize - held
-        guard available > 0 else { return 0 }
+        guard available > 0 else { return (0, 0) }
         let share = sharing ? max(available / 2, min(available, 1 << 20)) : available
         let amount = max(min(bytes, share) / reserve.unit * reserve.unit, min(available, reserve.unit))
-        guard amount > 0 else { return 0 }
+        guard amount > 0 else { return (0, available) }
         try lock.claims.claim(amount, inode: facts.ino, end: granted + amount, reserve.calls)
-        return amount
+        return (amount, available - amount)
     }
 
     /// Step 2: allocates the `amount` bytes claimed in the capture's file, from `granted`.
