@@ -160,7 +160,8 @@ import Testing
     /// A salvage log this pool cannot read (a length no `Int64` holds) is named by `list`, which
     /// still lists the rest, and never overwritten: the next salvage keeps it beside as
     /// `recovered.json.unreadable` and begins a new log with its own take. Read as "no log", the
-    /// next salvage replaced it and every earlier entry was gone.
+    /// next salvage replaced it and every earlier entry was gone. `list --json` says why its
+    /// list is empty, and `metrics` leaves the salvage counter out rather than report 0.
     @Test func anUnreadableSalvageLogIsKeptBeside() throws {
         try FS.withScratchPool("numbers-recovered-unreadable", capacity: "16M") { scratch, pool in
             let unreadable = #"[{"path":"/nonexistent/r.mov","length":1e300,"salvagedAt":1700000000}]"#
@@ -168,6 +169,14 @@ import Testing
             let list = try CrashKit.provideo(pool, ["list"])
             #expect(list.status == 0, "\(list)")
             #expect(list.stderr.contains("warning: \(pool)/recovered.json is not a salvage log this pool can read"), "\(list)")
+            // For scripts too: the JSON says why the list is empty, and the counter is left out,
+            // never 0 (an alert on salvaged takes would never fire).
+            let unknown = try TestSupport.poolListing(pool)
+            #expect(unknown.recovered.isEmpty && unknown.recoveredUnreadable?.contains("is not a salvage log") == true,
+                    "\(String(describing: unknown.recoveredUnreadable))")
+            let metrics = try CrashKit.provideo(pool, ["metrics"])
+            #expect(metrics.status == 0 && !metrics.stdout.contains("provideo_salvaged_recordings_total{")
+                    && metrics.stdout.contains("# provideo_salvaged_recordings_total is unknown: "), "\(metrics.stdout)")
             let input = TestSupport.pattern(300_001, seed: 12)
             try CrashKit.killRecorderAfterCommit(pool, scratch + "/take.mov", input)
             let recover = try CrashKit.provideo(pool, ["recover"])
@@ -175,6 +184,8 @@ import Testing
             #expect(TestSupport.readFile(pool + "/recovered.json.unreadable") == Array(unreadable.utf8))
             let logged = try TestSupport.poolListing(pool).recovered
             #expect(logged.map(\.path) == [scratch + "/take.mov"] && logged.first?.length == Int64(input.count), "\(logged)")
+            let counted = try CrashKit.provideo(pool, ["metrics"])
+            #expect(counted.stdout.contains("provideo_salvaged_recordings_total{pool=\"\(pool)\"} 1"), "\(counted.stdout)")
             let whole = TestSupport.fileHolds(scratch + "/take.mov", input)
             #expect(whole)
         }

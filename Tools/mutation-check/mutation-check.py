@@ -340,6 +340,15 @@ MUTATIONS = [
      "        let eighth = max(room, 0) / 8 / Int64(max(sharers, 1))\n",
      "        let eighth = max(room, 0) / 8\n",
      "eightCapturesWithSlowGrantsShareASmallPool|aLeadIsStreamTimeFromTheSlowestGrant"),
+    # A salvage log that cannot be read is not "nothing salvaged" (recovery on proof).
+    ("an unreadable salvage log listed as none salvaged", S + "Pool/PoolMaintenance.swift",
+     "            unreadable = error.message\n",
+     "            _ = error\n",
+     "anUnreadableSalvageLogIsKeptBeside"),
+    ("an unreadable salvage log counted as 0 salvaged", "Tools/provideo/Metrics.swift",
+     "        if let unreadable = listing.recoveredUnreadable {\n",
+     "        if let unreadable = Optional<String>.none {\n",
+     "anUnreadableSalvageLogIsKeptBeside"),
 ]
 
 

@@ -360,10 +360,8 @@ enum Commands {
         }
         LandingLines.printList(listing.landing ?? [])
         for recovered in listing.recovered { print(recoveredLine(recovered)) }
-        do {
-            _ = try pool.recoveredRecordings()
-        } catch let error as ProVideoError {
-            CommandLineProgram.printError("warning: \(error.message.terminalSafe); the recordings it lists are not shown")
+        if let unreadable = listing.recoveredUnreadable {
+            CommandLineProgram.printError("warning: \(unreadable.terminalSafe); the recordings it lists are not shown")
         }
     }
 

@@ -94,7 +94,12 @@ struct Metrics {
                   Int64(deadCaptures))
         out.header("provideo_salvaged_recordings_total", "captures of dead recorders salvaged since the pool was created",
                    type: "counter")
-        out.sample("provideo_salvaged_recordings_total", [:], Double(listing.recovered.count))
+        // An unreadable salvage log leaves the counter out (a scrape then sees it absent), never 0.
+        if let unreadable = listing.recoveredUnreadable {
+            out.comment("provideo_salvaged_recordings_total is unknown: \(unreadable)")
+        } else {
+            out.sample("provideo_salvaged_recordings_total", [:], Double(listing.recovered.count))
+        }
         return out
     }
 
@@ -127,6 +132,12 @@ struct MetricsText {
 
     mutating func header(_ name: String, _ help: String, type: String) {
         text += "# HELP \(name) \(help.replacingOccurrences(of: "\\", with: "\\\\"))\n# TYPE \(name) \(type)\n"
+    }
+
+    /// A comment line (the format ignores `#` lines other than HELP and TYPE): why a sample is
+    /// missing. One line: a newline in `note` (a path) is written as `\n`.
+    mutating func comment(_ note: String) {
+        text += "# \(note.replacingOccurrences(of: "\n", with: "\\n"))\n"
     }
 
     mutating func gauge(_ name: String, _ help: String, _ value: Int64) {

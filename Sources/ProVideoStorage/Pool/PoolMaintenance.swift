@@ -23,6 +23,9 @@ public struct PoolListing: Codable, Sendable {
     public var recordings: [HeldRecording]
     /// Recordings salvaged from dead recorders, oldest first, and where they went.
     public var recovered: [SalvagedRecording]
+    /// Why the salvage log (`recovered.json`) could not be read, when it could not: `recovered`
+    /// is then empty for want of the log, not because nothing was salvaged.
+    public var recoveredUnreadable: String?
     /// The recordings waiting to land, with their progress (also in `recordings`).
     package var landing: [LandingProgress]?
 }
@@ -285,10 +288,15 @@ extension Pool {
     /// The captures in progress and the recordings the pool holds.
     public func listing() throws -> PoolListing {
         let held = try heldRecordings()
-        // An unreadable salvage log lists nothing; `recoveredRecordings` says why.
-        let recovered = (try? recoveredRecordings()) ?? []
+        // An unreadable salvage log lists nothing, and says why: none is not "none salvaged".
+        var recovered: [SalvagedRecording] = [], unreadable: String?
+        do {
+            recovered = try recoveredRecordings()
+        } catch let error as ProVideoError {
+            unreadable = error.message
+        }
         return PoolListing(captures: try status().captures, recordings: held, recovered: recovered,
-                           landing: try landings())
+                           recoveredUnreadable: unreadable, landing: try landings())
     }
 
     /// The salvage log (`recovered.json`), oldest first; empty when there is none.
