@@ -38,11 +38,19 @@ import Testing
             let script = """
                 import json, os, pty, select, sys, termios, time
                 binary, pool, key = sys.argv[1], sys.argv[2], sys.argv[3].encode()
+                # The child waits for the parent to read the terminal's mode first: read after
+                # an exec that had already begun the watch, "before" was the watch's own mode.
+                go, ready = os.pipe()
                 pid, fd = pty.fork()
                 if pid == 0:
+                    os.close(ready)
+                    os.read(go, 1)
                     os.execv(binary, [binary, "--pool", pool, "status", "--watch", "0.2"])
+                os.close(go)
                 def lflag(): return termios.tcgetattr(fd)[3]
                 before = lflag()
+                os.write(ready, b"x")
+                os.close(ready)
                 output, deadline = b"", time.time() + 20
                 while b"q or Ctrl-C to stop" not in output and time.time() < deadline:
                     if select.select([fd], [], [], 0.5)[0]: output += os.read(fd, 65536)
