@@ -27,35 +27,35 @@ import Testing
         #expect(rootFiles.count <= 4, "the library's root holds \(rootFiles.sorted())")
     }
 
+    /// The rows of the page's three-column table whose first cell matches `name` (a pattern):
+    /// (name, owns, may use or import).
+    static func rows(named name: String) throws -> [(name: String, owns: String, uses: String)] {
+        let page = page
+        let row = try NSRegularExpression(pattern: #"^\| `"# + name + #"` \| (.*?) \| (.*?) \|$"#, options: .anchorsMatchLines)
+        return row.matches(in: page, range: NSRange(page.startIndex..., in: page)).map { match in
+            let cell = { (index: Int) in String(page[Range(match.range(at: index), in: page)!]) }
+            return (cell(1), cell(2), cell(3))
+        }
+    }
+
     /// Each folder starts with a README saying what it owns and may use, as the page's table does.
     @Test func everyFolderSaysWhatItOwns() throws {
-        let page = Self.page
-        let row = try NSRegularExpression(pattern: #"^\| `(\w+)/` \| (.*?) \| (.*?) \|$"#, options: .anchorsMatchLines)
-        var folders = 0
-        for match in row.matches(in: page, range: NSRange(page.startIndex..., in: page)) {
-            let folder = String(page[Range(match.range(at: 1), in: page)!])
-            let owns = String(page[Range(match.range(at: 2), in: page)!])
-            let uses = String(page[Range(match.range(at: 3), in: page)!])
+        let folders = try Self.rows(named: #"(\w+)/"#)
+        for (folder, owns, uses) in folders {
             let readme = try? String(contentsOfFile: Self.library + "/\(folder)/README.md", encoding: .utf8)
             #expect(readme?.contains("Owns: \(owns).") == true, "\(folder)/README.md does not say what the page says it owns")
             #expect(readme?.contains("May use: \(uses).") == true, "\(folder)/README.md does not say what it may use")
-            folders += 1
         }
-        #expect(folders >= 9)
+        #expect(folders.count >= 9)
     }
 
     /// Each module of the page's module table has a README saying what the row says, and its
     /// target in Package.swift imports nothing above it: its dependencies are what the row
     /// allows (the build then refuses any other use).
     @Test func everyModuleSaysWhatItOwnsAndImportsOnlyThat() throws {
-        let page = Self.page
         let manifest = try String(contentsOfFile: Self.root.path + "/Package.swift", encoding: .utf8)
-        let row = try NSRegularExpression(pattern: #"^\| `(ProVideo\w+)` \| (.*?) \| (.*?) \|$"#, options: .anchorsMatchLines)
-        var modules = 0
-        for match in row.matches(in: page, range: NSRange(page.startIndex..., in: page)) {
-            let module = String(page[Range(match.range(at: 1), in: page)!])
-            let owns = String(page[Range(match.range(at: 2), in: page)!])
-            let imports = String(page[Range(match.range(at: 3), in: page)!])
+        let modules = try Self.rows(named: #"(ProVideo\w+)"#)
+        for (module, owns, imports) in modules {
             let readme = try? String(contentsOfFile: Self.sources + "/\(module)/README.md", encoding: .utf8)
             #expect(readme?.contains("Owns: \(owns).") == true, "\(module)/README.md does not say what the page says it owns")
             #expect(readme?.contains("May import: \(imports).") == true, "\(module)/README.md does not say what it may import")
@@ -66,9 +66,8 @@ import Testing
             for dependency in named {
                 #expect(imports.contains(dependency), "\(module) imports \(dependency), which the page does not allow")
             }
-            modules += 1
         }
-        #expect(modules >= 3, "only \(modules) module rows on the page")
+        #expect(modules.count >= 3, "only \(modules.count) module rows on the page")
     }
 
     @Test func everyStepNamesAFunctionOfItsFile() throws {
