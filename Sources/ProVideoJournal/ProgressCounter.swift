@@ -10,7 +10,7 @@ extension CaptureJournal {
     /// range-checked before any arithmetic uses it.
     /// - Throws: the read's error (`.ioError`, `.permissionDenied`); `.corruptState` for a
     ///   block of 1 to 7 bytes or a length no pool could reach (above
-    ///   `Pool.maximumCapacity`). An unreadable length is unknown, never 0.
+    ///   `maximumLength`). An unreadable length is unknown, never 0.
     package static func readWritten(_ path: String) throws -> Int64? {
         let bytes: [UInt8]
         do {

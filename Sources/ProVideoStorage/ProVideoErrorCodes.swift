@@ -1,7 +1,7 @@
-/// The library's error is the syscall layer's `ProVideoError` with the codes below: a program
-/// that imports ProVideoStorage sees the error, its codes and causes, and `OperationControl`
-/// as one API (the layer is a module of its own so that the compiler keeps it below the rest).
-@_exported import ProVideoSystem
+import ProVideoSystem
+
+// The library's error is the syscall layer's `ProVideoError` (re-exported: `LowerLayers.swift`)
+// with the codes below, which only the library raises.
 
 extension ProVideoError.Code {
         /// The filesystem or kernel cannot host a pool (see `Pool.isSupported(at:)`).

@@ -1,4 +1,4 @@
-// The interface of a write engine lives here, below the engines (IO/), so that the system
+// The interface of a write engine lives here, below the engines (ProVideoIO), so that the system
 // calls' seam (`SystemCalls.engine`) can wrap one: a test delays, reorders or fails its
 // requests the way it fails any other system call.
 
