@@ -168,6 +168,8 @@ extension Pool {
             // journal is left beside it (`remove` already ignores what is gone).
             do { try FileSystem.remove(file) } catch { return }
         }
-        try? FileSystem.removeDirectory(files.directory)
+        // A directory that will not go (a file someone else planted in it) holds nothing of
+        // the take: the next open finds no `progress` and removes the remains.
+        do { try FileSystem.removeDirectory(files.directory) } catch { /* left for the next open */ }
     }
 }
