@@ -29,9 +29,11 @@ let package = Package(
                 exclude: ["README.md"]),
         .target(name: "ProVideoJournal", dependencies: ["CProVideo", "ProVideoSystem"], path: "Sources/ProVideoJournal",
                 exclude: ["README.md"]),
-        .target(name: "ProVideoStorage", dependencies: ["CProVideo", "ProVideoSystem", "ProVideoJournal", "ProVideoIO"], path: "Sources/ProVideoStorage",
+        .target(name: "ProVideoWritePath", dependencies: ["ProVideoSystem", "ProVideoIO", "ProVideoJournal"],
+                path: "Sources/ProVideoWritePath", exclude: ["README.md"]),
+        .target(name: "ProVideoStorage", dependencies: ["CProVideo", "ProVideoSystem", "ProVideoJournal", "ProVideoIO", "ProVideoWritePath"], path: "Sources/ProVideoStorage",
                 // Each folder's README says what it owns and may use (Docs/ARCHITECTURE.md).
-                exclude: ["Async/README.md", "Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "WritePath/README.md", "Pool/README.md", "Reserve/README.md", "Formatting/README.md"]),
+                exclude: ["Async/README.md", "Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "Pool/README.md", "Reserve/README.md", "Formatting/README.md"]),
         // The C API: the hand-written header (CProVideoAPI/include/provideo.h, installed for C
         // programs) and its implementation in Swift (`@c` functions over the library).
         .target(name: "CProVideoAPI", path: "Sources/CProVideoAPI"),
@@ -67,7 +69,7 @@ let package = Package(
             name: "TestSupport", dependencies: ["ProVideoStorage", "CProVideo"], path: "Tests/TestSupport"),
         // One test target per module: the library, the `provideo` CLI, the bench's BenchKit.
         .testTarget(
-            name: "ProVideoStorageTests", dependencies: ["ProVideoStorage", "CProVideo", "TestSupport"],
+            name: "ProVideoStorageTests", dependencies: ["ProVideoStorage", "ProVideoWritePath", "CProVideo", "TestSupport"],
             path: "Tests/ProVideoStorageTests"),
         .testTarget(
             name: "ProvideoTests", dependencies: ["ProVideoStorage", "CommandLineSupport", "CProVideo", "TestSupport"],

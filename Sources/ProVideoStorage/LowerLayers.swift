@@ -5,3 +5,4 @@
 @_exported import ProVideoSystem
 @_exported import ProVideoIO
 @_exported import ProVideoJournal
+@_exported import ProVideoWritePath

@@ -25,6 +25,4 @@ extension ProVideoError.Code {
         public static let invalidDestination = Self(rawValue: "invalidDestination")
         /// The capture has already finished, been cancelled or failed.
         public static let captureClosed = Self(rawValue: "captureClosed")
-        /// The write path found one of its own rules broken (a defect): the capture stopped.
-        public static let invariantViolated = Self(rawValue: "invariantViolated")
 }

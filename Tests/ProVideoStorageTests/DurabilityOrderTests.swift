@@ -78,7 +78,7 @@ import Testing
             }
             #expect(failure?.errno == errno)
             #expect(failure?.systemCall == "fdatasync")
-            #expect(failure?.location?.hasPrefix("ProVideoStorage/CommitPipeline.swift:") == true, "\(String(describing: failure?.location))")
+            #expect(failure?.location?.hasPrefix("ProVideoWritePath/CommitPipeline.swift:") == true, "\(String(describing: failure?.location))")
             #expect(committedBefore > 0)
             #expect(capture!.committedLength == committedBefore)
             #expect(CaptureJournal.readCommitted(capture!.files.commit) == committedBefore)

@@ -4,6 +4,7 @@ import Glibc
 import TestSupport
 import Testing
 @testable import ProVideoStorage
+@testable import ProVideoWritePath
 
 /// Tests that notice a durability step removed, written for the mutations the suite had never
 /// seen (issue 25; each is in Tools/mutation-check).
@@ -13,7 +14,7 @@ import Testing
     @Test func theCaptureWritesWithODirect() throws {
         try withPool { pool, scratch in
             let capture = try pool.startCapture(to: scratch + "/direct.mov", options: testOptions)
-            for descriptor in [capture.data, capture.progress] {
+            for descriptor in [capture.writer.data, capture.writer.progress] {
                 let flags = fcntl(descriptor.rawValue, F_GETFL)
                 #expect(flags >= 0 && flags & pv_O_DIRECT != 0, "\(descriptor.path) is open without O_DIRECT")
             }
@@ -73,12 +74,12 @@ import Testing
         try withPool { pool, scratch in
             var capture: Capture? = try pool.startCapture(to: scratch + "/broken.mov", options: testOptions)
             try capture!.append(TestSupport.pattern(2 << 20, seed: 22))
-            for _ in 0..<500 where capture!.ring.landed == 0 {
+            for _ in 0..<500 where capture!.writer.ring.landed == 0 {
                 try capture!.poll()
                 usleep(2_000)
             }
-            try #require(capture!.ring.landed > 0)
-            capture!.length = 0
+            try #require(capture!.writer.ring.landed > 0)
+            capture!.writer.length = 0
             let error = #expect(throws: ProVideoError.self) { try capture!.poll() }
             #expect(error?.code == .invariantViolated, "\(String(describing: error))")
             #expect(error?.message.contains("past the recording's length") == true)

@@ -1,5 +1,6 @@
 import Testing
 @testable import ProVideoStorage
+@testable import ProVideoWritePath
 
 /// Remaining capacity as recording time, the codec table behind `status --codec`, and the
 /// three-significant-digit sizes of `status`.

@@ -2,6 +2,7 @@ import Foundation
 import Glibc
 import Testing
 @testable import ProVideoStorage
+@testable import ProVideoWritePath
 
 /// A broken rule of the write path's state fails one capture, never its host (issue 25, item
 /// 6): each call that used to be a `precondition` (killing a multi-channel recorder with every

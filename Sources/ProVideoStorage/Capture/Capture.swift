@@ -2,8 +2,8 @@ import Foundation
 import Glibc
 import Synchronization
 import ProVideoSystem
-import ProVideoIO
 import ProVideoJournal
+import ProVideoWritePath
 
 /// One recording being written into a pool. Start it with `Pool.startCapture(to:options:)`,
 /// `append` frames, patch earlier bytes with `patch(_:at:)`, then `finish()` (the recording
@@ -43,56 +43,32 @@ public final class Capture {
     public let destination: String
     public let options: CaptureOptions
     /// Bytes appended so far: the recording's length.
-    public internal(set) var length: Int64 = 0
-    public internal(set) var statistics: CaptureStatistics
+    public var length: Int64 { writer.length }
+    /// What the capture did so far.
+    public var statistics: CaptureStatistics { writer.statistics }
 
     let host: CaptureHost
     let files: CaptureFiles
     let journal: CaptureJournal
     let claim: CaptureClaim
     let granter: CaptureGranter
-    let data: FileDescriptor
-    let progress: FileDescriptor
-    let commitFile: FileDescriptor
-    let engine: WriteEngine
-    let alignment: Int
+    /// The write path: buffers, commits, the engine and its requests.
+    package let writer: CaptureWriter
     /// The bytes granted to the capture's file so far, as last seen: it may write below this
     /// offset. The granter is told the head once less than its lead (`grantLead`, as
     /// last seen) are left ahead.
     var capacity: Int64
     var grantLead: Int64
-    let memory: AlignedBuffer
-    /// A patch was made since the last `commitAppended`.
-    var patchedSinceCommit = false
-    let patchBuffer: AlignedBuffer
-    let commitRecord: AlignedBuffer
-    /// One aligned block: the capture's length (8 bytes, little-endian), then zeros.
-    let progressRecord: AlignedBuffer
-    var ring: BufferRing
-    var commits: CommitPipeline
-    /// Requests handed to the engine whose completion has not come back.
-    var outstanding = 0
     var state = State.open
-    /// The length other processes last saw, and when (`progressInterval`).
-    var published: (length: Int64, commits: Int64, overruns: Int64, at: UInt64) = (-1, 0, 0, 0)
-    /// Whether a progress write is in the engine (`progressRecord` must not change then).
-    var progressInFlight = false
-    /// ENOSPC retries of each request since it last completed (see `handle`), by
-    /// `noSpaceRetryIndex`: counted per request, so that others' successes (a progress write
-    /// every 250 ms) never reset a write's bound. Allocated at start.
-    var noSpaceRetries: [Int]
 
     enum State { case open, failed(ProVideoError), closed }
 
     /// Set while a call runs (`enterCall`): the single-owner rule, checked.
     private let inCall = Atomic<Bool>(false)
 
-    /// The longest any call waits for the disk (a write or flush to complete) before the
-    /// capture fails with `.ioError`, in nanoseconds: a device silent this long is gone (the
-    /// Linux SCSI command timeout is 30 s, `/sys/block/*/device/timeout`).
-    static let stallLimit: UInt64 = 30_000_000_000
-    /// How often other processes see the capture's length change, at most, in nanoseconds.
-    static let progressInterval: UInt64 = 250_000_000
+    /// The longest any call waits for the disk before the capture fails, in nanoseconds
+    /// (`CaptureWriter.stallLimit`).
+    static let stallLimit = CaptureWriter.stallLimit
 
     init(host: CaptureHost, files: CaptureFiles, journal: CaptureJournal, claim: CaptureClaim, data: FileDescriptor,
          granter: CaptureGranter, options: CaptureOptions) throws {
@@ -101,44 +77,16 @@ public final class Capture {
         self.journal = journal
         self.claim = claim
         self.granter = granter
-        self.data = data
         self.options = options
         self.destination = journal.destination
-        progress = try FileDescriptor.open(files.progress, O_RDWR, direct: true)
-        commitFile = try FileDescriptor.open(files.commit, O_RDWR | O_DSYNC)
-        alignment = journal.alignment
         let grants = granter.current
         (capacity, grantLead) = (grants.granted, grants.lead)
-        let slotSize = options.resolvedWriteSize(alignment: alignment, optimalIOSize: host.optimalIOSize)
-        let count = options.bufferCount(writeSize: slotSize)
-        guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),
-              let patchBuffer = AlignedBuffer(length: slotSize, alignment: alignment),
-              let commitRecord = AlignedBuffer(length: alignment, alignment: alignment),
-              let progressRecord = AlignedBuffer(length: alignment, alignment: alignment)
-        else {
-            throw ProVideoError(.invalidArgument, "cannot allocate \(slotSize * count) bytes of capture buffers; "
-                                + "lower the buffer budget")
-        }
-        self.memory = memory
-        self.patchBuffer = patchBuffer
-        self.commitRecord = commitRecord
-        self.progressRecord = progressRecord
-        let ring: BufferRing
-        do { ring = try BufferRing(memory: memory.bytes, slotSize: slotSize, alignment: alignment) } catch let violation as WritePathViolation {
-            throw ProVideoError(.invariantViolated, "the capture's buffers broke their own rule: \(violation.problem)")
-        }
-        self.ring = ring
-        noSpaceRetries = [Int](repeating: 0, count: 2 * ring.slots.count + 1)
-        let slots = (0..<count).map { UnsafeMutableRawBufferPointer(start: ring.base(of: $0), count: slotSize) }
-        // Each buffer has one write or one flush in flight at most, plus the data sync, the
-        // commit record, the progress block and a cancellation.
-        engine = CommitBeforeDataSyncFault.applied(
-            to: try WriteEngineFactory.make(options.engine, buffers: slots, queueDepth: count + 4, calls: host.calls))
-        statistics = CaptureStatistics(engine: engine.name)
-        commits = CommitPipeline(interval: options.durabilityInterval, now: Self.now())
-        // The progress block exists (allocated, 0) before `capturing` shows a running engine.
-        try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, alignment: alignment, host.calls)
-        published = (0, 0, 0, Self.now())
+        let slotSize = options.resolvedWriteSize(alignment: journal.alignment, optimalIOSize: host.optimalIOSize)
+        writer = try CaptureWriter(
+            data: data, progressPath: files.progress, commitPath: files.commit, alignment: journal.alignment,
+            slotSize: slotSize, count: options.bufferCount(writeSize: slotSize), engine: options.engine,
+            durabilityInterval: options.durabilityInterval, calls: host.calls,
+            releaseSpare: { [spare = host.spare, calls = host.calls] in spare?.release(calls) == true })
     }
 
     // A capture dropped without `finish()` or `cancel()` stops granting; its files wait for
@@ -154,7 +102,7 @@ public final class Capture {
     public var remainingCapacity: Int64 { granter.remainingCapacity(beyond: length) }
 
     /// Bytes a crash cannot lose: flushed and recorded as committed.
-    public var committedLength: Int64 { commits.committed }
+    public var committedLength: Int64 { writer.committedLength }
 
     // MARK: Append and patch
 
@@ -201,30 +149,18 @@ public final class Capture {
         defer { leaveCall() }
         let started = Self.now()
         // Refused frames count too: the latency says how long the recorder was held up.
-        defer { statistics.appendLatency.record(Self.now() - started) }
+        defer { writer.statistics.appendLatency.record(Self.now() - started) }
         try checkOpen()
         guard count >= 0 else { throw ProVideoError(.invalidArgument, "a frame cannot have \(count) bytes") }
-        try requireGranted(length + Int64(count), waitingUntil: options.overrunPolicy.deadline(from: started))
+        let overrunDeadline = options.overrunPolicy.deadline(from: started)
+        try requireGranted(length + Int64(count), waitingUntil: overrunDeadline)
         // Room for the whole frame is found (or the overrun policy gives up) before any byte
         // is written, so a frame is accepted whole or not at all.
-        let needed = min(count, ring.mostSpace)
-        guard try guarded({ try makeRoom(for: needed, started: started) }) else {
+        let needed = min(count, writer.mostSpace)
+        guard try guarded({ try writer.makeRoom(for: needed, waitingUntil: overrunDeadline) }) else {
             throw overrunRefusal("the frame was not accepted")
         }
-        try guarded {
-            var filled = 0
-            while filled < count {
-                if ring.filling == nil { try startFilling(until: started + Self.stallLimit) }
-                let piece = try ring.nextPiece(upTo: count - filled)
-                fill(piece)
-                filled += piece.count
-                length += Int64(piece.count)
-                if try ring.didFill(piece.count, frameEnd: filled == count ? length : nil) { try sealFilling() }
-            }
-            statistics.frames += 1
-            statistics.bytes += Int64(count)
-            try service()
-        }
+        try guarded { try writer.append(count: count, granted: capacity, until: started + Self.stallLimit, filling: fill) }
     }
 
     /// Processes finished writes without waiting: publishes progress to other processes and
@@ -236,10 +172,7 @@ public final class Capture {
         try enterCall()
         defer { leaveCall() }
         try checkOpen()
-        try guarded {
-            try reap(waitNanoseconds: 0)
-            try service()
-        }
+        try guarded { try writer.poll() }
     }
 
     /// Makes every byte appended and patched so far durable (a mounted file's `fsync(2)`):
@@ -251,37 +184,14 @@ public final class Capture {
         try enterCall()
         defer { leaveCall() }
         try checkOpen()
-        let target = length
         let deadline = Self.now() + Self.stallLimit
-        try guarded {
-            while commits.committed < target {
-                try waitUntil("the commit in flight", until: deadline) { commits.isIdle }
-                guard commits.committed < target else { break }
-                try maybeCommit(forced: true)
-                try engine.submit()
-                if commits.isIdle {
-                    // Nothing could start: the bytes are still being written.
-                    guard !ring.isIdle else {
-                        throw WritePathViolation("nothing to commit with \(commits.committed) of \(target) bytes committed")
-                    }
-                    try waitUntil("the writes before the commit", until: deadline) { ring.isIdle }
-                }
-            }
-            // A patch below the committed length was rewritten in place: a data sync of its own
-            // makes it durable. (A patch of a buffer still filling reaches the disk with it.)
-            if patchedSinceCommit {
-                try waitUntil("the writes in flight", until: deadline) { ring.isIdle && commits.isIdle }
-                let rc = host.calls.fdatasync(data.rawValue)
-                if rc < 0 { throw ProVideoError.system("fdatasync", errno: -rc, path: data.path) }
-                patchedSinceCommit = false
-            }
-        }
+        try guarded { try writer.commitAppended(until: deadline) }
     }
 
     /// Counts and describes a refusal because every buffer stayed in flight past the overrun
     /// policy; `refused` says what was not done.
     func overrunRefusal(_ refused: String, cause: String = "every capture buffer is in flight") -> ProVideoError {
-        statistics.overrunFailures += 1
+        writer.statistics.overrunFailures += 1
         let detail = options.overrunPolicy == .fail ? "overrun policy: fail" : "waited the overrun policy's limit"
         return ProVideoError(.overrun, "overrun: \(cause) (\(detail)); \(refused). The disk is "
                              + "slower than the stream: raise the buffer budget or lower the bitrate", path: destination)
@@ -323,8 +233,8 @@ public final class Capture {
                                 + "(\(capacity - length) bytes granted beyond the recording, the frame needs "
                                 + "\(end - length)); \(length) bytes were accepted and finish() keeps them", path: destination)
         }
-        statistics.overruns += 1
-        statistics.grantOverruns += 1
+        writer.statistics.overruns += 1
+        writer.statistics.grantOverruns += 1
         throw overrunRefusal("the frame was not accepted", cause: "the pool has not yet granted the space this frame needs "
                              + "(the filesystem's fallocate is slower than the stream)")
     }
@@ -339,6 +249,27 @@ public final class Capture {
     }
 
     func leaveCall() { inCall.store(false, ordering: .releasing) }
+
+    /// Runs `body`; its first error fails the capture: the state keeps the error (every later
+    /// call throws it at once), every request still in the engine is cancelled and waited for,
+    /// and only then is `capturing` released, so that `provideo recover` in another process
+    /// never sees a write of this capture land.
+    func guarded<T>(_ body: () throws -> T) throws -> T {
+        do {
+            return try body()
+        } catch {
+            var failure = writer.failure(from: error)
+            if writer.stopRequests() {
+                _ = granter.stop()
+                claim.release()
+            } else {
+                failure.message += "; \(writer.outstanding) writes did not complete within \(Self.stallLimit / 1_000_000_000) s, "
+                    + "so the pool stays busy until this process exits"
+            }
+            state = .failed(failure)
+            throw failure
+        }
+    }
 
     func checkOpen() throws {
         switch state {

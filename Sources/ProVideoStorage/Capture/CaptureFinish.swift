@@ -1,5 +1,5 @@
-import Foundation
 import ProVideoSystem
+import ProVideoWritePath
 
 /// The two ends of a capture: `finish`, which lands the take, and `cancel`, which discards it.
 extension Capture {
@@ -24,21 +24,9 @@ extension Capture {
         defer { leaveCall() }
         try checkOpen()
         let deadline = Self.now() + Self.stallLimit
-        try guarded {
-            try sealFilling()
-            try engine.submit()
-            try waitUntil("the last writes", until: deadline) { ring.isIdle && commits.isIdle }
-            // The final commit, through the engine like every other: a deadline bounds it.
-            if length > commits.committed {
-                try commits.startSync(candidate: length, now: Self.now())
-                try issueDataSync()
-                try engine.submit()
-                try waitUntil("the final commit", until: deadline) { commits.isIdle }
-            }
-            try waitUntil("the last progress write", until: deadline) { outstanding == 0 }
-        }
+        try guarded { try writer.finish(until: deadline) }
         state = .closed
-        _ = engine.shutdown(waitNanoseconds: Int64(deadline - min(Self.now(), deadline)))
+        writer.shutdown(until: deadline)
         capacity = granter.stop()
         defer { claim.release() }
         let outcome = try host.complete(files, journal, length, control)
@@ -55,10 +43,10 @@ extension Capture {
         try enterCall()
         defer { leaveCall() }
         try checkOpen()
-        guard stopRequests() else {
-            let error = ProVideoError(.ioError, "\(outstanding) writes did not complete within "
+        guard writer.stopRequests() else {
+            let error = ProVideoError(.ioError, "\(writer.outstanding) writes did not complete within "
                                       + "\(Self.stallLimit / 1_000_000_000) s of being cancelled; the pool stays busy "
-                                      + "until this process exits", path: data.path)
+                                      + "until this process exits", path: files.data)
             state = .failed(error)
             throw error
         }

@@ -1,4 +1,5 @@
 import ProVideoSystem
+import ProVideoWritePath
 
 /// In-place appends in two steps, for the C API (`provideo_capture_append_begin` / `_commit`):
 /// a producer that learns a frame's size only after writing it (an encoder, a capture card's
@@ -21,15 +22,14 @@ extension Capture {
         let started = Self.now()
         try checkOpen()
         guard count > 0 else { throw ProVideoError(.invalidArgument, "an in-place append needs at least 1 byte, not \(count)") }
-        try requireGranted(length + 1, waitingUntil: options.overrunPolicy.deadline(from: started))
-        if ring.filling == nil {
-            // A fresh buffer: any free one has room (makeRoom for 1 byte waits for one).
-            guard try guarded({ try makeRoom(for: 1, started: started) }) else {
-                throw overrunRefusal("no room was reserved")
-            }
-            try guarded { try startFilling(until: started + Self.stallLimit) }
+        let overrunDeadline = options.overrunPolicy.deadline(from: started)
+        try requireGranted(length + 1, waitingUntil: overrunDeadline)
+        let room = try guarded {
+            try writer.reserveInPlace(upTo: count, granted: capacity, waitingUntil: overrunDeadline,
+                                      stallDeadline: started + Self.stallLimit)
         }
-        return try guarded { try ring.nextPiece(upTo: count) }
+        guard let room else { throw overrunRefusal("no room was reserved") }
+        return room
     }
 
     /// Counts `count` bytes written at the start of the last `reserveInPlace` room as
@@ -41,18 +41,10 @@ extension Capture {
         try enterCall()
         defer { leaveCall() }
         try checkOpen()
-        let room = ring.filling == nil ? 0 : try guarded { try ring.nextPiece(upTo: Int.max).count }
+        let room = try guarded { try writer.roomInPlace() }
         guard count >= 0, count <= room else {
             throw ProVideoError(.invalidArgument, "cannot commit \(count) bytes in place: \(room) were reserved")
         }
-        try guarded {
-            if ring.filling != nil {
-                length += Int64(count)
-                if try ring.didFill(count, frameEnd: endsFrame ? length : nil) { try sealFilling() }
-            }
-            statistics.bytes += Int64(count)
-            if endsFrame { statistics.frames += 1 }
-            try service()
-        }
+        try guarded { try writer.commitInPlace(count, endsFrame: endsFrame) }
     }
 }

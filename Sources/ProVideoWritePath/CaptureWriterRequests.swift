@@ -2,39 +2,25 @@ import Glibc
 import ProVideoSystem
 import ProVideoJournal
 
-/// The capture's side of the engine: every request is issued and every completion handled
-/// here, and every call that can fail runs inside `guarded`, the one place that fails the
-/// capture.
-extension Capture {
+/// The writer's side of the engine: every request is issued and every completion handled
+/// here; the capture fails on the first error (`failure(from:)`, then `stopRequests`).
+extension CaptureWriter {
     // MARK: Failure
 
-    /// Runs `body`; its first error fails the capture: the state keeps the error (every later
-    /// call throws it at once), every request still in the engine is cancelled and waited for,
-    /// and only then is `capturing` released, so that `provideo recover` in another process
-    /// never sees a write of this capture land.
-    func guarded<T>(_ body: () throws -> T) throws -> T {
-        do {
-            return try body()
-        } catch {
-            var failure = (error as? WritePathViolation).map { violated($0.problem) }
-                ?? error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: data.path)
-            failure.message += "; \(commits.committed) bytes are committed and safe: `provideo recover` salvages them"
-            if stopRequests() {
-                _ = granter.stop()
-                claim.release()
-            } else {
-                failure.message += "; \(outstanding) writes did not complete within \(Self.stallLimit / 1_000_000_000) s, "
-                    + "so the pool stays busy until this process exits"
-            }
-            state = .failed(failure)
-            throw failure
-        }
+    /// The capture's error for `error`, the first a call of this writer threw: a broken rule
+    /// of the write path is `.invariantViolated`; what was committed is said, with how to
+    /// salvage it. The capture then stops the requests (`stopRequests`).
+    package func failure(from error: Error) -> ProVideoError {
+        var failure = (error as? WritePathViolation).map { violated($0.problem) }
+            ?? error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: data.path)
+        failure.message += "; \(commits.committed) bytes are committed and safe: `provideo recover` salvages them"
+        return failure
     }
 
     /// Cancels every outstanding request and waits, at most `stallLimit`, until each has
     /// completed; then stops the engine.
     /// - Returns: false when requests were still outstanding at the deadline.
-    func stopRequests() -> Bool {
+    package func stopRequests() -> Bool {
         let deadline = Self.now() + Self.stallLimit
         if outstanding > 0 { try? engine.cancelAll(tag: CompletionTag.cancel.rawValue) }
         while outstanding > 0 {
@@ -68,84 +54,6 @@ extension Capture {
         }
     }
 
-    // MARK: The append path
-
-    /// Makes room for `bytes` in the buffers, waiting per the overrun policy when every
-    /// buffer is in flight. - Returns: false when the policy gave up.
-    func makeRoom(for bytes: Int, started: UInt64) throws -> Bool {
-        try reap(waitNanoseconds: 0)
-        guard ring.space < bytes else { return true }
-        statistics.overruns += 1
-        guard let deadline = options.overrunPolicy.deadline(from: started) else { return false }
-        while ring.space < bytes {
-            let now = Self.now()
-            guard now < deadline else { return false }
-            try reap(waitNanoseconds: Int64(deadline - now))
-        }
-        return true
-    }
-
-    /// Takes a free buffer for the next bytes. Only a frame larger than all buffers finds none
-    /// free here (it was accepted when all were free): it waits for its earlier pieces to land.
-    func startFilling(until deadline: UInt64) throws {
-        try waitUntil("a buffer to land", until: deadline) { ring.hasFreeSlot }
-        try ring.startFilling(at: length, limit: capacity - length)
-    }
-
-    func sealFilling() throws {
-        let slot = ring.filling
-        if let write = ring.sealFilling(now: Self.now()) {
-            try issue(write)
-        } else if let slot, ring.slots[slot].phase == .queuedBehindFlush {
-            statistics.buffersQueuedBehindFlush += 1
-        }
-    }
-
-    /// After each call: a due commit, progress for other processes, submission, invariants.
-    func service() throws {
-        try maybeCommit()
-        try publishProgress()
-        try engine.submit()
-        try checkInvariants()
-    }
-
-    /// Starts a commit when the durability interval has passed and a frame arrived since the
-    /// last one. When the stream is slow, the frames since the last commit still sit in the
-    /// filling buffer: the commit first writes what that buffer holds (to the next block
-    /// boundary), and the whole buffer is written again once it is full.
-    /// `forced`: start one now if the pipeline is idle, due or not (a mounted file's fsync).
-    func maybeCommit(forced: Bool = false) throws {
-        let now = Self.now()
-        guard forced ? commits.isIdle : commits.isDue(now: now) else { return }
-        if ring.isIdle, let slot = ring.filling, ring.slots[slot].lastFrameEnd > commits.committed {
-            let flush = try ring.beginFlush()
-            try commits.startFlush(slot: slot, length: flush.length, candidate: ring.slots[slot].lastFrameEnd, now: now)
-            try issue(flush)
-        } else if ring.landedFrameEnd > commits.committed {
-            try commits.startSync(candidate: ring.landedFrameEnd, now: now)
-            try issueDataSync()
-        }
-    }
-
-    /// Writes the capture's length and counters (`CaptureCounters`) to `captures/<id>/progress`
-    /// for other processes' remaining capacity and status, at most every `progressInterval`,
-    /// when the length, commits or overruns changed: they see it move while frames arrive,
-    /// whatever the disk does. The write is one aligned `O_DIRECT` block through the engine:
-    /// a buffered write on this thread could be throttled by the kernel's dirty-page
-    /// balancing (`balance_dirty_pages`) whenever a neighbour fills the page cache.
-    func publishProgress() throws {
-        let now = Self.now()
-        let changed = length != published.length || statistics.commits != published.commits
-            || statistics.overruns != published.overruns
-        guard !progressInFlight, changed, now - published.at >= Self.progressInterval else { return }
-        progressRecord.bytes.storeBytes(of: UInt64(length).littleEndian, toByteOffset: 0, as: UInt64.self)
-        CaptureCounters.store(statistics, buffersInFlight: ring.inFlight, into: progressRecord.bytes)
-        try issueWrite(.progress, fd: progress, from: UnsafeRawPointer(progressRecord.bytes.baseAddress!), length: alignment,
-                       at: 0)
-        progressInFlight = true
-        published = (length, statistics.commits, statistics.overruns, now)
-    }
-
     // MARK: Requests and completions
 
     func issue(_ write: BufferRing.Write) throws {
@@ -154,7 +62,7 @@ extension Capture {
 
     /// Queues a write; `slot` is the capture buffer `address` lies in (a registered buffer),
     /// or -1 for the small records outside them.
-    private func issueWrite(_ tag: CompletionTag, fd: FileDescriptor, from address: UnsafeRawPointer, length: Int,
+    func issueWrite(_ tag: CompletionTag, fd: FileDescriptor, from address: UnsafeRawPointer, length: Int,
                             at offset: Int64, slot: Int = -1) throws {
         try engine.queueWrite(fd: fd.rawValue, slot: slot, address: address, length: length, offset: offset, tag: tag.rawValue)
         outstanding += 1
@@ -202,7 +110,7 @@ extension Capture {
             // reserve their worst case, so one may still fail while the others hold theirs: it
             // is made again as they complete, up to `WriteProgress.maximumRetries` times for
             // that request; then its ENOSPC is the capture's `.notEnoughSpace`.
-            if host.spare?.release(host.calls) == true { statistics.spareReleases += 1 }
+            if releaseSpare() { statistics.spareReleases += 1 }
             noSpaceRetries[retry] += 1
             return try reissue(tag)
         }
