@@ -31,7 +31,7 @@ enum Captures {
 
     /// What a measurement found, in one sentence.
     static func sentence(_ measurement: BandwidthMeasurement) -> String {
-        let admissible = BitRateFormat.human(Int64(checked: Double(measurement.sustained) * Pool.admissibleShare) ?? 0)
+        let admissible = BitRateFormat.human(Int64(checked: Double(measurement.sustained) * CaptureAdmission.admissibleShare) ?? 0)
         let span = measurement.seconds >= 10 ? String(format: "over the last 10 s of %.0f s", measurement.seconds)
             : String(format: "over %.1f s", measurement.seconds)
         let detail = "(\(ByteFormat.significant(measurement.bytes)), a data sync every "

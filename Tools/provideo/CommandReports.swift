@@ -29,13 +29,13 @@ enum CommandReports {
         var path: String
         /// The bandwidth captures are admitted against.
         var bandwidth: Int64?
-        /// The share of it captures may declare together (`Pool.admissibleShare`).
+        /// The share of it captures may declare together (`CaptureAdmission.admissibleShare`).
         var admissibleBitrate: Int64?
 
         init(path: String, bandwidth: Int64?) {
             self.path = path
             self.bandwidth = bandwidth
-            admissibleBitrate = bandwidth.flatMap { Int64(checked: Double($0) * Pool.admissibleShare) }
+            admissibleBitrate = bandwidth.flatMap { Int64(checked: Double($0) * CaptureAdmission.admissibleShare) }
         }
 
         enum Key: String, CodingKey { case path, bandwidth, admissibleBitrate }

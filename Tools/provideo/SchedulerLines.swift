@@ -42,12 +42,12 @@ enum SchedulerLines {
     }
 
     /// "; cap it with `provideo land --rate 200M`": the share of the pool's bandwidth captures are
-    /// not admitted to (`Pool.admissibleShare`), else no figure.
+    /// not admitted to (`CaptureAdmission.admissibleShare`), else no figure.
     static func rateAdvice(_ bandwidth: Int64?) -> String {
         guard let bandwidth, bandwidth > 0 else {
             return "; cap it with `provideo land --rate RATE` (bits per second: 400M is 50 MB/s)"
         }
-        let share = 1 - Pool.admissibleShare
+        let share = 1 - CaptureAdmission.admissibleShare
         let spare = Int64(checked: Double(bandwidth) * share) ?? 0
         return "; cap it with `provideo land --rate \(max(spare / 1_000_000, 1))M` or less (the "
             + "\(Int(checked: (share * 100).rounded()) ?? 0)% of the pool's \(BitRateFormat.human(bandwidth)) captures are not admitted to)"

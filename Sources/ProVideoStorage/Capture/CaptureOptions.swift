@@ -44,7 +44,7 @@ public struct CaptureOptions: Sendable {
     /// background for network filesystems (`LandingMode`).
     public var landing: LandingMode = .automatic
     /// Start the capture even when its bitrate takes the pool's running captures past the
-    /// admissible bandwidth (`Pool.admissibleShare` of `Pool.bandwidth`); the journal and
+    /// admissible bandwidth (`CaptureAdmission.admissibleShare` of `Pool.bandwidth`); the journal and
     /// `status` say so. Default false: such a start throws `.bandwidthExceeded`.
     public var admitOverBandwidth: Bool
     /// Bytes the capture's file is granted from the pool's reserve at a time, ahead of its

@@ -73,7 +73,9 @@ extension Pool {
                 step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
                 let (running, undecided) = try captureCensus()
                 try refuseTakenDestination(destination, running: running)
-                try admit(options, running: running, undecided: undecided, journal: &journal)
+                let admission = CaptureAdmission(captureLimit: configuration.captureLimit, bandwidth: configuration.bandwidth,
+                                                 poolPath: path, capturesDirectory: layout.captures)
+                try admission.admit(options, running: running, undecided: undecided, journal: &journal)
                 let reserveSize = try reserveFile.size()
                 guard reserveSize > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
@@ -252,4 +254,92 @@ extension Pool {
                                 + "outside \(path)", path: destination)
         }
     }
+
+    // MARK: The census
+
+    /// The most entries `captures/` may hold: `maxCaptures` is at most 4096, and each dead
+    /// capture waits for a salvage; more is a planted flood, refused before any work on it.
+    static let captureEntriesLimit = 16_384
+
+    /// The files of every capture in the pool, running or dead, in a stable order.
+    /// - Throws: `.ioError` when `captures/` exists but cannot be listed, or cannot be looked at
+    ///   (`FileSystem.isPresent`): an empty answer there would let a replenish grow the reserve
+    ///   into running captures' grants.
+    func captureFiles() throws -> [CaptureFiles] {
+        guard let names = try FileSystem.entries(layout.captures, consequence: "nothing was changed") else { return [] }
+        guard names.count <= Self.captureEntriesLimit else {
+            throw ProVideoError(.corruptState, "\(layout.captures) holds \(names.count) entries, more than a pool ever "
+                                + "makes (\(Self.captureEntriesLimit)); nothing was changed: remove what is not a capture",
+                                path: layout.captures)
+        }
+        return names.sorted().map { layout.capture($0) }
+    }
+
+    /// The journals of the captures whose owner is alive, in this process or another (one
+    /// still writing its first journal, or removing its files, is not counted).
+    func runningCaptures() throws -> [(files: CaptureFiles, journal: CaptureJournal)] { try captureCensus().running }
+
+    /// The captures whose owner is alive, with their journals, and the entries of `captures/`
+    /// that may be alive and cannot be counted: their liveness cannot be read (a stray file or
+    /// link, EMFILE), or their journal cannot. Neither list is a reason to refuse the pool;
+    /// admission counts the second as bandwidth unknown (`admit`).
+    /// - Throws: `.ioError` when `captures/` cannot be listed.
+    func captureCensus() throws -> (running: [(files: CaptureFiles, journal: CaptureJournal)], undecided: [UndecidedCapture]) {
+        var running: [(files: CaptureFiles, journal: CaptureJournal)] = []
+        var undecided: [UndecidedCapture] = []
+        for files in try captureFiles() {
+            switch CaptureClaim.liveness(files, calls) {
+            case .dead: continue
+            case .unknown(let error):
+                undecided.append(UndecidedCapture(id: files.id, reason: "whether its recorder is alive cannot be read (\(error.message))"))
+            case .alive:
+                do {
+                    running.append((files, try CaptureJournal.load(files.journal)))
+                } catch let error as ProVideoError where error.errno == ENOENT {
+                    continue
+                } catch {
+                    let message = (error as? ProVideoError)?.message ?? "\(error)"
+                    undecided.append(UndecidedCapture(id: files.id, reason: "its recorder is alive and its journal cannot be read (\(message))"))
+                }
+            }
+        }
+        return (running, undecided)
+    }
+
+    /// One destination per take: refuses a start whose `destination` is that of a running
+    /// capture or of a take waiting to land, since one of the two would end held in the pool
+    /// with "appeared while recording". Destinations are compared as directory entries
+    /// (`DestinationIdentity`: the directory's device and inode, and the name; a bind mount of
+    /// the directory is the same entry), under the mutation lock, so two starts in any
+    /// processes cannot both pass.
+    /// - Throws: `.busy` naming the capture or the take that has the destination;
+    ///   `.destinationExists` when a file is there by now.
+    func refuseTakenDestination(_ destination: String, running: [(files: CaptureFiles, journal: CaptureJournal)]) throws {
+        if let other = running.first(where: { DestinationIdentity.same($0.journal.destination, destination) }) {
+            throw ProVideoError(.busy, "cannot start a capture to \(destination): process \(other.journal.pid) is already "
+                                + "recording to it (capture \(other.files.id)); give this take another name, or start it "
+                                + "once that one has finished", path: destination)
+        }
+        if let waiting = try landingRecordings().first(where: { DestinationIdentity.same($0.destination, destination) }) {
+            throw ProVideoError(.busy, "cannot start a capture to \(destination): the take \(waiting.path) is waiting to "
+                                + "land there (`provideo land`); give this take another name, or start it once that one "
+                                + "has landed", path: destination)
+        }
+        // Checked again here, under the lock: the check at resolve time came before it, and a
+        // capture that finished (or a take that landed) since has put its file there. Its
+        // rename comes before its journal goes, so one of the three checks sees it.
+        if FileSystem.existsWithoutFollowing(destination) {
+            throw ProVideoError(.destinationExists, "\(destination) already exists; it is never overwritten: choose "
+                                + "another name", path: destination)
+        }
+    }
+}
+
+/// An entry of `captures/` that may be a live capture and cannot be read: status, metrics and
+/// check name it, admission counts its bandwidth as unknown, recovery leaves it.
+package struct UndecidedCapture: Codable, Sendable, Equatable {
+    /// Its name in `captures/`.
+    package var id: String
+    /// Why it cannot be decided on.
+    package var reason: String
 }

@@ -38,7 +38,7 @@ extension Pool {
     /// The reserve's content is not the recordings', so nothing is lost; it stays allocated
     /// and written. Busy reason `adjustingCapacity` while it runs (no capture may start).
     /// A sequential write is the device's best case: captures are admitted against
-    /// `admissibleShare` of the sustained figure. On a device shared with other work, set the
+    /// `CaptureAdmission.admissibleShare` of the sustained figure. On a device shared with other work, set the
     /// figure with `setBandwidth(_:)` instead.
     /// - Parameter progress: called about once a second with the seconds written, the bytes
     ///   written and the last window's rate in bits per second.

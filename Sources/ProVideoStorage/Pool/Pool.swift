@@ -116,7 +116,7 @@ public final class Pool: @unchecked Sendable {
 
     /// The durable write bandwidth captures are admitted against, in bits per second; nil when
     /// the pool has none (every capture is admitted). Captures may declare together
-    /// `admissibleShare` of it. Read as `initialCapacity` is, and throws as it does.
+    /// `CaptureAdmission.admissibleShare` of it. Read as `initialCapacity` is, and throws as it does.
     public var bandwidth: Int64? {
         get throws { try PoolConfiguration.load(layout.configuration).bandwidth }
     }
@@ -196,7 +196,7 @@ public final class Pool: @unchecked Sendable {
             engine: captures.first.flatMap { $0.engine.isEmpty ? nil : $0.engine } ?? WriteEngineFactory.availableEngineName(),
             recordingSecondsRemaining: admitted > 0 ? Double(remaining) * 8 / Double(admitted) : nil,
             maxCaptures: current.captureLimit, bandwidth: current.bandwidth,
-            admissibleBitrate: current.bandwidth.map { Int64(Double($0) * Self.admissibleShare) },
+            admissibleBitrate: current.bandwidth.map { Int64(Double($0) * CaptureAdmission.admissibleShare) },
             admittedBitrate: admitted, captures: captures, landing: landing,
             landingBytes: landing.map(\.length).saturatingSum(),
             ioSchedulers: schedulers.isEmpty ? nil : schedulers,

@@ -47,7 +47,7 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     package var maxCaptures: Int?
     /// The durable write bandwidth captures are admitted against, in bits per second.
     package var bandwidth: Int64?
-    /// The bitrate captures may declare together (`Pool.admissibleShare` of `bandwidth`).
+    /// The bitrate captures may declare together (`CaptureAdmission.admissibleShare` of `bandwidth`).
     package var admissibleBitrate: Int64?
     /// The bitrates the running captures declared, together, in bits per second.
     package var admittedBitrate: Int64
