@@ -28,8 +28,8 @@ import Testing
             capture = nil  // the recorder dies: its lock goes with it
             // The state a salvage leaves when killed right after its rename to the sibling.
             #expect(FileManager.default.createFile(atPath: destination, contents: Data("someone else's".utf8)))
-            let sibling = Pool.recoveredName(destination, id: journal.id)
-            // Sealed to its length before the rename, as `placeRecording` does.
+            let sibling = RecordingPlacement.recoveredName(destination, id: journal.id)
+            // Sealed to its length before the rename, as `RecordingPlacement.place` does.
             #expect(truncate(TestSupport.onlyCapture(path) + "/data", off_t(frame.count)) == 0)
             try FileSystem.rename(TestSupport.onlyCapture(path) + "/data", sibling)
             let reopened = try Pool.open(at: path)

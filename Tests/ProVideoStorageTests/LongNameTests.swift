@@ -25,12 +25,12 @@ import Testing
     @Test func derivedNamesFitNameMax() {
         for name in [Self.longName, String(repeating: "é", count: 127) + ".mov", String(repeating: "b", count: 255),
                      "x." + String(repeating: "e", count: 252), "take.mov"] {
-            let recovered = FileSystem.lastComponent(of: Pool.recoveredName("/d/" + name, id: "mk2x9q-1a2b3c"))
+            let recovered = FileSystem.lastComponent(of: RecordingPlacement.recoveredName("/d/" + name, id: "mk2x9q-1a2b3c"))
             #expect(recovered.utf8.count <= 255, "\(recovered.utf8.count) bytes")
             #expect(recovered.contains(".recovered-mk2x9q-1a2b3c"))
             #expect(DerivedName.shortened(name, toBytes: 100).utf8.count <= 100)
         }
-        #expect(Pool.recoveredName("/d/take.mov", id: "7") == "/d/take.recovered-7.mov")
+        #expect(RecordingPlacement.recoveredName("/d/take.mov", id: "7") == "/d/take.recovered-7.mov")
         let a = DerivedName.shortened(String(repeating: "a", count: 200) + "1.mov", toBytes: 64)
         let b = DerivedName.shortened(String(repeating: "a", count: 200) + "2.mov", toBytes: 64)
         #expect(a != b && a.hasSuffix(".mov") && b.hasSuffix(".mov"))
@@ -46,11 +46,11 @@ import Testing
                          length > 4 ? String(repeating: "a", count: length - 4) + ".mov" : nil,
                          length % 2 == 0 ? String(repeating: "é", count: length / 2) : nil].compactMap { $0 }
             for name in names {
-                let held = Pool.heldName(id: id, destination: "/d/" + name)
+                let held = RecordingPlacement.heldName(id: id, destination: "/d/" + name)
                 for companion in [held] + HeldRecording.companions(of: held) {
                     #expect(companion.utf8.count <= DerivedName.maximumBytes, "\(length): \(companion.utf8.count) bytes")
                 }
-                let recovered = FileSystem.lastComponent(of: Pool.recoveredName("/d/" + name, id: id))
+                let recovered = FileSystem.lastComponent(of: RecordingPlacement.recoveredName("/d/" + name, id: id))
                 #expect(recovered.utf8.count <= DerivedName.maximumBytes, "\(length): \(recovered.utf8.count) bytes")
                 for tag in [id, held] {
                     let temporary = RecordingCopy.temporaryName(for: name, tag: tag)

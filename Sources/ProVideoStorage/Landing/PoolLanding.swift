@@ -125,16 +125,6 @@ extension Pool {
         return done + unknown
     }
 
-    /// Keeps a finished recording in the pool, sealed and durable, to land in the background.
-    func queueForLanding(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
-                         owner: RecordingOwner) throws -> Placement {
-        let waiting = ProVideoError(.ioError, "waiting to land at \(journal.destination) (`provideo land`)")
-        var placement = try keepInPool(files, journal, length: length, owner: owner, problem: waiting, landing: true)
-        placement.problem = nil
-        placement.landing = true
-        return placement
-    }
-
     /// "; N take(s) waiting to land hold X: …" when takes still waiting to land hold space the
     /// reserve needs; "" otherwise.
     func landingHint() -> String {

@@ -23,7 +23,7 @@ public struct HeldRecording: Codable, Sendable {
 
     /// Every file the pool names after a held recording `held`: its note, its landing record,
     /// and each one's temporary while it is replaced durably. A held name leaves room for the
-    /// longest (`Pool.heldName`), so that none of them can fail with ENAMETOOLONG.
+    /// longest (`RecordingPlacement.heldName`), so that none of them can fail with ENAMETOOLONG.
     static func companions(of held: String) -> [String] {
         [held + ".json", held + ".json.tmp", LandingRecord.path(forHeld: held), LandingRecord.path(forHeld: held) + ".tmp"]
     }

@@ -3,10 +3,16 @@ import Glibc
 import ProVideoSystem
 import ProVideoJournal
 
-/// Placing a finished recording: where it goes and how (Docs/CAPTURE-LIFECYCLE.md).
-extension Pool {
+/// Placing a finished recording: where it goes and how (Docs/CAPTURE-LIFECYCLE.md). A value
+/// handed what it needs of the pool (its layout, its access rules, its system calls) by the
+/// step that completes a capture; it knows nothing else of the pool.
+struct RecordingPlacement {
+    let layout: PoolLayout
+    let access: PoolAccess
+    let calls: SystemCalls
+
     /// Where a recording went.
-    struct Placement {
+    struct Outcome {
         var path: String
         /// Set when the recording could not reach its destination and stays in the pool.
         var problem: ProVideoError?
@@ -23,8 +29,8 @@ extension Pool {
     /// resolved once as that owner (`DirectoryHandle`): a salvage run by root places a take only
     /// where its recorder could, and a directory the recorder can no longer write keeps the take
     /// in the pool (Docs/SECURITY.md). `control` gets a copy's progress and may stop it.
-    func placeRecording(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
-                        whenTaken: TakenDestination, control: OperationControl) throws -> Placement {
+    func place(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
+               whenTaken: TakenDestination, control: OperationControl) throws -> Outcome {
         let destination = journal.destination
         let owner = try RecordingOwner.of(capture: files)
         let directoryPath = FileSystem.parent(of: destination), name = FileSystem.lastComponent(of: destination)
@@ -39,7 +45,7 @@ extension Pool {
         }
         // On the pool's filesystem the file itself becomes the recording: cut and sealed first.
         // Elsewhere it is copied and goes back to the reserve whole.
-        let sameFilesystem = try directory.isOnDevice(of: FileSystem.facts(path))
+        let sameFilesystem = try directory.isOnDevice(of: FileSystem.facts(layout.directory))
         if sameFilesystem { try sealRecording(files, length: length, owner: owner, held: false) }
         if !sameFilesystem && journal.landInBackground == true {
             return try queueForLanding(files, journal, length: length, owner: owner)
@@ -62,16 +68,16 @@ extension Pool {
         do {
             do {
                 try move(to: target)
-                return Placement(path: directory.display(target), problem: nil)
+                return Outcome(path: directory.display(target), problem: nil)
             } catch let error as ProVideoError where error.code == .destinationExists && whenTaken == .recoveredSibling {
                 target = FileSystem.lastComponent(of: Self.recoveredName(destination, id: journal.id))
                 try move(to: target)
-                return Placement(path: directory.display(target), problem: nil)
+                return Outcome(path: directory.display(target), problem: nil)
             }
         } catch let placed as RecordingMove.PlacedUnflushed {
             // The recording is at its destination: the journal records it there (it is never
             // looked for in the pool again), and the flush's failure is what `finish` reports.
-            return Placement(path: directory.display(target), problem: placed.error)
+            return Outcome(path: directory.display(target), problem: placed.error)
         } catch let error as ProVideoError {
             var problem = error
             if error.code == .destinationExists {
@@ -126,7 +132,7 @@ extension Pool {
     /// Keeps the recording in `recordings/` with a note of where it was meant to go (`landing`:
     /// and that `provideo land` takes it there).
     func keepInPool(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64, owner: RecordingOwner,
-                    problem: ProVideoError, landing: Bool = false) throws -> Placement {
+                    problem: ProVideoError, landing: Bool = false) throws -> Outcome {
         try access.makeDirectory(layout.recordings)
         let kept = layout.recordings + "/" + Self.heldName(id: journal.id, destination: journal.destination)
         try sealRecording(files, length: length, owner: owner, held: true)
@@ -139,6 +145,17 @@ extension Pool {
         reported.message += "; the recording (\(length) bytes) is kept in the pool at \(kept): "
             + "`provideo move \(kept) [DEST]` moves it once a destination can take it"
         reported.path = kept
-        return Placement(path: kept, problem: reported)
+        return Outcome(path: kept, problem: reported)
+    }
+
+    /// Keeps a finished recording in the pool, sealed and durable, to land in the background
+    /// (`provideo land`, Landing/).
+    func queueForLanding(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
+                         owner: RecordingOwner) throws -> Outcome {
+        let waiting = ProVideoError(.ioError, "waiting to land at \(journal.destination) (`provideo land`)")
+        var placement = try keepInPool(files, journal, length: length, owner: owner, problem: waiting, landing: true)
+        placement.problem = nil
+        placement.landing = true
+        return placement
     }
 }

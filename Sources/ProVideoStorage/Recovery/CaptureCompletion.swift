@@ -14,17 +14,19 @@ extension Pool {
     /// - Returns: where the recording is; `problem` says why when it is kept in the pool (a
     ///   typed result: a kept take is not an error whose path happens to be in `recordings/`).
     func completeCapture(_ files: CaptureFiles, journal: CaptureJournal, length: Int64,
-                         whenTaken: TakenDestination = .keepInPool, control: OperationControl) throws -> Placement {
+                         whenTaken: RecordingPlacement.TakenDestination = .keepInPool,
+                         control: OperationControl) throws -> RecordingPlacement.Outcome {
         var journal = journal
-        var placement: Placement
+        var placement: RecordingPlacement.Outcome
         if journal.discarded == true || journal.placedAt != nil {
-            placement = Placement(path: journal.placedAt ?? journal.destination, problem: nil)
+            placement = RecordingPlacement.Outcome(path: journal.placedAt ?? journal.destination, problem: nil)
         } else if try FileSystem.isPresent(files.data) {
             // Whose the take is, before its file is cut: a `data` that is not its capture's own
             // is refused as it was found, never trimmed first (`RecordingOwner`).
             _ = try RecordingOwner.of(capture: files)
             journal.owed = try trimUnusedGrant(files, length: length)
-            placement = try placeRecording(files, journal, length: length, whenTaken: whenTaken, control: control)
+            placement = try RecordingPlacement(layout: layout, access: access, calls: calls)
+                .place(files, journal, length: length, whenTaken: whenTaken, control: control)
             journal.placedAt = placement.path
             journal.phase = .completing
             try journal.save(files.journal, calls, access: access)
@@ -33,7 +35,7 @@ extension Pool {
             // Killed after the rename into place, before the journal recorded it: only recovery
             // comes here, once its decision saw the place hold the take, and it reports the
             // place it looked at (`CaptureObservation.placedPath`).
-            placement = Placement(path: journal.destination, problem: nil)
+            placement = RecordingPlacement.Outcome(path: journal.destination, problem: nil)
         }
         // A copied (or discarded) recording's file goes back to the reserve whole.
         if try FileSystem.isPresent(files.data) {

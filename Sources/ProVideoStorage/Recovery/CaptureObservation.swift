@@ -64,7 +64,7 @@ struct CaptureObservation {
             // at its recovered sibling (named with this capture's id, so it is this one) when
             // that exists, else at its destination.
             let places = journal.placedAt.map { [$0] }
-                ?? [Pool.recoveredName(journal.destination, id: journal.id), journal.destination]
+                ?? [RecordingPlacement.recoveredName(journal.destination, id: journal.id), journal.destination]
             (placedPath, placed) = Self.observePlace(places, files: files, &problems)
         }
         self.facts = CaptureFacts(liveness: liveness, journal: journalFact, commit: commit, data: data, placed: placed)
