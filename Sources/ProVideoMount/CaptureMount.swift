@@ -19,12 +19,17 @@ public final class CaptureMount: @unchecked Sendable {
         public var allowOther: Bool
         /// Stays in the foreground instead of becoming a daemon once mounted.
         public var foreground: Bool
+        /// Writes each event (a take landed, a capture failed, an open refused) as one JSON
+        /// object per line on standard output instead of logging it; implies `foreground`.
+        public var json: Bool
 
-        public init(destination: String, capture: CaptureOptions, allowOther: Bool = false, foreground: Bool = false) {
+        public init(destination: String, capture: CaptureOptions, allowOther: Bool = false, foreground: Bool = false,
+                    json: Bool = false) {
             self.destination = destination
             self.capture = capture
             self.allowOther = allowOther
-            self.foreground = foreground
+            self.foreground = foreground || json
+            self.json = json
         }
     }
 
@@ -37,6 +42,7 @@ public final class CaptureMount: @unchecked Sendable {
     let destinationPath: String
 
     private let lock = NSLock()
+    private let reportLock = NSLock()
     /// Files being captured, by their name in the mount (relative to the destination).
     private var captures: [String: MountedCapture] = [:]
     /// Names whose capture is starting (outside `lock`: a start takes tens of milliseconds).
@@ -230,8 +236,9 @@ public final class CaptureMount: @unchecked Sendable {
                             pv_rename(directory, mounted.destination, mounted.name, mounted.replacing ? 0 : 1)
                         }
                         if rc == 0 { landed = destinationPath + "/" + mounted.name } else {
-                            log("\(mounted.destination) landed, but could not be renamed to \(mounted.name): "
-                                + (rc.map { String(cString: strerror(-$0)) } ?? "no identity"))
+                            let why = rc.map { String(cString: strerror(-$0)) } ?? "no identity"
+                            report(MountEvent(.renameFailed, name: mounted.name, message: "\(mounted.destination) landed, "
+                                              + "but could not be renamed to \(mounted.name): \(why)", path: result.path))
                         }
                     }
                     let named = landed == result.path ? mounted.destination : mounted.name
@@ -239,20 +246,26 @@ public final class CaptureMount: @unchecked Sendable {
                         fchmodat(directory, named, mounted.mode, AT_SYMLINK_NOFOLLOW)
                     }
                 } else if mounted.name != mounted.destination {
-                    log("\(mounted.destination) lands in the background under its first name, not \(mounted.name)")
+                    report(MountEvent(.landsUnderFirstName, name: mounted.name, message: "\(mounted.destination) lands in "
+                                      + "the background under its first name, not \(mounted.name)", path: result.path))
                 }
-                log("\(landed): \(result.length) bytes\(result.landingTo.map { ", landing to \($0) in the background" } ?? ""), "
-                    + "finished in \(String(format: "%.3f", Date().timeIntervalSince(started))) s")
+                let seconds = Date().timeIntervalSince(started)
+                report(MountEvent(.landed, name: mounted.name, message: "\(landed): \(result.length) bytes"
+                                  + "\(result.landingTo.map { ", landing to \($0) in the background" } ?? ""), "
+                                  + "finished in \(String(format: "%.3f", seconds)) s",
+                                  path: landed, bytes: result.length, landingTo: result.landingTo, seconds: seconds))
             } catch {
-                log("\(mounted.name): \(error)")
+                report(MountEvent(.failed, name: mounted.name, message: "\(mounted.name): \(error)", error: error))
                 // A failed capture let go of the pool: its committed part is placed now, as its
                 // owner, rather than at the next start or `provideo recover`.
                 do {
                     for salvaged in try Pool.salvage(at: pool.path).salvaged {
-                        log("salvaged \(salvaged.path): \(salvaged.length) bytes")
+                        report(MountEvent(.salvaged, name: mounted.name, message: "salvaged \(salvaged.path): "
+                                          + "\(salvaged.length) bytes", path: salvaged.path, bytes: salvaged.length))
                     }
                 } catch {
-                    log("\(mounted.name): not salvaged now (`provideo recover` places it): \(error)")
+                    report(MountEvent(.notSalvaged, name: mounted.name, message: "\(mounted.name): not salvaged now "
+                                      + "(`provideo recover` places it): \(error)", error: error))
                 }
             }
             lock.withLock { if captures[mounted.name] === mounted { captures[mounted.name] = nil } }
@@ -280,12 +293,16 @@ public final class CaptureMount: @unchecked Sendable {
         for mounted in all { mounted.waitUntilEnded() }
     }
 
-    /// One line of the daemon's log: on stderr in the foreground, else to syslog (the journal).
-    func log(_ line: String) {
-        if options.foreground {
-            FileHandle.standardError.write(Data("provideo mount: \(line)\n".utf8))
+    /// Reports an event: with `json`, one JSON object per line on stdout; otherwise one line of
+    /// the daemon's log, on stderr in the foreground, else to syslog (the journal).
+    func report(_ event: MountEvent) {
+        if options.json {
+            // One write per line, never two threads' lines interleaved.
+            reportLock.withLock { FileHandle.standardOutput.write(Data((event.jsonLine + "\n").utf8)) }
+        } else if options.foreground {
+            FileHandle.standardError.write(Data("provideo mount: \(event.message)\n".utf8))
         } else {
-            pv_syslog(line)
+            pv_syslog(event.message)
         }
     }
 }

@@ -123,7 +123,8 @@ enum MountOperations {
             mounted = try mount.startCapture(name, mode: mode & 0o7777 & ~pv_fuse_umask())
         } catch {
             // The writer sees only an errno: the daemon's log says why.
-            mount.log("cannot record \(name) for user \(pv_fuse_uid()): \(error)")
+            mount.report(MountEvent(.notRecorded, name: name, message: "cannot record \(name) for user \(pv_fuse_uid()): "
+                                    + "\(error)", uid: pv_fuse_uid(), error: error))
             throw error
         }
         info.pointee.fh = mount.add(.capture(mounted, writing: true))
@@ -149,7 +150,8 @@ enum MountOperations {
                     info.pointee.fh = mount.add(.capture(mounted, writing: false))
                     pv_fuse_set_direct_io(info)
                 } else {
-                    mount.log("refused an open for writing of \(name), being recorded, for user \(pv_fuse_uid())")
+                    mount.report(MountEvent(.openRefused, name: name, message: "refused an open for writing of \(name), "
+                                            + "being recorded, for user \(pv_fuse_uid())", uid: pv_fuse_uid()))
                 }
                 return answer
             }
@@ -189,7 +191,9 @@ enum MountOperations {
             // A slow request, for a stall's bug report: how much of it the capture took.
             let took = MonotonicTime.now() - started
             if mount.debug && took > 20_000_000 {
-                mount.log("a write of \(bytes.count) bytes at \(offset) of \(mounted.name) took \(took / 1_000_000) ms in the daemon")
+                mount.report(MountEvent(.slowWrite, name: mounted.name, message: "a write of \(bytes.count) bytes at \(offset) "
+                                        + "of \(mounted.name) took \(took / 1_000_000) ms in the daemon",
+                                        bytes: Int64(bytes.count), seconds: Double(took) / 1e9))
             }
             return written
         case .file(let fd)?:

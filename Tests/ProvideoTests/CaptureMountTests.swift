@@ -215,6 +215,52 @@ struct CaptureMountTests {
         }
     }
 
+    /// `mount --json` (issue 42): each event is one JSON object per line on standard output,
+    /// with the facts a script acts on: a refused second writer names the file and the user, a
+    /// landed take its path and its bytes.
+    @Test func jsonReportsEachEventOnItsOwnLine() throws {
+        try Self.withMount(extra: ["--json"]) { mounted in
+            let path = mounted.mount + "/take.bin"
+            let writer = open(path, O_WRONLY | O_CREAT, 0o644)
+            try #require(writer >= 0, "open: \(String(cString: strerror(errno)))")
+            let bytes = [UInt8](repeating: 7, count: 300_000)
+            #expect(write(writer, bytes, bytes.count) == bytes.count)
+            let second = open(path, O_WRONLY)
+            #expect(second == -1 && errno == EBUSY)
+            close(writer)
+            let landed = try #require(mounted.landed("take.bin"), "take.bin did not land")
+            let events = try Self.events(of: mounted.daemon, until: { $0.contains { $0["event"] as? String == "landed" } })
+            let refused = events.first { $0["event"] as? String == "openRefused" }
+            #expect(refused?["name"] as? String == "take.bin" && refused?["uid"] as? Int == 0, "\(events)")
+            let take = events.first { $0["event"] as? String == "landed" }
+            #expect(take?["name"] as? String == "take.bin" && take?["path"] as? String == landed, "\(events)")
+            #expect(take?["bytes"] as? Int == bytes.count && (take?["seconds"] as? Double ?? -1) >= 0, "\(events)")
+        }
+    }
+
+    /// The JSON lines the daemon wrote on its standard output, read as they come until `done`
+    /// holds (or 20 s passed): the daemon runs on, so its pipe is polled, never read to its end.
+    static func events(of daemon: Process, until done: ([[String: Any]]) -> Bool) throws -> [[String: Any]] {
+        let fd = (daemon.standardOutput as! Pipe).fileHandleForReading.fileDescriptor
+        var text = "", events: [[String: Any]] = []
+        let deadline = Date().addingTimeInterval(20)
+        while !done(events) && Date() < deadline {
+            var ready = pollfd(fd: fd, events: Int16(POLLIN), revents: 0)
+            guard poll(&ready, 1, 100) > 0 else { continue }
+            var chunk = [UInt8](repeating: 0, count: 4096)
+            let n = read(fd, &chunk, chunk.count)
+            guard n > 0 else { break }
+            text += String(decoding: chunk[..<n], as: UTF8.self)
+            let lines = text.split(separator: "\n", omittingEmptySubsequences: false)
+            text = String(lines.last ?? "")
+            for line in lines.dropLast() {
+                let object = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
+                events.append(try #require(object, "not a JSON object: \(line)"))
+            }
+        }
+        return events
+    }
+
     /// A take in progress has one writer's open (issue 39, D1 and D2): an `O_TRUNC` open of it
     /// (`echo hello > M/take` while it records) is `EPERM`, a second open for writing is
     /// `EBUSY`, a reader is let in; the take lands as its writer wrote it. Before, both opens

@@ -4,7 +4,7 @@ import ProVideoMount
 import ProVideoStorage
 
 /// `provideo mount MOUNTPOINT --destination DIR [--bitrate RATE] [--land WHEN] [--allow-other]
-/// [--foreground]`: the pool as a directory any recorder writes into (Docs/CAPTURE-MOUNT.md).
+/// [--foreground] [--json]`: the pool as a directory any recorder writes into (Docs/CAPTURE-MOUNT.md).
 enum MountCommand {
     /// The mount must not show itself or the pool: a mount point inside (or over) the
     /// destination, or the pool or the destination inside the mount point, would make the
@@ -27,6 +27,7 @@ enum MountCommand {
         let land = try arguments.option("--land")
         let allowOther = arguments.flag("--allow-other")
         let foreground = arguments.flag("--foreground")
+        let json = arguments.flag("--json")
         let mountpoint = try arguments.positional("MOUNTPOINT (an empty directory)")
         try arguments.finish()
         guard let destination, !destination.isEmpty else {
@@ -52,7 +53,7 @@ enum MountCommand {
         let pool = try Commands.openPool(path)
         try refuseOverlap(mountpoint: mountpoint, destination: destination, pool: pool.path)
         let mount = try CaptureMount(pool: pool, options: CaptureMount.Options(
-            destination: destination, capture: capture, allowOther: allowOther, foreground: foreground))
+            destination: destination, capture: capture, allowOther: allowOther, foreground: foreground, json: json))
         let status = mount.run(at: mountpoint)
         if status != 0 {
             throw ProVideoError(.ioError, "mounting at \(mountpoint) failed (libfuse status \(status)); see the message "

@@ -86,6 +86,8 @@ let program = ProgramDescription(
                               + "the background (`provideo land`)", choices: ["auto", "finish", "background"]),
             .flag("--allow-other", "let every user write there, each as themself (root only; members of the pool's group)"),
             .flag("--foreground", "stay in the foreground (for a service or a terminal)"),
+            .flag("--json", "print each event (a take landed, a capture failed, an open refused) as one JSON object per "
+                  + "line on standard output; stays in the foreground"),
         ]),
         CommandDescription("land", summary: "land the recordings waiting in the pool at their destinations "
                            + "(idle I/O priority, resumable, verified)", options: [
