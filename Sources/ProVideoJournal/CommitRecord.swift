@@ -49,14 +49,6 @@ extension CaptureJournal {
         return bytes.allSatisfy { $0 == 0 } ? .length(0) : .torn
     }
 
-    /// The committed length for a display (`status`, `list`): 0 when `commit` proves none or
-    /// claims more than any pool holds (`maximumLength`: a 4 KiB take showed "8.00 EiB
-    /// committed"). Recovery never uses it; it reads `readCommitRecord`.
-    package static func readCommitted(_ path: String) -> Int64 {
-        if case .length(let committed) = readCommitRecord(path), committed <= maximumLength { return committed }
-        return 0
-    }
-
     /// Bytes of a `commit` file as a capture's start allocates it: both slots and the sector
     /// after the last one's start.
     package static let commitFileLength = Int(commitSlots.last!) + 512

@@ -35,14 +35,38 @@ extension CaptureJournal {
     /// most every 250 ms, while a commit record is written as soon as its fdatasync completes:
     /// read the other way round, or between a commit and the next publication, a capture showed
     /// more committed than written. Committed bytes were written: the length is never less.
-    /// - Returns: bytes written and committed; the counters, nil before the first publication.
-    package static func snapshot(commit: String, progress: String) -> (written: Int64, committed: Int64, counters: CaptureCounters?) {
-        let committed = readCommitted(commit)
-        let block = (try? FileSystem.readSmallFile(progress)) ?? []
-        return (max(counter(in: block), committed), committed, CaptureCounters(block: block))
+    /// - Returns: bytes written and committed; the counters, nil before the first publication;
+    ///   `unknown`, why the figures are floors rather than the capture's (a commit record that
+    ///   is torn or cannot be read, a progress block that cannot be read or holds no length):
+    ///   what cannot be read is never shown as 0 without saying so. Files that are gone (the
+    ///   capture ended since it was listed) read as nothing, with no reason.
+    package static func snapshot(commit: String, progress: String)
+        -> (written: Int64, committed: Int64, counters: CaptureCounters?, unknown: String?) {
+        var unknown: [String] = []
+        var committed: Int64 = 0
+        switch readCommitRecord(commit) {
+        case .length(let length) where length <= maximumLength: committed = length
+        case .length(let length): unknown.append("its commit record claims \(length) bytes, more than any pool holds")
+        case .torn: unknown.append("its commit record is torn (no record's check word matches)")
+        case .unreadable(let error): unknown.append("its commit record cannot be read (\(error.message))")
+        case .missing: break
+        }
+        var block: [UInt8] = []
+        do {
+            block = try FileSystem.readSmallFile(progress)
+        } catch let error as ProVideoError where error.errno == ENOENT {
+        } catch {
+            unknown.append("its progress block cannot be read (\((error as? ProVideoError)?.message ?? "\(error)"))")
+        }
+        if !block.isEmpty && (block.count < 8 || word(block, at: 0) > UInt64(maximumLength)) {
+            unknown.append("its progress block holds no length a capture could have written (\(block.count) bytes)")
+        }
+        return (max(counter(in: block), committed), committed, CaptureCounters(block: block),
+                unknown.isEmpty ? nil : unknown.joined(separator: "; "))
     }
 
-    /// The length in a progress block's first 8 bytes; 0 when it is short or out of range.
+    /// The length in a progress block's first 8 bytes; 0 when it is short or out of range
+    /// (`snapshot` says so).
     private static func counter(in bytes: [UInt8]) -> Int64 {
         guard bytes.count >= 8 else { return 0 }
         let count = word(bytes, at: 0)

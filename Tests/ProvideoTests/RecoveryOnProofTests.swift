@@ -51,6 +51,35 @@ import Testing
         }
     }
 
+    /// A running capture whose commit record cannot be read (both records garbled) shows its
+    /// figures as floors and says why: `status` "at least … committed [progress unknown: its
+    /// commit record is torn …]", `status --json` `progressUnknown`, and `metrics` leaves its
+    /// written and committed gauges out, saying so. Before, all three showed "0 committed".
+    @Test func aRunningCapturesUnreadableCommitIsShownAsUnknown() throws {
+        try FS.withScratchPool(capacity: "32M") { dir, poolPath in
+            let pool = try Pool.open(at: poolPath)
+            // No commit comes while the test looks: its records stay as garbled as it leaves them.
+            let capture = try pool.startCapture(to: dir + "/take.mov", options: CaptureOptions(
+                bitrate: 50_000_000, durabilityInterval: 3_600_000_000_000))
+            defer { try? capture.cancel() }
+            try capture.append(TestSupport.pattern(1 << 20, seed: 44))
+            let commit = try FileHandle(forWritingTo: URL(fileURLWithPath: TestSupport.onlyCapture(poolPath) + "/commit"))
+            try commit.write(contentsOf: Data([UInt8](repeating: 0xa5, count: 1024)))
+            try commit.close()
+            let status = try CrashKit.provideo(poolPath, ["status"])
+            #expect(status.status == 0 && status.stdout.contains("at least 0 B committed")
+                    && status.stdout.contains("[progress unknown: its commit record is torn"), "\(status)")
+            let json = try CrashKit.provideo(poolPath, ["status", "--json"])
+            let object = try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any]
+            let running = (object?["captures"] as? [[String: Any]])?.first
+            #expect((running?["progressUnknown"] as? String)?.contains("torn") == true, "\(json.stdout)")
+            let metrics = try CrashKit.provideo(poolPath, ["metrics"])
+            #expect(metrics.status == 0 && !metrics.stdout.contains("\nprovideo_capture_committed_bytes{")
+                    && metrics.stdout.contains("# provideo_capture_committed_bytes of capture ")
+                    && metrics.stdout.contains("\nprovideo_capture_declared_rate_bytes_per_second{"), "\(metrics.stdout)")
+        }
+    }
+
     /// `captures/<id>/data` removed: `recover` reports nothing recovered and logs nothing; on
     /// the main before this rule it printed "recovered 293.0 KiB … to DEST" with no DEST.
     @Test func missingDataIsNotReportedRecovered() throws {

@@ -20,7 +20,7 @@ def sha256(data):
 
 
 def commit_records(blob):
-    """The committed length in a capture's `commit` file (CaptureJournal.readCommitted): the
+    """The committed length in a capture's `commit` file (Tests/TestSupport/CommittedLength.swift, CaptureJournal.readCommitted): the
     larger of the two 16-byte records at 0 and 512 whose check word matches, else 0."""
     check = 0x5052_4F56_4944_454F
     best = 0

@@ -78,10 +78,13 @@ enum Captures {
     /// One running capture, as `status` and `list` show it. Its destination and engine come
     /// from its journal, a pool member's text: escaped (`TerminalText`).
     static func line(_ capture: PoolStatus.Capture, size: (Int64) -> String) -> String {
-        "capture     → \(capture.destination.terminalSafe): \(size(capture.bytesWritten)) written, "
-            + "\(size(capture.committedBytes)) committed, \(BitRateFormat.human(capture.bitrate)), "
+        // Figures that could not be read are floors, and say why (never a silent 0).
+        let floor = capture.progressUnknown == nil ? "" : "at least "
+        return "capture     → \(capture.destination.terminalSafe): \(floor)\(size(capture.bytesWritten)) written, "
+            + "\(floor)\(size(capture.committedBytes)) committed, \(BitRateFormat.human(capture.bitrate)), "
             + "\(capture.engine.terminalSafe) (pid \(capture.pid))"
             + (capture.counters.map { ", \($0.buffersInFlight) buffer(s) in flight, \($0.overruns) overrun(s)" } ?? "")
             + (capture.admittedOverBandwidth ? " [started over the admissible bandwidth with --force]" : "")
+            + (capture.progressUnknown.map { " [progress unknown: \($0.terminalSafe)]" } ?? "")
     }
 }

@@ -12,6 +12,9 @@ struct Metrics {
 
     /// The three busy reasons Apple defines; each is exported as 0 or 1.
     static let busyReasons = ["capturing", "replenishing", "adjustingCapacity"]
+    /// The per-capture gauges read from its commit record and progress block: left out for a
+    /// capture whose figures cannot be read (`PoolStatus.Capture.progressUnknown`).
+    static let readFromProgress: Set = ["provideo_capture_written_bytes", "provideo_capture_committed_bytes"]
 
     var text: String { exposition.text }
 
@@ -51,7 +54,14 @@ struct Metrics {
         ]
         for (name, help, value) in perCapture {
             out.header(name, help, type: "gauge")
-            for capture in captures { out.sample(name, Self.labels(capture), value(capture)) }
+            for capture in captures {
+                // A figure that cannot be read is left out, not exported as a number it is not.
+                if let unknown = capture.progressUnknown, Self.readFromProgress.contains(name) {
+                    out.comment("\(name) of capture \(capture.id) omitted: \(unknown)")
+                    continue
+                }
+                out.sample(name, Self.labels(capture), value(capture))
+            }
         }
         let counters: [(String, String, (CaptureCounters) -> Int64)] = [
             ("provideo_capture_overruns_total", "appends that found every buffer in flight", \.overruns),

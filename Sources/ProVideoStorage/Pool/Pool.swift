@@ -178,7 +178,8 @@ public final class Pool: @unchecked Sendable {
                 id: files.id, destination: journal.destination, engine: journal.engine,
                 bytesWritten: progress.written, committedBytes: progress.committed,
                 grantedBytes: facts.map { Int64($0.size) } ?? 0, bitrate: journal.bitrate, pid: journal.pid,
-                admittedOverBandwidth: journal.admittedOverBandwidth ?? false, counters: progress.counters))
+                admittedOverBandwidth: journal.admittedOverBandwidth ?? false, counters: progress.counters,
+                progressUnknown: progress.unknown))
         }
         // A capture whose progress cannot be read makes the figure a floor, said beside it: a
         // status (and a scrape) that failed for it showed nothing at all.

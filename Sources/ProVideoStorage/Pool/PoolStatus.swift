@@ -22,6 +22,10 @@ public struct PoolStatus: Codable, Sendable, Equatable {
         /// Its overruns, retried short writes, buffers in flight, commits and latencies, as it
         /// last published them (`CaptureCounters`); nil before its first publication.
         package var counters: CaptureCounters?
+        /// Why `bytesWritten` and `committedBytes` are floors, not the capture's figures: its
+        /// commit record or progress block cannot be read (torn, `EIO`, garbled). nil when both
+        /// were read.
+        public var progressUnknown: String?
     }
 
     public var path: String
