@@ -4,6 +4,14 @@ import TestSupport
 import Testing
 import ProVideoStorage
 
+    /// The fleet's slots file on the GlusterFS volume (issue 43): the volume's locks
+    /// translator keeps the OFD lock of one server's lander, and the other's waits for it.
+    @Test func aFleetSlotOnTheVolumeLandsTheServersInTurn() throws {
+        try GlusterVolume.with { volume in
+            try FleetLandingTests.landInTurn { _ in volume.mountPoint + "/fleet.slots" }
+        }
+    }
+
 /// Takes landing on a real single-node GlusterFS volume mounted through FUSE (where renameat2
 /// has no `RENAME_NOREPLACE`): recorded with `provideo record`, landed by `provideo land`,
 /// byte-identical under the same name, never over an existing file. The pool lives on the

@@ -239,7 +239,7 @@ MUTATIONS = [
      "        guard options.bitrate >= 0 else {",
      "        guard true else {",
      "aNegativeBitrateIsRefused"),
-    ("destinations compared by their text", S + "Capture/CaptureAdmission.swift",
+    ("destinations compared by their text", S + "Capture/CaptureStart.swift",
      "running.first(where: { DestinationIdentity.same($0.journal.destination, destination) })",
      "running.first(where: { $0.journal.destination == destination })",
      "aDestinationThroughABindMountIsRefused"),
@@ -349,6 +349,11 @@ MUTATIONS = [
      "        if let unreadable = listing.recoveredUnreadable {\n",
      "        if let unreadable = Optional<String>.none {\n",
      "anUnreadableSalvageLogIsKeptBeside"),
+    # The fleet's landing budget (issue 43).
+    ("a fleet slot taken without its lock", S + "Landing/FleetSlots.swift",
+     "            if try descriptor.lock(Int64(index), 1, wait: false) { return Held(descriptor, index: index) }",
+     "            return Held(descriptor, index: index)",
+     "oneSlotLandsTheServersInTurn|slotsAreTakenOnceAndFreedWithTheirHolder"),
 ]
 
 

@@ -358,7 +358,7 @@ enum Commands {
             print("\(held.path.terminalSafe)  \(ByteFormat.human(held.length))  meant for "
                   + "\(held.destination.terminalSafe): \(held.reason.terminalSafe)")
         }
-        LandingLines.printList(listing.landing ?? [])
+        LandingLines.printList(listing.landing ?? [], waitsForFleetSlot: listing.landingWaitsForFleetSlot == true)
         for recovered in listing.recovered { print(recoveredLine(recovered)) }
         if let unreadable = listing.recoveredUnreadable {
             CommandLineProgram.printError("warning: \(unreadable.terminalSafe); the recordings it lists are not shown")

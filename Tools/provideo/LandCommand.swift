@@ -3,8 +3,9 @@ import Foundation
 import Glibc
 import ProVideoStorage
 
-/// `provideo land [--watch] [--parallel N] [--rate RATE] [--retry SECONDS] [--interval SECONDS]
-/// [--json]`: lands the recordings waiting in the pool (see `Pool.landPending`).
+/// `provideo land [--watch] [--parallel N] [--rate RATE] [--fleet FILE [--slots N] [--fleet-rate RATE]]
+/// [--retry SECONDS] [--interval SECONDS] [--json]`: lands the recordings waiting in the pool
+/// (see `Pool.landPending`; a fleet's budget, `FleetSlots`).
 enum LandCommand {
     static func run(_ path: String, _ arguments: inout Arguments) throws {
         let watch = arguments.flag("--watch")
@@ -14,8 +15,20 @@ enum LandCommand {
         let interval = try positiveNumber(arguments.option("--interval"), "--interval", default: 5.0, limit: 86_400)
         // RATE in bits per second, as every rate the CLI takes; the transfer counts bytes.
         let rate = try arguments.option("--rate").map { try SizeParser.bitrate($0) / 8 }
+        let fleetFile = try arguments.option("--fleet")
+        let slotsText = try arguments.option("--slots")
+        let slots = try positiveNumber(slotsText, "--slots", default: 1, limit: FleetSlots.maximumSlots)
+        let fleetRate = try arguments.option("--fleet-rate").map { try SizeParser.bitrate($0) / 8 }
         try arguments.finish()
         if rate == 0 { throw UsageError("--rate must be more than 0 (200M = 200 Mbit/s)") }
+        if fleetRate == 0 { throw UsageError("--fleet-rate must be more than 0 (2G = 2 Gbit/s)") }
+        if fleetFile == nil && (slotsText != nil || fleetRate != nil) {
+            throw UsageError("--slots and --fleet-rate share a fleet's budget: give --fleet FILE too")
+        }
+        if let fleetFile, !fleetFile.hasPrefix("/") {
+            throw UsageError("--fleet takes an absolute path on the shared store, not '\(fleetFile)'")
+        }
+        let fleet = try fleetFile.map { try FleetSlots(file: $0, slots: slots, rate: fleetRate) }
         StopSignals.install(restart: true)
         let stop: @Sendable () -> Bool = { StopSignals.requested }
         let pool = try Commands.openPool(path)
@@ -26,7 +39,7 @@ enum LandCommand {
         let progress = LandProgressDisplay()
         guard watch else {
             let results = try pool.landPending(parallel: Int(parallel), rate: rate, retryAfter: retry, shouldStop: stop,
-                                               observer: progress.observer)
+                                               observer: progress.observer, fleet: fleet)
             // One run, one JSON document: a list of the takes tried, `[]` when there was none
             // (an empty output is not JSON). Only --watch, which never ends, streams lines.
             if json {
@@ -48,7 +61,7 @@ enum LandCommand {
         }
         while !stop() {
             let results = try pool.landPending(parallel: Int(parallel), rate: rate, dueOnly: true, retryAfter: retry,
-                                               shouldStop: stop, observer: progress.observer)
+                                               shouldStop: stop, observer: progress.observer, fleet: fleet)
             try report(results, json: json)
             for _ in 0..<Int(interval * 10) where !stop() { usleep(100_000) }
         }

@@ -6,12 +6,18 @@ enum LandingLines {
     /// The lines `status` adds (none when nothing waits to land).
     static func status(_ status: PoolStatus) -> [String] {
         let landing = status.landing ?? []
-        guard !landing.isEmpty else { return [] }
+        guard !landing.isEmpty else { return status.landingWaitsForFleetSlot == true ? [fleetWait] : [] }
         return ["landing     \(landing.count) recording(s), \(ByteFormat.human(status.landingBytes ?? 0)) held in the pool "
-                + "until they land (`provideo land`)"] + landing.map { "            " + describe($0) }
+                + "until they land (`provideo land`)"] + (status.landingWaitsForFleetSlot == true ? [fleetWait] : [])
+            + landing.map { "            " + describe($0) }
     }
 
-    static func printList(_ landing: [LandingProgress]) {
+    /// A lander of this pool waits for a slot of the fleet's landing budget (`land --fleet`).
+    static let fleetWait = "            a lander waits for a fleet slot: every slot of its fleet's budget is taken by "
+        + "other transfers (`land --fleet`)"
+
+    static func printList(_ landing: [LandingProgress], waitsForFleetSlot: Bool) {
+        if waitsForFleetSlot { print("landing waits for a fleet slot (`land --fleet`): every slot is taken") }
         for progress in landing { print("landing \(progress.path.terminalSafe): " + describe(progress)) }
     }
 

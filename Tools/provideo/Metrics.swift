@@ -94,6 +94,8 @@ struct Metrics {
         out.gauge("provideo_landing_waiting_recordings", "takes kept in the pool to land at their destination",
                   Int64(landing.count))
         out.gauge("provideo_landing_waiting_bytes", "bytes of the takes waiting to land", status.landingBytes ?? 0)
+        out.gauge("provideo_landing_waiting_for_fleet_slot", "1 while a lander waits for a slot of its fleet's landing "
+                  + "budget (land --fleet)", status.landingWaitsForFleetSlot == true ? 1 : 0)
         // Summed as samples are, in doubles: lengths read from notes cannot overflow it.
         out.header("provideo_landing_landed_bytes", "bytes of the waiting takes already copied and flushed at their "
                    + "destination", type: "gauge")

@@ -94,6 +94,11 @@ let program = ProgramDescription(
             .flag("--watch", "keep going: land new takes as they finish, retry failures (for a service)"),
             OptionDescription("--parallel", "N", "transfers at once (default 1)"),
             OptionDescription("--rate", "RATE", "cap each transfer at RATE (880M = 880,000,000 bit/s)"),
+            OptionDescription("--fleet", "FILE", "share a landing budget with other servers: FILE on the shared store holds "
+                              + "one lock per slot (Docs/FLEET.md)"),
+            OptionDescription("--slots", "N", "with --fleet, transfers the whole fleet runs at once (default 1)"),
+            OptionDescription("--fleet-rate", "RATE", "with --fleet, the rate the whole fleet's transfers write at together, "
+                              + "shared evenly among them"),
             OptionDescription("--retry", "SECONDS", "first back-off after a failure, doubling up to 5 minutes"),
             OptionDescription("--interval", "SECONDS", "with --watch, how often to look for new takes"),
             .flag("--json", "print what landed and what failed as a JSON list (with --watch, one object per line)"),

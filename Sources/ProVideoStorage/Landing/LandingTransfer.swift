@@ -17,8 +17,9 @@ struct LandingTransfer: Sendable {
     let held: HeldRecording
     let calls: SystemCalls
     let access: PoolAccess
-    /// Cap in bytes per second; nil for none.
-    let rate: Int64?
+    /// Cap in bytes per second, asked again at every read (a fleet's share changes as other
+    /// servers' transfers start and end, `FleetSlots.share`); nil for none.
+    let rate: @Sendable () -> Int64?
     /// The first wait after a failure, in seconds (`LandingRecord.backoff`).
     let retryAfter: Double
     /// Checked between reads; true ends the transfer with `Stopped` (it resumes later).
@@ -150,9 +151,10 @@ struct LandingTransfer: Sendable {
         record.landed = offset
         if existing > length { try target.truncate(length, calls) }
         var buffer = [UInt8](repeating: 0, count: 1 << 20)
-        var started = MonotonicTime.now()
-        // `started` moves with the rate cap's credit; the rate shown is over the whole attempt.
-        let attemptStarted = started
+        // The cap's pacing starts again whenever the cap changes; the rate shown is over the
+        // whole attempt.
+        var paced = Paced(rate: nil, sent: 0, started: MonotonicTime.now())
+        let attemptStarted = paced.started
         var sent: Int64 = 0
         control.report(.copying, offset, length)
         while offset < length {
@@ -176,7 +178,7 @@ struct LandingTransfer: Sendable {
                 at += Int64(n)
                 sent += Int64(n)
                 control.report(.copying, at, length)
-                throttle(sent: sent, since: &started)
+                throttle(Int64(n), &paced)
             }
             try target.sync(calls)
             source.dropCachedPages(offset: offset, length: end - offset)
@@ -206,14 +208,25 @@ struct LandingTransfer: Sendable {
         return true
     }
 
-    /// Sleeps while the transfer is ahead of `rate`.
-    /// Sleeps until `sent` bytes are due at `rate` since `started`. A transfer held up (a slow
-    /// flush of the destination) keeps at most `burstSeconds` of credit: `started` moves up,
-    /// so that it never catches up at full speed, past the cap, on the captures' disk.
-    private func throttle(sent: Int64, since started: inout UInt64) {
-        guard let rate, rate > 0 else { return }
-        let pace = Self.pace(sent: sent, rate: rate, started: started, now: MonotonicTime.now())
-        started = pace.started
+    /// Where the cap's pacing stands: the cap it paces to, bytes sent under it, since when.
+    struct Paced {
+        var rate: Int64?
+        var sent: Int64
+        var started: UInt64
+    }
+
+    /// Sleeps until the bytes sent under the current cap are due since `paced.started`. A
+    /// transfer held up (a slow flush of the destination) keeps at most `burstSeconds` of
+    /// credit: `started` moves up, so that it never catches up at full speed, past the cap, on
+    /// the captures' disk. A new cap starts the pacing again from now: bytes sent under a
+    /// larger share are not owed again under a smaller one.
+    private func throttle(_ bytes: Int64, _ paced: inout Paced) {
+        let cap = rate()
+        if cap != paced.rate { paced = Paced(rate: cap, sent: 0, started: MonotonicTime.now()) }
+        guard let cap, cap > 0 else { return }
+        paced.sent += bytes
+        let pace = Self.pace(sent: paced.sent, rate: cap, started: paced.started, now: MonotonicTime.now())
+        paced.started = pace.started
         if pace.sleep > 0 { MonotonicTime.sleep(microseconds: UInt32(min(pace.sleep, 1) * 1e6)) }
     }
 

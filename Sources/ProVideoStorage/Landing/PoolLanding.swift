@@ -57,6 +57,10 @@ extension Pool {
     ///   - shouldStop: checked between reads; true stops every transfer where it is (they resume
     ///     at the next landing).
     ///   - observer: gets each transfer's progress (`LandingObserver`).
+    ///   - fleet: a budget shared with other servers' landers (`FleetSlots`): each transfer
+    ///     first takes one of its slots, waiting (at idle priority, seen by `status` as
+    ///     `landingWaitsForFleetSlot`) while every slot is held, and runs at its share of the
+    ///     fleet's rate (beside `rate`, the lower of the two).
     /// - Returns: one result per recording tried; a recording another process is landing is
     ///   skipped. Unless `dueOnly`, also one failed result per held recording whose note
     ///   cannot be read (`HeldRecording.noteUnreadable`): it may be waiting to land, and "nothing
@@ -65,7 +69,7 @@ extension Pool {
     ///   pthread_create(3)'s error when not one landing thread can be started.
     package func landPending(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
                             shouldStop: @escaping @Sendable () -> Bool = { false },
-                            observer: LandingObserver? = nil) throws -> [LandingResult] {
+                            observer: LandingObserver? = nil, fleet: FleetSlots? = nil) throws -> [LandingResult] {
         let now = Date().timeIntervalSince1970
         let due = try landingRecordings().filter {
             !dueOnly || (LandingRecord.load(forHeld: $0.path).nextAttemptAt ?? 0) <= now
@@ -73,12 +77,28 @@ extension Pool {
         let (layout, access, calls) = (self.layout, self.access, self.calls)
         let next = Mutex(0)
         let results = Mutex<[LandingResult]>([])
+        let cap: @Sendable () -> Int64? = {
+            guard let share = fleet?.share() else { return rate }
+            return rate.map { min($0, share) } ?? share
+        }
         let work: @Sendable () -> Void = {
             while !shouldStop() {
+                guard next.withLock({ $0 < due.count }) else { return }
+                // The fleet's slot first, then the take: a server waiting for a slot holds no take
+                // another of its threads could land.
+                let slot: FleetSlots.Held?
+                do {
+                    slot = try fleet.flatMap { try Self.waitForSlot(of: $0, layout: layout, access: access, shouldStop: shouldStop) }
+                } catch {
+                    results.withLock { $0.append(LandingResult(path: "", destination: "", length: 0, landed: false,
+                                                               error: Self.slotFailure(fleet, error))) }
+                    return
+                }
+                if fleet != nil && slot == nil { return }
                 let index = next.withLock { value -> Int in defer { value += 1 }; return value }
                 guard index < due.count else { return }
                 let held = due[index]
-                var transfer = LandingTransfer(held: held, calls: calls, access: access, rate: rate,
+                var transfer = LandingTransfer(held: held, calls: calls, access: access, rate: cap,
                                                retryAfter: retryAfter, shouldStop: shouldStop)
                 if let observer {
                     transfer.control = OperationControl(observer: { step, done, total in
@@ -89,7 +109,9 @@ extension Pool {
                 var result = LandingResult(path: held.path, destination: held.destination, length: held.length,
                                            landed: false, error: nil)
                 do {
-                    _ = try transfer.run { try Self.forgetLanded(held, layout: layout, access: access, calls: calls) }
+                    _ = try withExtendedLifetime(slot) {
+                        try transfer.run { try Self.forgetLanded(held, layout: layout, access: access, calls: calls) }
+                    }
                     result.landed = true
                 } catch is LandingTransfer.Stopped {
                     return
@@ -123,6 +145,33 @@ extension Pool {
             LandingResult(path: $0.path, destination: $0.destination, length: $0.length, landed: false, error: $0.reason)
         }
         return done + unknown
+    }
+
+    /// Takes one of the fleet's slots, waiting while every slot is held: a second at a time, on
+    /// the landing thread (at idle priority), with a shared lock on the pool lock file's
+    /// fleet-wait byte (`PoolLock.fleetWaitByte`) so that `status` sees a lander waiting.
+    /// - Returns: the slot; nil when `shouldStop` ended the wait.
+    /// - Throws: the slots file's open or lock error; the pool lock file's open error.
+    static func waitForSlot(of fleet: FleetSlots, layout: PoolLayout, access: PoolAccess,
+                            shouldStop: @Sendable () -> Bool) throws -> FleetSlots.Held? {
+        var marker: FileDescriptor?
+        defer { withExtendedLifetime(marker) {} }
+        while !shouldStop() {
+            if let held = try fleet.tryAcquire() { return held }
+            if marker == nil {
+                let file = try access.openCreating(layout.lock, O_RDWR)
+                _ = try file.lockShared(PoolLock.fleetWaitByte, 1)
+                marker = file
+            }
+            for _ in 0..<10 where !shouldStop() { MonotonicTime.sleep(microseconds: 100_000) }
+        }
+        return nil
+    }
+
+    /// Why a lander could not take a fleet slot: nothing lands without one.
+    static func slotFailure(_ fleet: FleetSlots?, _ error: Error) -> String {
+        "no fleet slot could be taken in \(fleet?.file ?? "?") (\((error as? ProVideoError)?.message ?? "\(error)")): "
+            + "nothing was landed, so the fleet's budget holds; check the shared store, then run `provideo land` again"
     }
 
     /// "; N take(s) waiting to land hold X: …" when takes still waiting to land hold space the

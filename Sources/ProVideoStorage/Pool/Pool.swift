@@ -200,6 +200,7 @@ public final class Pool: @unchecked Sendable {
             admissibleBitrate: current.bandwidth.map { Int64(Double($0) * CaptureAdmission.admissibleShare) },
             admittedBitrate: admitted, captures: captures, landing: landing,
             landingBytes: landing.map(\.length).saturatingSum(),
+            landingWaitsForFleetSlot: try lock.othersWaitForFleetSlot() ? true : nil,
             ioSchedulers: schedulers.isEmpty ? nil : schedulers,
             undecided: census.undecided.isEmpty ? nil : census.undecided,
             remainingCapacityIsAtLeast: unknown.isEmpty ? nil : unknown.map { $0.message })

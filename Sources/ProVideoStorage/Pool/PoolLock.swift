@@ -10,7 +10,8 @@ import ProVideoSystem
 /// (the reserve's size lock) serializes changes of the reserve's size (a grant's cut, a
 /// return, a replenish), which may take a second on a `discard` mount and which a claim
 /// must not wait behind; neither waits behind a long mutation such as a move's copy. Whoever
-/// holds both takes 17 first. OFD locks belong to an open file description, so
+/// holds both takes 17 first. Byte 18 is held shared by every lander waiting for a fleet slot
+/// (`FleetSlots`), for `status` to see. OFD locks belong to an open file description, so
 /// they conflict between two opens in one process too, and the kernel drops them when their
 /// owner dies: a free busy byte is proof the owner is gone, never a guess from a pid.
 ///
@@ -28,6 +29,8 @@ final class PoolLock {
     private static let mutationByte: Int64 = 0
     private static let reserveByte: Int64 = 16
     private static let reserveSizeByte: Int64 = 17
+    /// Held shared by each lander while it waits for a fleet slot (`PoolLanding.waitForSlot`).
+    static let fleetWaitByte: Int64 = 18
     /// The grants in flight through this lock file description, and every other's.
     let claims: ReserveClaims
     /// A byte's lock between this process's threads, and how deep the thread holding it is in
@@ -158,6 +161,11 @@ final class PoolLock {
             if try file.isLockedByOthers(Self.byte(reason), 1) { reasons.insert(reason) }
         }
         return reasons
+    }
+
+    /// Whether a lander (of another open file description) waits for a fleet slot.
+    func othersWaitForFleetSlot() throws -> Bool {
+        try file.isLockedByOthers(Self.fleetWaitByte, 1)
     }
 
     /// Takes `reason`'s byte on this open file description; false if another holds it.

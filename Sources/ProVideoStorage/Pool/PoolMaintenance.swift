@@ -28,6 +28,8 @@ public struct PoolListing: Codable, Sendable {
     public var recoveredUnreadable: String?
     /// The recordings waiting to land, with their progress (also in `recordings`).
     package var landing: [LandingProgress]?
+    /// true while a lander of this pool waits for a fleet slot (`PoolStatus.landingWaitsForFleetSlot`).
+    package var landingWaitsForFleetSlot: Bool?
 }
 
 extension Pool {
@@ -296,7 +298,8 @@ extension Pool {
             unreadable = error.message
         }
         return PoolListing(captures: try status().captures, recordings: held, recovered: recovered,
-                           recoveredUnreadable: unreadable, landing: try landings())
+                           recoveredUnreadable: unreadable, landing: try landings(),
+                           landingWaitsForFleetSlot: try lock.othersWaitForFleetSlot() ? true : nil)
     }
 
     /// The salvage log (`recovered.json`), oldest first; empty when there is none.

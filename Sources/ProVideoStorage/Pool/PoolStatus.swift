@@ -62,6 +62,9 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     /// Bytes the pool's filesystem holds for recordings that have not landed yet: space the
     /// reserve gets back only once they are published at their destination.
     package var landingBytes: Int64?
+    /// true while a lander of this pool waits for a slot of its fleet's landing budget
+    /// (`provideo land --fleet`); nil otherwise.
+    package var landingWaitsForFleetSlot: Bool?
     /// The I/O scheduler of each disk under the pool's filesystem, and whether it honours the
     /// landing's idle I/O priority (`IOScheduler`); nil where the filesystem has no block
     /// device (tmpfs, overlayfs).
