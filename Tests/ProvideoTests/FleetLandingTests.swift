@@ -82,8 +82,13 @@ struct FleetLandingTests {
     /// the waiting server takes it and lands its take; the killed one's take stays in its pool,
     /// and lands whole on the next `land`.
     @Test func aKilledHoldersSlotGoesToTheNextServer() throws {
-        try Self.withTwoServers(bytes: 32 << 20) { scratch, pools, inputs, destinations in
-            let fleet = scratch + "/fleet.slots"
+        try Self.killTheHolder { scratch in scratch + "/fleet.slots" }
+    }
+
+    /// `aKilledHoldersSlotGoesToTheNextServer` with the slots file at `fleetFile(scratch)`.
+    static func killTheHolder(_ name: String = #function, fleetFile: (String) -> String) throws {
+        try Self.withTwoServers(bytes: 32 << 20, name) { scratch, pools, inputs, destinations in
+            let fleet = fleetFile(scratch)
             let a = try Self.lander(pools[0], fleet: fleet)
             defer { if a.isRunning { a.terminate() }; a.waitUntilExit() }
             while a.isRunning, try !Self.status(pools[0]).transferring { usleep(20_000) }

@@ -12,6 +12,13 @@ import ProVideoStorage
         }
     }
 
+    /// A lander killed while it holds the volume's only slot lets go of it with its process.
+    @Test func aKilledHoldersSlotOnTheVolumeGoesToTheNextServer() throws {
+        try GlusterVolume.with { volume in
+            try FleetLandingTests.killTheHolder { _ in volume.mountPoint + "/fleet.slots" }
+        }
+    }
+
 /// Takes landing on a real single-node GlusterFS volume mounted through FUSE (where renameat2
 /// has no `RENAME_NOREPLACE`): recorded with `provideo record`, landed by `provideo land`,
 /// byte-identical under the same name, never over an existing file. The pool lives on the
