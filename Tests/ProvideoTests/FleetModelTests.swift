@@ -1,0 +1,64 @@
+import Foundation
+import TestSupport
+import Testing
+
+/// `Tools/fleet/model` (issue 43): its figures agree with what a take's landing must take when
+/// worked out by hand, and it tells a store that keeps up from one that does not.
+@Suite struct FleetModelTests {
+    static let model = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent()
+        .deletingLastPathComponent().appendingPathComponent("Tools/fleet/model").path
+
+    static func run(_ arguments: [String]) throws -> [String: Any] {
+        let result = try TestSupport.run("/usr/bin/python3", [model, "--json"] + arguments)
+        try #require(result.status == 0, "\(result.stderr)")
+        return try #require(try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any])
+    }
+
+    static func timeToLand(_ report: [String: Any]) -> (mean: Double, max: Double) {
+        let times = report["timeToLandSeconds"] as? [String: Double] ?? [:]
+        return (times["mean"] ?? -1, times["max"] ?? -1)
+    }
+
+    /// One 80 Mbit/s channel, 10 s takes (100 MB): copied at 100 MB/s (1 s), read back at
+    /// 50 MB/s (2 s): every take lands in 3 s, and the backlog peaks at one take.
+    @Test func aLoneTakeLandsInItsCopyAndCheckTime() throws {
+        let report = try Self.run(["--servers", "1", "--channels", "1", "--bitrate", "80M", "--take", "10",
+                                   "--duration", "100", "--store", "800M", "--read", "400M"])
+        #expect(report["takes"] as? Int == 10 && report["landed"] as? Int == 10)
+        let time = Self.timeToLand(report)
+        #expect(abs(time.mean - 3) < 1e-6 && abs(time.max - 3) < 1e-6, "\(report)")
+        #expect((report["backlogBytes"] as? [String: Double])?["peak"] == 100_000_000)
+        #expect(report["backlogGrows"] as? Bool == false)
+    }
+
+    /// Two takes of 100 MB end together under a fleet rate of 160 Mbit/s (20 MB/s): with two
+    /// slots each copies at half of it (10 s); with one slot they go in turn at all of it
+    /// (5 s, then 5 more), the mean 7.5 s. The read-back at 100 Gbit/s adds 16 ms.
+    @Test func theFleetRateIsSharedByTheSlotsHeld() throws {
+        let common = ["--servers", "1", "--channels", "2", "--parallel", "2", "--bitrate", "80M", "--take", "10",
+                      "--duration", "10", "--fleet-rate", "160M", "--store", "100G", "--read", "100G"]
+        let shared = Self.timeToLand(try Self.run(common + ["--slots", "2"]))
+        #expect(abs(shared.mean - 10.016) < 1e-6 && abs(shared.max - 10.016) < 1e-6, "\(shared)")
+        let inTurn = Self.timeToLand(try Self.run(common + ["--slots", "1"]))
+        #expect(abs(inTurn.mean - 7.512) < 1e-6 && abs(inTurn.max - 10.016) < 1e-6, "\(inTurn)")
+    }
+
+    /// Eight servers of two 147 Mbit/s channels (294 MB/s together): a store of 2 Gbit/s
+    /// (250 MB/s) falls behind for good; one of 8 Gbit/s keeps the backlog to the takes just ended.
+    @Test func aStoreSlowerThanTheFleetFallsBehind() throws {
+        let fleet = ["--servers", "8", "--channels", "2", "--bitrate", "147M", "--take", "60", "--duration", "1800",
+                     "--slots", "8"]
+        let slow = try Self.run(fleet + ["--store", "2G"])
+        #expect(slow["backlogGrows"] as? Bool == true, "\(slow)")
+        let fast = try Self.run(fleet + ["--store", "8G"])
+        #expect(fast["backlogGrows"] as? Bool == false, "\(fast)")
+        #expect(Self.timeToLand(fast).max < 60, "\(fast)")
+    }
+
+    @Test func badParametersAreUsageErrors() throws {
+        for arguments in [["--bitrate", "0"], ["--slots", "0"], ["--store", "fast"], ["--svg", "/tmp/x.svg"]] {
+            let result = try TestSupport.run("/usr/bin/python3", [Self.model] + arguments)
+            #expect(result.status == 2, "\(arguments): \(result.stderr)")
+        }
+    }
+}
