@@ -49,32 +49,28 @@ struct FleetLandingTests {
     /// volume's, in GlusterLandingTests).
     static func landInTurn(_ name: String = #function, fleetFile: (String) -> String) throws {
         try Self.withTwoServers(bytes: 16 << 20, name) { scratch, pools, inputs, destinations in
-            let fleet = fleetFile(scratch)
-            let a = try Self.lander(pools[0], fleet: fleet)
-            defer { if a.isRunning { a.terminate() }; a.waitUntilExit() }
-            while a.isRunning, try !Self.status(pools[0]).transferring { usleep(20_000) }
-            let b = try Self.lander(pools[1], fleet: fleet)
-            defer { if b.isRunning { b.terminate() }; b.waitUntilExit() }
-            var sawWait = false
-            while a.isRunning {
-                let other = try Self.status(pools[1])
-                sawWait = sawWait || other.waitsForSlot
-                // A lets go of the slot only once its take is published (then it removes the
-                // pool's copy and exits): B seen transferring means A's take had landed.
-                if other.transferring {
-                    #expect(FileManager.default.fileExists(atPath: destinations[0]),
-                            "server B transfers while A's take has not landed: both held the only slot")
+            try Self.withLanders(pools, fleet: fleetFile(scratch)) { a, b in
+                var sawWait = false
+                while a.isRunning {
+                    let other = try Self.status(pools[1])
+                    sawWait = sawWait || other.waitsForSlot
+                    // A lets go of the slot only once its take is published (then it removes the
+                    // pool's copy and exits): B seen transferring means A's take had landed.
+                    if other.transferring {
+                        #expect(FileManager.default.fileExists(atPath: destinations[0]),
+                                "server B transfers while A's take has not landed: both held the only slot")
+                    }
+                    usleep(20_000)
                 }
-                usleep(20_000)
+                #expect(a.terminationStatus == 0)
+                b.waitUntilExit()
+                #expect(b.terminationStatus == 0)
+                #expect(sawWait, "B's status never showed it waiting for the slot")
+                for index in pools.indices {
+                    #expect(TestSupport.fileHolds(destinations[index], inputs[index]), "\(destinations[index])")
+                }
+                #expect(try !Self.status(pools[1]).waitsForSlot)
             }
-            #expect(a.terminationStatus == 0)
-            b.waitUntilExit()
-            #expect(b.terminationStatus == 0)
-            #expect(sawWait, "B's status never showed it waiting for the slot")
-            for index in pools.indices {
-                #expect(TestSupport.fileHolds(destinations[index], inputs[index]), "\(destinations[index])")
-            }
-            #expect(try !Self.status(pools[1]).waitsForSlot)
         }
     }
 
@@ -89,25 +85,33 @@ struct FleetLandingTests {
     static func killTheHolder(_ name: String = #function, fleetFile: (String) -> String) throws {
         try Self.withTwoServers(bytes: 32 << 20, name) { scratch, pools, inputs, destinations in
             let fleet = fleetFile(scratch)
-            let a = try Self.lander(pools[0], fleet: fleet)
-            defer { if a.isRunning { a.terminate() }; a.waitUntilExit() }
-            while a.isRunning, try !Self.status(pools[0]).transferring { usleep(20_000) }
-            let b = try Self.lander(pools[1], fleet: fleet)
-            defer { if b.isRunning { b.terminate() }; b.waitUntilExit() }
-            while b.isRunning, try !Self.status(pools[1]).waitsForSlot { usleep(20_000) }
-            guard a.isRunning else {
-                // A skip, not a pass: the 4 s transfer ended before B was seen waiting.
-                try Test.cancel("server A landed its take before server B was seen waiting: the kill was not tried")
+            try Self.withLanders(pools, fleet: fleet) { a, b in
+                while b.isRunning, try !Self.status(pools[1]).waitsForSlot { usleep(20_000) }
+                guard a.isRunning else {
+                    // A skip, not a pass: the 4 s transfer ended before B was seen waiting.
+                    try Test.cancel("server A landed its take before server B was seen waiting: the kill was not tried")
+                }
+                kill(a.processIdentifier, SIGKILL)
+                a.waitUntilExit()
+                b.waitUntilExit()
+                #expect(b.terminationStatus == 0)
+                #expect(TestSupport.fileHolds(destinations[1], inputs[1]))
             }
-            kill(a.processIdentifier, SIGKILL)
-            a.waitUntilExit()
-            b.waitUntilExit()
-            #expect(b.terminationStatus == 0)
-            #expect(TestSupport.fileHolds(destinations[1], inputs[1]))
             let again = try FS.provideo(pools[0], "land", "--fleet", fleet)
             #expect(again.status == 0, "\(again.stderr)")
             #expect(TestSupport.fileHolds(destinations[0], inputs[0]))
         }
+    }
+
+    /// Starts server A's lander, waits until its transfer runs (it holds the only slot), then
+    /// starts B's; both are stopped and waited for after `body`, whatever happened.
+    static func withLanders(_ pools: [String], fleet: String, _ body: (_ a: Process, _ b: Process) throws -> Void) throws {
+        let a = try Self.lander(pools[0], fleet: fleet)
+        defer { if a.isRunning { a.terminate() }; a.waitUntilExit() }
+        while a.isRunning, try !Self.status(pools[0]).transferring { usleep(20_000) }
+        let b = try Self.lander(pools[1], fleet: fleet)
+        defer { if b.isRunning { b.terminate() }; b.waitUntilExit() }
+        try body(a, b)
     }
 
     @Test func fleetOptionsAreChecked() throws {
