@@ -1,6 +1,6 @@
 
 /// What a running capture publishes to other processes beside its length, in the rest of its
-/// `progress` block (rewritten at most every 250 ms, `Capture.progressInterval`): the counters
+/// `progress` block (rewritten at most every 250 ms, `CaptureWriter.progressInterval`): the counters
 /// `status`, `status --watch` and `provideo metrics` show for each capture. Little-endian
 /// 64-bit words after the length, in the order of the fields; a block written by an older
 /// version holds zeros there.
