@@ -88,6 +88,42 @@ extension CrashTests {
             }
         }
 
+        /// A start fails at its last step (the fsync of `captures/`, EIO) and its discard fails
+        /// too (the journal's fsync, EROFS): the start reports the fsync, the first error, and
+        /// says the capture's files could not be removed, where before both undos were dropped
+        /// (`try?`). An open with the disk well again discards the remains, and a replenish
+        /// restores the pool's whole capacity.
+        @Test func aFailedStartWhoseDiscardFailsKeepsTheFirstError() throws {
+            try TestSupport.withScratch("rollback-start") { dir in
+                let path = dir + "/pool"
+                _ = try Pool.create(at: path, capacity: 16 * Self.mib, measuringBandwidth: false)
+                defer { try? Pool.open(at: path).destroy() }
+                let switches = CrashFaultSwitches()
+                var calls = SystemCalls.live
+                calls.fsync = { fd in
+                    let file = TestSupport.path(of: fd)
+                    if file == path + "/captures", !switches["failed"] {
+                        switches["failed"] = true
+                        return -EIO
+                    }
+                    if switches["failed"], file.hasPrefix(path + "/captures/") { _ = switches.count("refused"); return -EROFS }
+                    return SystemCalls.live.fsync(fd)
+                }
+                let error = #expect(throws: ProVideoError.self) {
+                    try Pool.open(at: path, systemCalls: calls).startCapture(to: dir + "/take.mov", options: testOptions)
+                }
+                #expect(error?.systemCall == "fsync" && error?.errno == EIO, "the start threw \(String(describing: error))")
+                #expect(error?.message.contains("the pool without the capture's files") == true, "\(error?.message ?? "")")
+                #expect(switches.total("refused") >= 1, "the discard never reached the journal's fsync")
+                #expect(TestSupport.hasCapture(path), "the discard removed the capture although its journal's fsync failed")
+                let pool = try Pool.open(at: path)
+                #expect(!TestSupport.hasCapture(path), "the open left the failed start's files")
+                _ = try pool.replenish()
+                #expect(try pool.remainingCapacity == 16 * Self.mib)
+                #expect(try pool.check() == [])
+            }
+        }
+
         /// The reserve's fallocate fails (EIO) while a finish gives the capture's unused grant
         /// back: the reserve's growth is unknown, so finish reports the fallocate and stops
         /// there, the take still journaled; an open with the disk well again places it whole

@@ -354,6 +354,10 @@ MUTATIONS = [
      "            if try descriptor.lock(Int64(index), 1, wait: false) { return Held(descriptor, index: index) }",
      "            return Held(descriptor, index: index)",
      "oneSlotLandsTheServersInTurn|slotsAreTakenOnceAndFreedWithTheirHolder"),
+    ("a failed start's failed discard dropped (try?)", S + "Capture/CaptureStart.swift",
+     "            if try FileSystem.isPresent(files.directory) { try discardCapture(files) }\n",
+     "            if try FileSystem.isPresent(files.directory) { try? discardCapture(files) }\n",
+     "aFailedStartWhoseDiscardFailsKeepsTheFirstError"),
 ]
 
 

@@ -104,11 +104,7 @@ extension Pool {
                 try FileSystem.syncDirectory(files.directory, calls)
                 try FileSystem.syncDirectory(layout.captures, calls)
             } catch {
-                // The reserve gives up what the file took before the discard gives the file back.
-                if uncut > 0 { try? grants.cut(uncut) }
-                if FileSystem.exists(files.directory) { try? discardCapture(files) }
-                claim.release()
-                throw error
+                throw abandonStart(after: error, uncut: uncut, grants, files, claim)
             }
         }
         var granter: CaptureGranter?
@@ -147,11 +143,28 @@ extension Pool {
         } catch {
             // A capture that never came to be has no deinit to stop its granter's thread.
             _ = granter?.stop()
-            if uncut > 0 { try? grants.cut(uncut) }
-            try? discardCapture(files)
-            claim.release()
-            throw error
+            throw abandonStart(after: error, uncut: uncut, grants, files, claim)
         }
+    }
+
+    /// Undoes a start that failed with `error`: the reserve gives up the `uncut` bytes the
+    /// capture's file took before the discard gives the file back, then the claim is released.
+    /// - Returns: `error`, its message adding each undo that failed too (`Rollback`): the
+    ///   capture's remains are then `recover`'s, and the reserve's shortfall `replenish`'s.
+    private func abandonStart(after error: Error, uncut: Int64, _ grants: ReserveGrants, _ files: CaptureFiles,
+                              _ claim: CaptureClaim) -> Error {
+        var failure = error
+        if uncut > 0 {
+            failure = Rollback.keepingFirst(failure, restoring: "the reserve's cut of the \(uncut) bytes the capture's file took") {
+                try grants.cut(uncut)
+            }
+        }
+        failure = Rollback.keepingFirst(failure, restoring: "the pool without the capture's files (\(files.directory); "
+                                        + "`provideo recover` discards them)") {
+            if try FileSystem.isPresent(files.directory) { try discardCapture(files) }
+        }
+        claim.release()
+        return failure
     }
 
     /// Creates every file a capture needs, so that a filesystem out of inodes or space refuses

@@ -297,9 +297,11 @@ extension Pool {
         } catch let error as ProVideoError {
             unreadable = error.message
         }
-        return PoolListing(captures: try status().captures, recordings: held, recovered: recovered,
-                           recoveredUnreadable: unreadable, landing: try landings(),
-                           landingWaitsForFleetSlot: try lock.othersWaitForFleetSlot() ? true : nil)
+        // One look at the captures and the landing: the status's, not a second read beside it.
+        let status = try status()
+        return PoolListing(captures: status.captures, recordings: held, recovered: recovered,
+                           recoveredUnreadable: unreadable, landing: status.landing,
+                           landingWaitsForFleetSlot: status.landingWaitsForFleetSlot)
     }
 
     /// The salvage log (`recovered.json`), oldest first; empty when there is none.
