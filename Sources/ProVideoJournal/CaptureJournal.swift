@@ -49,7 +49,7 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     /// Set when the capture is discarded: all of `data` goes back to the reserve.
     package var discarded: Bool?
     /// Bytes of the unused grant freed on the filesystem when the recording was placed, given
-    /// to the reserve once the journal is gone (`Pool.completionRoom`).
+    /// to the reserve once the journal is gone (`CaptureCompletion.completionRoom`).
     package var owed: Int64?
 
     /// A new capture's journal: the optional fields unset.

@@ -126,7 +126,7 @@ extension CrashTests {
             try withPool { pool, _ in
                 let directory = "/media/" + String(repeating: "d", count: 100)
                 for index in 0..<300 {
-                    try pool.logSalvage(SalvagedRecording(path: "\(directory)/take-\(index).mov", length: Int64(index),
+                    try pool.recoveredLog.append(SalvagedRecording(path: "\(directory)/take-\(index).mov", length: Int64(index),
                                                           salvagedAt: Double(index)))
                 }
                 let kept = try pool.recoveredRecordings()

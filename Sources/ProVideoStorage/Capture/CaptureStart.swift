@@ -128,12 +128,12 @@ extension Pool {
                 calls: calls, optimalIOSize: configuration.storage.device.optimalIOSize, reserve: reserveFile,
                 spare: access.spare,
                 complete: { files, journal, length, control in
-                    let placement = try self.completeCapture(files, journal: journal, length: length, control: control)
+                    let placement = try self.completion.complete(files, journal: journal, length: length, control: control)
                     // A take kept in the pool is finished, and `finish` says why it is there.
                     if let problem = placement.problem { throw problem }
                     return (placement.path, placement.landing)
                 },
-                discard: { files in try self.discardCapture(files) })
+                discard: { files in try self.completion.discard(files) })
             let capture = try Capture(host: host, files: files, journal: journal, claim: claim, data: data,
                                       granter: started, options: options)
             journal.engine = capture.statistics.engine
@@ -161,7 +161,7 @@ extension Pool {
         }
         failure = Rollback.keepingFirst(failure, restoring: "the pool without the capture's files (\(files.directory); "
                                         + "`provideo recover` discards them)") {
-            if try FileSystem.isPresent(files.directory) { try discardCapture(files) }
+            if try FileSystem.isPresent(files.directory) { try completion.discard(files) }
         }
         claim.release()
         return failure
@@ -197,7 +197,7 @@ extension Pool {
             try journal.save(files.journal, calls, access: access)
             guard try FileSystem.freeInodes(path) >= stepsAfterStart else { throw ProVideoError(.notEnoughSpace, "", errno: ENOSPC) }
         } catch {
-            removeFiles(of: files)
+            CaptureCompletion.removeFiles(of: files)
             guard let failure = error as? ProVideoError, failure.code == .notEnoughSpace else { throw error }
             let outOfInodes = (try? FileSystem.freeInodes(path)).map { $0 < stepsAfterStart + 5 } ?? false
             var refusal = failure
@@ -270,24 +270,6 @@ extension Pool {
 
     // MARK: The census
 
-    /// The most entries `captures/` may hold: `maxCaptures` is at most 4096, and each dead
-    /// capture waits for a salvage; more is a planted flood, refused before any work on it.
-    static let captureEntriesLimit = 16_384
-
-    /// The files of every capture in the pool, running or dead, in a stable order.
-    /// - Throws: `.ioError` when `captures/` exists but cannot be listed, or cannot be looked at
-    ///   (`FileSystem.isPresent`): an empty answer there would let a replenish grow the reserve
-    ///   into running captures' grants.
-    func captureFiles() throws -> [CaptureFiles] {
-        guard let names = try FileSystem.entries(layout.captures, consequence: "nothing was changed") else { return [] }
-        guard names.count <= Self.captureEntriesLimit else {
-            throw ProVideoError(.corruptState, "\(layout.captures) holds \(names.count) entries, more than a pool ever "
-                                + "makes (\(Self.captureEntriesLimit)); nothing was changed: remove what is not a capture",
-                                path: layout.captures)
-        }
-        return names.sorted().map { layout.capture($0) }
-    }
-
     /// The journals of the captures whose owner is alive, in this process or another (one
     /// still writing its first journal, or removing its files, is not counted).
     func runningCaptures() throws -> [(files: CaptureFiles, journal: CaptureJournal)] { try captureCensus().running }
@@ -300,7 +282,7 @@ extension Pool {
     func captureCensus() throws -> (running: [(files: CaptureFiles, journal: CaptureJournal)], undecided: [UndecidedCapture]) {
         var running: [(files: CaptureFiles, journal: CaptureJournal)] = []
         var undecided: [UndecidedCapture] = []
-        for files in try captureFiles() {
+        for files in try layout.captureFiles() {
             switch CaptureClaim.liveness(files, calls) {
             case .dead: continue
             case .unknown(let error):

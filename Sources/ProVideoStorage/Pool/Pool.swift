@@ -217,7 +217,7 @@ public final class Pool: @unchecked Sendable {
         let capacity = try PoolConfiguration.load(layout.configuration).initialCapacity
         // An entry of captures/ that is not a directory (a stray file or link) holds no capture's
         // file; one that went meanwhile has finished.
-        let captures = try captureFiles().filter { files in
+        let captures = try layout.captureFiles().filter { files in
             do {
                 return try FileSystem.facts(files.directory).mode & UInt32(S_IFMT) == UInt32(S_IFDIR)
             } catch let error as ProVideoError where error.errno == ENOENT {

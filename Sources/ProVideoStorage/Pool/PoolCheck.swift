@@ -38,7 +38,7 @@ extension Pool {
             }
         }
         var reserved = mapped
-        for files in try captureFiles() {
+        for files in try layout.captureFiles() {
             switch CaptureClaim.liveness(files, calls) {
             case .dead:
                 problems.append("the capture \(files.id) is in the pool with no live recorder; run `provideo recover`")

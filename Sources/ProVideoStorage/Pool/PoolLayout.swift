@@ -34,6 +34,24 @@ struct PoolLayout: Sendable {
     var recoveredLog: String { directory + "/recovered.json" }
     /// Preallocated room for the pool's own files (`MetadataSpare`).
     var spare: String { directory + "/spare" }
+
+    /// The most entries `captures/` may hold: `maxCaptures` is at most 4096, and each dead
+    /// capture waits for a salvage; more is a planted flood, refused before any work on it.
+    static let captureEntriesLimit = 16_384
+
+    /// The files of every capture in the pool, running or dead, in a stable order.
+    /// - Throws: `.ioError` when `captures/` exists but cannot be listed, or cannot be looked at
+    ///   (`FileSystem.isPresent`): an empty answer there would let a replenish grow the reserve
+    ///   into running captures' grants; `.corruptState` past `captureEntriesLimit` entries.
+    func captureFiles() throws -> [CaptureFiles] {
+        guard let names = try FileSystem.entries(captures, consequence: "nothing was changed") else { return [] }
+        guard names.count <= Self.captureEntriesLimit else {
+            throw ProVideoError(.corruptState, "\(captures) holds \(names.count) entries, more than a pool ever "
+                                + "makes (\(Self.captureEntriesLimit)); nothing was changed: remove what is not a capture",
+                                path: captures)
+        }
+        return names.sorted().map { capture($0) }
+    }
 }
 
 /// The files of one capture, in `captures/<id>/`:

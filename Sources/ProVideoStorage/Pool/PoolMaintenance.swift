@@ -2,19 +2,6 @@ import Foundation
 import Glibc
 import ProVideoSystem
 
-/// A recording salvaged from a capture whose recorder died.
-public struct SalvagedRecording: Codable, Sendable, Equatable {
-    /// Where it went: the destination, a "recovered" sibling of it, or a file in the pool.
-    public var path: String
-    /// Its length in bytes: the capture's last committed length.
-    public var length: Int64
-    /// When it was salvaged, in seconds since 1970.
-    public var salvagedAt: Double
-    /// What the salvage found wrong and how it dealt with it (a commit record claiming more
-    /// than the file holds); nil when nothing was.
-    public var note: String? = nil
-}
-
 /// What `provideo list` shows.
 public struct PoolListing: Codable, Sendable {
     /// Every running capture, in every process.
@@ -305,44 +292,8 @@ extension Pool {
     }
 
     /// The salvage log (`recovered.json`), oldest first; empty when there is none.
-    /// - Throws: `.corruptState` naming the file when it is there but is not a log this pool
-    ///   wrote (unreadable, or not its JSON: a number no `Int64` holds).
-    package func recoveredRecordings() throws -> [SalvagedRecording] {
-        let bytes: [UInt8]
-        do {
-            bytes = try FileSystem.readSmallFile(layout.recoveredLog)
-        } catch let error as ProVideoError where error.errno == ENOENT {
-            return []
-        }
-        // An entry's impossible length or time is the display's to name (`provideo list`).
-        do {
-            return try JSONDecoder().decode([SalvagedRecording].self, from: Data(bytes))
-        } catch {
-            throw ProVideoError(.corruptState, "\(layout.recoveredLog) is not a salvage log this pool can read (\(error))",
-                                path: layout.recoveredLog)
-        }
-    }
+    /// - Throws: what `RecoveredLog.entries()` throws.
+    package func recoveredRecordings() throws -> [SalvagedRecording] { try recoveredLog.entries() }
 
-    /// Adds `recording` to the salvage log, so `provideo list` shows it whichever process
-    /// salvaged it. The log keeps the newest entries that fit in the room the pool's headroom
-    /// holds for it (`MetadataHeadroom.recoveredLogBytes`, about 100 entries): the oldest are
-    /// dropped, so a full filesystem can always take the next salvage's log.
-    func logSalvage(_ recording: SalvagedRecording) throws {
-        let encoder = JSONEncoder()
-        encoder.outputFormatting = [.prettyPrinted]
-        var entries: [SalvagedRecording]
-        do {
-            entries = try recoveredRecordings() + [recording]
-        } catch {
-            // Not read, so never overwritten: kept beside for whoever looks, and a new log begun.
-            try FileSystem.rename(layout.recoveredLog, layout.recoveredLog + ".unreadable")
-            entries = [recording]
-        }
-        var bytes = try encoder.encode(entries)
-        while bytes.count > MetadataHeadroom.recoveredLogBytes && entries.count > 1 {
-            entries.removeFirst()
-            bytes = try encoder.encode(entries)
-        }
-        try DurableFile.replace(layout.recoveredLog, with: Array(bytes), calls, access: access)
-    }
+    var recoveredLog: RecoveredLog { RecoveredLog(file: layout.recoveredLog, calls: calls, access: access) }
 }

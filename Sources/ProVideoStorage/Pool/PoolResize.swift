@@ -58,39 +58,12 @@ extension Pool {
             let (added, missing) = try lock.withReserveSize {
                 let reserve = reserve(layout.reserve)
                 let wanted = try lock.withReserve { try capacityAccount(reserve).missing }
-                let added = try refill(reserve, by: wanted)
+                let added = try reserve.refill(by: wanted)
                 return (added, max(wanted - added, 0))
             }
             CrashPoint.hit("replenish.allocated")
             return ReplenishResult(added: added, missing: missing, remainingCapacity: try remainingCapacity)
         }
-    }
-
-    /// Grows `reserve` by up to `wanted` bytes: all of it if it fits, else what the filesystem's
-    /// free space allows, trying smaller amounts a bounded number of times (each failed try is
-    /// rolled back exactly, so retries never eat the disk).
-    /// - Returns: the bytes added.
-    func refill(_ reserve: Reserve, by wanted: Int64) throws -> Int64 {
-        guard wanted > 0 else { return 0 }
-        let fd = try reserve.open(create: true, nocow: configuration.storage.isBtrfs)
-        let start = try reserve.size()
-        var attempt = reserve.rounded(wanted)
-        var lastError: ProVideoError?
-        for _ in 0..<8 where attempt > 0 {
-            do {
-                try reserve.grow(fd, from: start, to: start + attempt)
-                return attempt
-            } catch let error as ProVideoError where error.code == .notEnoughSpace {
-                lastError = error
-                // What the filesystem says it can take, else half (the report can be optimistic:
-                // btrfs metadata), never more than the last try.
-                let usable = try reserve.usableBytes(reaching: start + attempt)
-                attempt = (usable < attempt ? usable : attempt / 2) / reserve.unit * reserve.unit
-            }
-        }
-        throw ProVideoError(.notEnoughSpace, "the filesystem has no space to add to the reserve "
-                            + "(\(lastError?.message ?? "nothing free")); free some space and run "
-                            + "`provideo replenish` again", errno: ENOSPC, path: path)
     }
 }
 

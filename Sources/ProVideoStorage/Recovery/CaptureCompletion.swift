@@ -5,15 +5,27 @@ import ProVideoJournal
 
 /// Completing and discarding a capture: its recording placed (or discarded), its unused space
 /// back to the reserve, its files removed, each step recorded in its journal first (see
-/// Capture/CaptureStart.swift for the whole order).
-extension Pool {
+/// Capture/CaptureStart.swift for the whole order). A value handed what it needs of the pool
+/// (`Pool.completion`): its layout, access rules, locks and system calls, its reserve, and
+/// how to count the pool's capacity.
+struct CaptureCompletion {
+    let layout: PoolLayout
+    let access: PoolAccess
+    let lock: PoolLock
+    let calls: SystemCalls
+    /// The pool's reserve file (`layout.reserve`).
+    let reserve: Reserve
+    /// The pool's capacity as its files and claims hold it now (`Pool.capacityAccount`); call
+    /// with the reserve lock held.
+    let account: () throws -> CapacityAccount
+
     /// Places the recording (its `length` bytes flushed in `files.data`), gives the capture's
     /// unused space back to the reserve and removes the capture's files. Call with the capture's
     /// granter stopped (or its owner dead). `control` gets the progress of a copy to another
     /// filesystem and may stop it (the take is then kept in the pool).
     /// - Returns: where the recording is; `problem` says why when it is kept in the pool (a
     ///   typed result: a kept take is not an error whose path happens to be in `recordings/`).
-    func completeCapture(_ files: CaptureFiles, journal: CaptureJournal, length: Int64,
+    func complete(_ files: CaptureFiles, journal: CaptureJournal, length: Int64,
                          whenTaken: RecordingPlacement.TakenDestination = .keepInPool,
                          control: OperationControl) throws -> RecordingPlacement.Outcome {
         var journal = journal
@@ -43,7 +55,7 @@ extension Pool {
             try FileSystem.remove(files.data)
         }
         CrashPoint.hit("finish.reserveRebuilt")
-        removeFiles(of: files)
+        Self.removeFiles(of: files)
         if try FileSystem.isPresent(files.directory) {
             throw ProVideoError.system("rmdir", errno: ENOTEMPTY, path: files.directory)
         }
@@ -58,22 +70,22 @@ extension Pool {
     /// owner's cancel, or a start that failed.
     /// - Throws: the journal's read error other than a missing journal (the capture is then left
     ///   for salvage to decide on); what the discard throws.
-    func discardCapture(_ files: CaptureFiles) throws {
+    func discard(_ files: CaptureFiles) throws {
         let journal: CaptureJournal?
         do {
             journal = try CaptureJournal.load(files.journal)
         } catch let error as ProVideoError where error.errno == ENOENT {
             journal = nil
         }
-        try discardCapture(files, journal: journal)
+        try discard(files, journal: journal)
     }
 
     /// Discards a capture whose `journal` was read (nil: it has none, killed or failed before
     /// the journal was durable).
-    func discardCapture(_ files: CaptureFiles, journal: CaptureJournal?) throws {
+    func discard(_ files: CaptureFiles, journal: CaptureJournal?) throws {
         guard var journal else {
             if try FileSystem.isPresent(files.data) { try giveBack(from: files.data, keeping: 0) }
-            removeFiles(of: files)
+            Self.removeFiles(of: files)
             return
         }
         journal.discarded = true
@@ -81,7 +93,7 @@ extension Pool {
         journal.phase = .completing
         try journal.save(files.journal, calls, access: access)
         CrashPoint.hit("cancel.journaled")
-        _ = try completeCapture(files, journal: journal, length: 0, control: .none)
+        _ = try complete(files, journal: journal, length: 0, control: .none)
     }
 
     /// Bytes given back to the reserve per step (`giveBack`): what a crash between a step's two
@@ -120,7 +132,7 @@ extension Pool {
     /// allocation unit) back to the reserve, all but `completionRoom` bytes, which it frees.
     /// - Returns: the bytes freed and owed to the reserve.
     private func trimUnusedGrant(_ files: CaptureFiles, length: Int64) throws -> Int64 {
-        let keep = reserve(layout.reserve).rounded(length)
+        let keep = reserve.rounded(length)
         let room = min(max(Int64(try FileSystem.facts(files.data).size) - keep, 0), Self.completionRoom)
         try giveBack(from: files.data, keeping: keep + room)
         try FileDescriptor.open(files.data, O_RDWR).truncate(keep, calls)
@@ -138,21 +150,20 @@ extension Pool {
     ///   `EIO`).
     private func growReserve(by bytes: Int64) throws {
         try lock.withReserveSize {
-            let reserveFile = reserve(layout.reserve)
             // Grants that cannot be counted are not given away.
-            let account: CapacityAccount
+            let missing: Int64
             do {
-                account = try lock.withReserve { try capacityAccount(reserveFile) }
+                missing = try lock.withReserve { try account().missing }
             } catch let error as ProVideoError where error.code == .busy {
                 throw error
             } catch {
                 // Unknown, not zero: nothing is given back until `replenish` can count the grants.
                 return
             }
-            let grow = min(bytes, account.missing) / reserveFile.unit * reserveFile.unit
+            let grow = min(bytes, missing) / reserve.unit * reserve.unit
             guard grow > 0 else { return }
             do {
-                _ = try refill(reserveFile, by: grow)
+                _ = try reserve.refill(by: grow)
             } catch let error as ProVideoError where error.code == .notEnoughSpace {
                 return
             }
@@ -164,7 +175,7 @@ extension Pool {
     /// that opens the pool meanwhile finds either a locked `progress` (alive: left alone) or
     /// no `progress` and nothing of the take (`RecoveryDecision`: the remains removed), never a
     /// journal beside a free lock: a finishing take never looks dead.
-    func removeFiles(of files: CaptureFiles) {
+    static func removeFiles(of files: CaptureFiles) {
         for file in [files.data, files.journal + ".tmp", files.journal, files.commit, files.progress] {
             // A file that will not go stops the removal: `progress` never goes while the
             // journal is left beside it (`remove` already ignores what is gone).

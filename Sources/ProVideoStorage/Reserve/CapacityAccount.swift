@@ -17,7 +17,7 @@ import ProVideoJournal
 /// capture's file, then cuts the reserve and clears its claim (under the size lock), and each
 /// step leaves the figures as they were; a return cuts the capture's file, then grows the
 /// reserve under the size lock, so the snapshot may be short by one return step
-/// (`Pool.returnStep`). Under the reserve lock alone a cut in flight is placed by its record
+/// (`CaptureCompletion.returnStep`). Under the reserve lock alone a cut in flight is placed by its record
 /// (`ReserveClaims.Totals.held(reserveSize:)`); one its record cannot place makes it short by
 /// that cut, never over.
 struct CapacityAccount {

@@ -5,23 +5,44 @@ import ProVideoJournal
 
 /// Salvaging the captures of recorders that died: each observed (`CaptureObservation`), then
 /// acted on as the one decision says (`RecoveryDecision`), as its recorder's user, alone
-/// (Docs/CAPTURE-LIFECYCLE.md).
-extension Pool {
+/// (Docs/CAPTURE-LIFECYCLE.md). A value handed what it needs of the pool (`Pool.recovery`);
+/// what it found is its `report`, which the pool keeps.
+struct CaptureRecovery {
+    let layout: PoolLayout
+    let access: PoolAccess
+    let lock: PoolLock
+    let calls: SystemCalls
+    let completion: CaptureCompletion
+    let log: RecoveredLog
+
+    /// What a recovery did beside the recordings it salvaged.
+    struct Report {
+        /// Captures discarded because nothing of them was committed.
+        var discarded: [DiscardedCapture] = []
+        /// Captures left as they are, each with why (`RecoveryAction.KeepReason`), once per path.
+        var kept: [ProVideoError] = []
+
+        mutating func keep(_ error: ProVideoError) {
+            if !kept.contains(where: { $0.path == error.path }) { kept.append(error) }
+        }
+    }
+
     /// Salvages every capture whose owner died, each alone, leaving running captures untouched
-    /// and uncertain ones kept and reported (`unsalvageable`). Call with the mutation lock
-    /// held. `control` gets the progress of a take's copy to another filesystem.
+    /// and uncertain ones kept and reported (`report.kept`). Call with the mutation lock held.
+    /// `control` gets the progress of a take's copy to another filesystem.
     /// - Returns: the recordings salvaged.
-    @discardableResult
-    func salvageDeadCaptures(control: OperationControl) throws -> [SalvagedRecording] {
+    func salvageDeadCaptures(control: OperationControl, _ report: inout Report) throws -> [SalvagedRecording] {
         try adoptLegacyCapture()
         var recordings: [SalvagedRecording] = []
-        for files in try captureFiles() {
+        for files in try layout.captureFiles() {
             do {
-                if let recording = try recover(CaptureObservation(files, calls), control: control) { recordings.append(recording) }
+                if let recording = try recover(CaptureObservation(files, calls), control: control, &report) {
+                    recordings.append(recording)
+                }
             } catch let error as ProVideoError where error.code == .corruptState || error.code == .permissionDenied {
                 // A planted link or file, or another user's capture this process may not
                 // change: refused, reported, and no reason to leave the others.
-                report(error)
+                report.keep(error)
             }
         }
         return recordings
@@ -39,29 +60,29 @@ extension Pool {
         }
         try access.makeDirectory(layout.captures)
         try FileSystem.rename(layout.legacyCapture, layout.capture(id).directory)
-        try FileSystem.syncDirectory(path, calls)
+        try FileSystem.syncDirectory(layout.directory, calls)
     }
 
     /// Does what the decision says for one observed capture.
     /// - Returns: the recording salvaged, or found placed, if any.
-    private func recover(_ observed: CaptureObservation, control: OperationControl) throws -> SalvagedRecording? {
+    func recover(_ observed: CaptureObservation, control: OperationControl, _ report: inout Report) throws -> SalvagedRecording? {
         let files = observed.files
         switch RecoveryDecision.decide(observed.facts) {
         case .leave:
             return nil
         case .keep(let reason):
-            report(kept(observed, reason))
+            report.keep(kept(observed, reason))
             return nil
         case .removeRemains:
-            removeFiles(of: files)
+            CaptureCompletion.removeFiles(of: files)
             return nil
         case .discard(let reported):
             // A figure for the report only: unreadable, it is reported unknown.
             let written: Int64?
             do { written = try CaptureJournal.readWritten(files.progress) } catch { written = nil }
-            try discardCapture(files, journal: observed.journal)
+            try completion.discard(files, journal: observed.journal)
             if reported, let journal = observed.journal {
-                discarded.append(DiscardedCapture(destination: journal.destination, bytesWritten: written))
+                report.discarded.append(DiscardedCapture(destination: journal.destination, bytesWritten: written))
             }
             return nil
         case .salvage(let length, let claimed):
@@ -69,13 +90,13 @@ extension Pool {
             let note = claimed.map { "its commit record claims \($0) bytes but \(files.data) holds \(length); \(length) were kept" }
             // Placed at its destination, at a recovered sibling, or kept in `recordings/`: the
             // placement says where, and a take kept in the pool is salvaged all the same.
-            let placement = try completeCapture(files, journal: journal, length: length, whenTaken: .recoveredSibling,
+            let placement = try completion.complete(files, journal: journal, length: length, whenTaken: .recoveredSibling,
                                                 control: control)
             return try logged(SalvagedRecording(path: placement.path, length: length,
                                                 salvagedAt: Date().timeIntervalSince1970, note: note))
         case .completeRemoval(let placedLength):
             let journal = try required(observed)
-            let placement = try completeCapture(files, journal: journal, length: placedLength ?? 0, control: control)
+            let placement = try completion.complete(files, journal: journal, length: placedLength ?? 0, control: control)
             guard let placedLength else { return nil }
             return try logged(SalvagedRecording(path: observed.placedPath ?? placement.path, length: placedLength,
                                                 salvagedAt: Date().timeIntervalSince1970))
@@ -131,43 +152,8 @@ extension Pool {
         }
     }
 
-    /// Records a capture left as it is, once per path.
-    private func report(_ error: ProVideoError) {
-        if !unsalvageable.contains(where: { $0.path == error.path }) { unsalvageable.append(error) }
-    }
-
-    /// Salvages the dead captures whose journal is missing or unreadable but whose commit
-    /// record proves committed bytes, each to `directory`/`<id>.salvaged` (a journal is
-    /// written for it first), as their owner.
-    /// - Returns: the recordings salvaged.
-    /// - Throws: `.invalidDestination` when `directory` cannot take them; what a salvage throws.
-    package func salvageWithoutJournal(into directory: String) throws -> [SalvagedRecording] {
-        try lock.withMutation {
-            var recordings: [SalvagedRecording] = []
-            for files in try captureFiles() {
-                guard case .keep(.noJournal) = RecoveryDecision.decide(CaptureObservation(files, calls).facts) else { continue }
-                let destination = try resolveDestination(directory + "/\(files.id).salvaged")
-                let journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
-                                             bitrate: 0, engine: "", phase: .recording,
-                                             startedAt: Date().timeIntervalSince1970, pid: 0)
-                try FileSystem.remove(files.journal)
-                try journal.save(files.journal, calls, access: access)
-                if let recording = try recover(CaptureObservation(files, calls), control: .none) { recordings.append(recording) }
-            }
-            salvaged += recordings
-            return recordings
-        }
-    }
-
-    /// The captures whose recorder died, not yet salvaged (`provideo recover` salvages them),
-    /// by id.
-    /// - Throws: `.ioError` when `captures/` cannot be listed.
-    package func deadCaptures() throws -> [String] {
-        try captureFiles().filter { CaptureClaim.liveness($0, calls) == .dead }.map(\.id)
-    }
-
     private func logged(_ recording: SalvagedRecording) throws -> SalvagedRecording {
-        try logSalvage(recording)
+        try log.append(recording)
         return recording
     }
 }
