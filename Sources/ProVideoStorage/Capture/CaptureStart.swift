@@ -80,7 +80,7 @@ extension Pool {
                 guard reserveSize > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
                                         + (running.isEmpty ? "" : " (\(running.count) running capture(s) hold it)")
-                                        + "; run `provideo replenish` or `provideo resize`" + landingHint(), path: path)
+                                        + "; run `provideo replenish` or `provideo resize`" + landing.hint(), path: path)
                 }
                 try createCaptureFiles(files, journal, claim: claim, owner: owner)
                 CrashPoint.hit("capture.journaled")
@@ -315,7 +315,7 @@ extension Pool {
                                 + "recording to it (capture \(other.files.id)); give this take another name, or start it "
                                 + "once that one has finished", path: destination)
         }
-        if let waiting = try landingRecordings().first(where: { DestinationIdentity.same($0.destination, destination) }) {
+        if let waiting = try landing.waiting().first(where: { DestinationIdentity.same($0.destination, destination) }) {
             throw ProVideoError(.busy, "cannot start a capture to \(destination): the take \(waiting.path) is waiting to "
                                 + "land there (`provideo land`); give this take another name, or start it once that one "
                                 + "has landed", path: destination)

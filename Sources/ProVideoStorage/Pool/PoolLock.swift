@@ -29,7 +29,7 @@ final class PoolLock {
     private static let mutationByte: Int64 = 0
     private static let reserveByte: Int64 = 16
     private static let reserveSizeByte: Int64 = 17
-    /// Held shared by each lander while it waits for a fleet slot (`PoolLanding.waitForSlot`).
+    /// Held shared by each lander while it waits for a fleet slot (`Landing.waitForSlot`).
     static let fleetWaitByte: Int64 = 18
     /// The grants in flight through this lock file description, and every other's.
     let claims: ReserveClaims

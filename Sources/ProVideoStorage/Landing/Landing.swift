@@ -26,11 +26,21 @@ package typealias LandingObserver = @Sendable (_ destination: String, _ step: Op
 /// Landing: recordings whose destination is on another filesystem, kept durable in the pool at
 /// `finish()` (`LandingMode.background`) and copied there by `provideo land` in the
 /// background. They are held recordings (`recordings/`, note `landing: true`) with a progress
-/// record (`LandingRecord`); see Docs/LANDING.md.
-extension Pool {
+/// record (`LandingRecord`); see Docs/LANDING.md. A value handed what it needs of the pool
+/// (`Pool.landing`): its layout, access rules and system calls, what it holds, and how it
+/// gets landed takes' space back.
+struct Landing {
+    let layout: PoolLayout
+    let access: PoolAccess
+    let calls: SystemCalls
+    /// The recordings the pool holds (`Pool.heldRecordings`).
+    let held: () throws -> [HeldRecording]
+    /// Returns landed takes' space to the reserve (`Pool.replenish`).
+    let replenish: () throws -> Void
+
     /// The recordings waiting to land, in name order, with their progress.
-    package func landings() throws -> [LandingProgress] {
-        try landingRecordings().map { held in
+    func progress() throws -> [LandingProgress] {
+        try waiting().map { held in
             let record = LandingRecord.load(forHeld: held.path)
             let source = try? FileDescriptor.open(held.path, O_RDONLY | O_NOFOLLOW)
             let transferring = (try? source?.isLockedByOthers(0, 1)) == true
@@ -47,7 +57,7 @@ extension Pool {
     }
 
     /// Lands the recordings waiting to land, `parallel` at a time, each on a thread at idle I/O
-    /// and CPU priority (`IdlePriority`), then returns their space to the reserve (`replenishCapacity`, when the
+    /// and CPU priority (`IdlePriority`), then returns their space to the reserve (`replenish`, when the
     /// pool is not busy; a later `land` or `replenish` does it otherwise).
     /// - Parameters:
     ///   - rate: a cap for each transfer, in bytes per second; nil for none.
@@ -67,11 +77,11 @@ extension Pool {
     ///   to land" would not be known.
     /// - Throws: what listing the recordings waiting to land throws; `.ioError` with
     ///   pthread_create(3)'s error when not one landing thread can be started.
-    package func landPending(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
-                            shouldStop: @escaping @Sendable () -> Bool = { false },
-                            observer: LandingObserver? = nil, fleet: FleetSlots? = nil) throws -> [LandingResult] {
+    func land(parallel: Int = 1, rate: Int64? = nil, dueOnly: Bool = false, retryAfter: Double = 5,
+              shouldStop: @escaping @Sendable () -> Bool = { false },
+              observer: LandingObserver? = nil, fleet: FleetSlots? = nil) throws -> [LandingResult] {
         let now = Date().timeIntervalSince1970
-        let due = try landingRecordings().filter {
+        let due = try waiting().filter {
             !dueOnly || (LandingRecord.load(forHeld: $0.path).nextAttemptAt ?? 0) <= now
         }
         let (layout, access, calls) = (self.layout, self.access, self.calls)
@@ -140,8 +150,8 @@ extension Pool {
         }
         threads.forEach { $0.join() }
         let done = results.withLock { $0 }
-        if done.contains(where: \.landed) { _ = try? replenish() }
-        let unknown = dueOnly ? [] : try heldRecordings().filter { $0.noteUnreadable == true }.map {
+        if done.contains(where: \.landed) { try? replenish() }
+        let unknown = dueOnly ? [] : try held().filter { $0.noteUnreadable == true }.map {
             LandingResult(path: $0.path, destination: $0.destination, length: $0.length, landed: false, error: $0.reason)
         }
         return done + unknown
@@ -176,18 +186,18 @@ extension Pool {
 
     /// "; N take(s) waiting to land hold X: …" when takes still waiting to land hold space the
     /// reserve needs; "" otherwise.
-    func landingHint() -> String {
-        guard let waiting = try? landingRecordings(), !waiting.isEmpty else { return "" }
-        let held = waiting.map(\.length).saturatingSum()
-        return "; \(waiting.count) take(s) waiting to land hold \(ByteFormat.human(held)): `provideo land` lands them "
+    func hint() -> String {
+        guard let takes = try? waiting(), !takes.isEmpty else { return "" }
+        let bytes = takes.map(\.length).saturatingSum()
+        return "; \(takes.count) take(s) waiting to land hold \(ByteFormat.human(bytes)): `provideo land` lands them "
             + "and returns their space"
     }
 
     /// The held recordings marked for landing whose file is there.
-    /// - Throws: what `heldRecordings` throws; statx's error for a recording that cannot be
+    /// - Throws: what `held` throws; statx's error for a recording that cannot be
     ///   looked at (`FileSystem.isPresent`).
-    func landingRecordings() throws -> [HeldRecording] {
-        try heldRecordings().filter { try $0.landing == true && FileSystem.isPresent($0.path) }
+    func waiting() throws -> [HeldRecording] {
+        try held().filter { try $0.landing == true && FileSystem.isPresent($0.path) }
     }
 
     /// Deletes a landed recording's pool copy, note and record, under the pool's mutation lock:
