@@ -239,7 +239,7 @@ MUTATIONS = [
      "        guard options.bitrate >= 0 else {",
      "        guard true else {",
      "aNegativeBitrateIsRefused"),
-    ("destinations compared by their text", S + "Capture/CaptureStart.swift",
+    ("destinations compared by their text", S + "Capture/CaptureDestination.swift",
      "running.first(where: { DestinationIdentity.same($0.journal.destination, destination) })",
      "running.first(where: { $0.journal.destination == destination })",
      "aDestinationThroughABindMountIsRefused"),
@@ -253,7 +253,7 @@ MUTATIONS = [
      "        let lengths = commitSlots.map { Int($0) }.filter { $0 + commitRecordLength <= bytes.count }.compactMap {",
      "aCutCommitFileProvesNothing"),
     ("two takes admitted to one destination", S + "Capture/CaptureStart.swift",
-     "                try refuseTakenDestination(destination, running: running)\n",
+     "                try CaptureDestination.refuseTaken(destination, running: census.running, waiting: try landing.waiting())\n",
      "",
      "aTakensDestinationIsRefused|aRunningCapturesDestinationIsRefused"),
     # Whom root acts as, and the pool's files as input (issue 38).

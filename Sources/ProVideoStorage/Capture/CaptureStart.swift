@@ -44,7 +44,7 @@ extension Pool {
         guard options.bitrate >= 0 else {
             throw ProVideoError(.invalidArgument, "a capture's bitrate cannot be \(options.bitrate) bit/s", path: destination)
         }
-        let destination = try resolveDestination(destination)
+        let destination = try CaptureDestination(poolDirectory: path).resolve(destination)
         let claim = try CaptureClaim(poolLockPath: layout.lock, access: access)
         let files = layout.capture(Self.newCaptureID())
         var journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
@@ -71,15 +71,15 @@ extension Pool {
                 configuration = try PoolConfiguration.load(layout.configuration)
                 // The capacity now, not at open: another process may have resized the pool.
                 step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
-                let (running, undecided) = try captureCensus()
-                try refuseTakenDestination(destination, running: running)
+                let census = try CaptureCensus.take(of: layout, calls)
+                try CaptureDestination.refuseTaken(destination, running: census.running, waiting: try landing.waiting())
                 let admission = CaptureAdmission(captureLimit: configuration.captureLimit, bandwidth: configuration.bandwidth,
                                                  poolPath: path, capturesDirectory: layout.captures)
-                try admission.admit(options, running: running, undecided: undecided, journal: &journal)
+                try admission.admit(options, running: census.running, undecided: census.undecided, journal: &journal)
                 let reserveSize = try reserveFile.size()
                 guard reserveSize > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
-                                        + (running.isEmpty ? "" : " (\(running.count) running capture(s) hold it)")
+                                        + (census.running.isEmpty ? "" : " (\(census.running.count) running capture(s) hold it)")
                                         + "; run `provideo replenish` or `provideo resize`" + landing.hint(), path: path)
                 }
                 try createCaptureFiles(files, journal, claim: claim, owner: owner)
@@ -91,7 +91,7 @@ extension Pool {
                 // refused frames awaiting it.
                 // The reserve's size stands for its room: claims in flight make it larger, by
                 // at most the steps of the running captures' grants.
-                sharers = running.count + 1
+                sharers = census.running.count + 1
                 let lead = GrantLead(step: step, bitrate: options.bitrate, room: reserveSize, sharers: sharers,
                                      slowestGrant: slowestGrant.slowest(now: MonotonicTime.now())).fill
                 let claimed = try grants.claim(lead, for: data, granted: 0, sharing: true)
@@ -223,118 +223,4 @@ extension Pool {
     private static func newCaptureID() -> String {
         String(UInt64(Date().timeIntervalSince1970 * 1000), radix: 36) + "-" + String(UInt32.random(in: 0...UInt32.max), radix: 36)
     }
-
-    /// The destination with its directory resolved (symbolic links, `..`), so the checks made
-    /// now hold at finish even if a link in the path changes.
-    /// - Throws: `.invalidDestination`, `.destinationExists`.
-    func resolveDestination(_ destination: String) throws -> String {
-        // "" would resolve to the current directory, refused as existing: say what is wrong.
-        guard !destination.isEmpty else {
-            throw ProVideoError(.invalidDestination, "the destination path is empty; give a file name", path: destination)
-        }
-        let absolute = FileSystem.absolute(destination)
-        let name = FileSystem.lastComponent(of: absolute)
-        guard !destination.hasSuffix("/"), !name.isEmpty else {
-            throw ProVideoError(.invalidDestination, "\(destination) names a directory; give a file name", path: destination)
-        }
-        let directory = FileSystem.parent(of: absolute)
-        guard let real = FileSystem.realPath(directory) else {
-            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
-                                + "first", path: destination)
-        }
-        let resolved = real + "/" + name
-        try checkDestination(resolved.hasPrefix("//") ? String(resolved.dropFirst()) : resolved)
-        return resolved.hasPrefix("//") ? String(resolved.dropFirst()) : resolved
-    }
-
-    private func checkDestination(_ destination: String) throws {
-        let directory = FileSystem.parent(of: destination)
-        guard FileSystem.isDirectory(directory) else {
-            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) does not exist; create it "
-                                + "before starting the capture", path: destination)
-        }
-        guard FileSystem.isWritable(directory) else {
-            throw ProVideoError(.invalidDestination, "the destination's directory \(directory) is not writable",
-                                path: destination)
-        }
-        if FileSystem.existsWithoutFollowing(destination) {
-            throw ProVideoError(.destinationExists, "\(destination) already exists; it is never overwritten: choose "
-                                + "another name", path: destination)
-        }
-        let poolDirectory = FileSystem.realPath(path) ?? path
-        if destination.hasPrefix(poolDirectory + "/") || destination.hasPrefix(path + "/") {
-            throw ProVideoError(.invalidDestination, "\(destination) is inside the pool directory; choose a destination "
-                                + "outside \(path)", path: destination)
-        }
-    }
-
-    // MARK: The census
-
-    /// The journals of the captures whose owner is alive, in this process or another (one
-    /// still writing its first journal, or removing its files, is not counted).
-    func runningCaptures() throws -> [(files: CaptureFiles, journal: CaptureJournal)] { try captureCensus().running }
-
-    /// The captures whose owner is alive, with their journals, and the entries of `captures/`
-    /// that may be alive and cannot be counted: their liveness cannot be read (a stray file or
-    /// link, EMFILE), or their journal cannot. Neither list is a reason to refuse the pool;
-    /// admission counts the second as bandwidth unknown (`admit`).
-    /// - Throws: `.ioError` when `captures/` cannot be listed.
-    func captureCensus() throws -> (running: [(files: CaptureFiles, journal: CaptureJournal)], undecided: [UndecidedCapture]) {
-        var running: [(files: CaptureFiles, journal: CaptureJournal)] = []
-        var undecided: [UndecidedCapture] = []
-        for files in try layout.captureFiles() {
-            switch CaptureClaim.liveness(files, calls) {
-            case .dead: continue
-            case .unknown(let error):
-                undecided.append(UndecidedCapture(id: files.id, reason: "whether its recorder is alive cannot be read (\(error.message))"))
-            case .alive:
-                do {
-                    running.append((files, try CaptureJournal.load(files.journal)))
-                } catch let error as ProVideoError where error.errno == ENOENT {
-                    continue
-                } catch {
-                    let message = (error as? ProVideoError)?.message ?? "\(error)"
-                    undecided.append(UndecidedCapture(id: files.id, reason: "its recorder is alive and its journal cannot be read (\(message))"))
-                }
-            }
-        }
-        return (running, undecided)
-    }
-
-    /// One destination per take: refuses a start whose `destination` is that of a running
-    /// capture or of a take waiting to land, since one of the two would end held in the pool
-    /// with "appeared while recording". Destinations are compared as directory entries
-    /// (`DestinationIdentity`: the directory's device and inode, and the name; a bind mount of
-    /// the directory is the same entry), under the mutation lock, so two starts in any
-    /// processes cannot both pass.
-    /// - Throws: `.busy` naming the capture or the take that has the destination;
-    ///   `.destinationExists` when a file is there by now.
-    func refuseTakenDestination(_ destination: String, running: [(files: CaptureFiles, journal: CaptureJournal)]) throws {
-        if let other = running.first(where: { DestinationIdentity.same($0.journal.destination, destination) }) {
-            throw ProVideoError(.busy, "cannot start a capture to \(destination): process \(other.journal.pid) is already "
-                                + "recording to it (capture \(other.files.id)); give this take another name, or start it "
-                                + "once that one has finished", path: destination)
-        }
-        if let waiting = try landing.waiting().first(where: { DestinationIdentity.same($0.destination, destination) }) {
-            throw ProVideoError(.busy, "cannot start a capture to \(destination): the take \(waiting.path) is waiting to "
-                                + "land there (`provideo land`); give this take another name, or start it once that one "
-                                + "has landed", path: destination)
-        }
-        // Checked again here, under the lock: the check at resolve time came before it, and a
-        // capture that finished (or a take that landed) since has put its file there. Its
-        // rename comes before its journal goes, so one of the three checks sees it.
-        if FileSystem.existsWithoutFollowing(destination) {
-            throw ProVideoError(.destinationExists, "\(destination) already exists; it is never overwritten: choose "
-                                + "another name", path: destination)
-        }
-    }
-}
-
-/// An entry of `captures/` that may be a live capture and cannot be read: status, metrics and
-/// check name it, admission counts its bandwidth as unknown, recovery leaves it.
-package struct UndecidedCapture: Codable, Sendable, Equatable {
-    /// Its name in `captures/`.
-    package var id: String
-    /// Why it cannot be decided on.
-    package var reason: String
 }

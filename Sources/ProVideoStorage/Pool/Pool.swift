@@ -166,7 +166,7 @@ public final class Pool: @unchecked Sendable {
         let reserveFile = reserve(layout.reserve)
         var allocated = try reserveFile.allocatedBytes()
         var captures: [PoolStatus.Capture] = []
-        let census = try captureCensus()
+        let census = try CaptureCensus.take(of: layout, calls)
         for (files, journal) in census.running {
             // No file: a capture at its start (before its data is made) or one that ended since
             // the census, granted nothing. Any other failure is thrown: a grant that cannot be

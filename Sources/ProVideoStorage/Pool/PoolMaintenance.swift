@@ -48,7 +48,7 @@ extension Pool {
             throw ProVideoError(.invalidArgument, "\(held) is not a recording this pool holds; "
                                 + "`provideo list` shows them", path: held)
         }
-        let target = try resolveDestination(destination ?? note.destination)
+        let target = try CaptureDestination(poolDirectory: path).resolve(destination ?? note.destination)
         // Rewritten below with `movingTo`: the note is readable again from then on.
         note.noteUnreadable = nil
         return try lock.withMutation {

@@ -37,7 +37,7 @@ extension Pool {
             var recordings: [SalvagedRecording] = []
             for files in try layout.captureFiles() {
                 guard case .keep(.noJournal) = RecoveryDecision.decide(CaptureObservation(files, calls).facts) else { continue }
-                let destination = try resolveDestination(directory + "/\(files.id).salvaged")
+                let destination = try CaptureDestination(poolDirectory: path).resolve(directory + "/\(files.id).salvaged")
                 let journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
                                              bitrate: 0, engine: "", phase: .recording,
                                              startedAt: Date().timeIntervalSince1970, pid: 0)
