@@ -27,11 +27,11 @@ package struct CaptureCounters: Codable, Sendable, Equatable {
     /// The most a count of events (appends, overruns, commits, latency samples) may hold: 2^53,
     /// the largest whole number a `Double` (a Prometheus sample) keeps exact; a million events
     /// a second would take 285 years to reach it.
-    package static let maximumCount: Int64 = 1 << 53
+    static let maximumCount: Int64 = 1 << 53
     /// The most buffers a capture may have in flight: 2^24 (16,777,216). A capture has at most
     /// its buffer budget over its write size in flight, and its buffers are memory: 2^24 of the
     /// smallest (512 bytes) already take 8 GiB, of the default 4 MiB, 64 TiB.
-    package static let maximumBuffersInFlight: Int64 = 1 << 24
+    static let maximumBuffersInFlight: Int64 = 1 << 24
 
     /// The counters in a `progress` block; nil ("counters unknown") when it is too short to
     /// hold them or when any of them is out of range: a count below 0 or above `maximumCount`,
@@ -53,7 +53,7 @@ package struct CaptureCounters: Codable, Sendable, Equatable {
     }
 
     /// Whether every counter is one a capture could have published (see `init?(block:)`).
-    package var isInRange: Bool {
+    var isInRange: Bool {
         [overruns, overrunFailures, shortWritesRetried, commits].allSatisfy { (0...Self.maximumCount).contains($0) }
             && (0...Self.maximumBuffersInFlight).contains(buffersInFlight)
             && appendLatency.isInRange && completionLatency.isInRange
@@ -89,7 +89,7 @@ package struct LatencyBuckets: Codable, Sendable, Equatable {
     /// `CaptureCounters.maximumCount`; the cumulative counts from 0, never falling, and none
     /// above `count`; the sum and the longest sample not below 0, the longest not above the
     /// sum, and both 0 without samples.
-    package var isInRange: Bool {
+    var isInRange: Bool {
         guard (0...CaptureCounters.maximumCount).contains(count), sumNanoseconds >= 0, maximumNanoseconds >= 0,
               maximumNanoseconds <= sumNanoseconds, count > 0 || sumNanoseconds == 0 else { return false }
         var previous: Int64 = 0

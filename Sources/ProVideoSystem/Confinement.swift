@@ -49,7 +49,7 @@ package enum Confinement {
 
     /// Runs `body` with a descriptor of `path`'s directory, opened beneath its confined
     /// directory, and its last component. For other paths, the directory is opened as usual.
-    package static func withParent<T>(of path: String, _ body: (_ directory: Int32, _ name: String) -> T) -> Result<T, ProVideoError> {
+    static func withParent<T>(of path: String, _ body: (_ directory: Int32, _ name: String) -> T) -> Result<T, ProVideoError> {
         let parent = FileSystem.parent(of: path), name = FileSystem.lastComponent(of: path)
         let flags = pv_O_PATH | O_DIRECTORY
         let fd: Int32

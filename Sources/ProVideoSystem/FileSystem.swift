@@ -196,7 +196,7 @@ package enum FileSystem {
         return "/" + parts.joined(separator: "/")
     }
 
-    package static func currentDirectory() -> String {
+    static func currentDirectory() -> String {
         guard let cwd = getcwd(nil, 0) else { return "/" }
         defer { free(cwd) }
         return String(cString: cwd)

@@ -12,7 +12,7 @@ package enum ProcessIdentity {
     package static var pid: Int32 { getpid() }
 
     /// kill(2) with SIGKILL on this process, as a power cut or `kill -9` would end it.
-    package static func killImmediately() -> Never {
+    static func killImmediately() -> Never {
         kill(getpid(), SIGKILL)
         fatalError("SIGKILL did not end the process")
     }

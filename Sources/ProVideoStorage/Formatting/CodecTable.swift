@@ -38,7 +38,7 @@ package enum CodecTable {
 
     /// The rates recorders offer (the ProRes white paper's table columns): each integer rate
     /// of 24, 30 and 60 beside its 1000/1001 rate.
-    package static let frameRates: [FrameRate] = [
+    static let frameRates: [FrameRate] = [
         FrameRate(numerator: 24_000, denominator: 1001, label: "23.976"), FrameRate(numerator: 24, denominator: 1, label: "24"),
         FrameRate(numerator: 25, denominator: 1, label: "25"),
         FrameRate(numerator: 30_000, denominator: 1001, label: "29.97"), FrameRate(numerator: 30, denominator: 1, label: "30"),

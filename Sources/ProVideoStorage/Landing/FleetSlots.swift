@@ -49,7 +49,7 @@ package final class FleetSlots: Sendable {
     /// Takes a free slot, trying them from a random one (so that landers do not all probe slot
     /// 0 first); nil when every slot is held, by this server or another.
     /// - Throws: the open's or a lock's error (`EIO`, `ENOLCK` where the store keeps no locks).
-    package func tryAcquire() throws -> Held? {
+    func tryAcquire() throws -> Held? {
         let descriptor = try Self.open(file)
         let first = Int.random(in: 0..<slots)
         for step in 0..<slots {
@@ -61,7 +61,7 @@ package final class FleetSlots: Sendable {
 
     /// Slots held now across the fleet (this server's included): each probed with
     /// `F_OFD_GETLK` through a descriptor of its own, which every holder's lock conflicts with.
-    package func holders() throws -> Int {
+    func holders() throws -> Int {
         let probe = try Self.open(file)
         var held = 0
         for index in 0..<slots where try probe.isLockedByOthers(Int64(index), 1) { held += 1 }

@@ -23,8 +23,8 @@ import ProVideoSystem
 /// Which way works is learnt once per filesystem (by device number) from the first publish
 /// there: a way the filesystem refuses (`EINVAL`, `ENOSYS`, `EOPNOTSUPP`, `ENOTSUP`, `EPERM`
 /// for link on filesystems without hard links) is not tried there again by this process.
-package struct NoClobberPublish {
-    package enum Method: String, Codable, Sendable, CaseIterable {
+struct NoClobberPublish {
+    enum Method: String, Codable, Sendable, CaseIterable {
         case renameNoReplace, linkThenUnlink, exclusivePlaceholder
     }
 
@@ -38,7 +38,7 @@ package struct NoClobberPublish {
     }
 
     /// The way that worked on each filesystem (`st_dev`).
-    package final class Learnt: Sendable {
+    final class Learnt: Sendable {
         package static let shared = Learnt()
         fileprivate let methods = Mutex<[UInt64: Method]>([:])
         package init() {}

@@ -64,7 +64,7 @@ package struct FstabEntry: Sendable, Equatable {
 
     /// Whether `directory` is the mount point of an entry of `table`, mounted or not: such a
     /// directory is the administrator's, never removed with a pool.
-    package static func isMountPoint(_ directory: String, table: String = systemTable) -> Bool {
+    static func isMountPoint(_ directory: String, table: String = systemTable) -> Bool {
         let directory = resolved(directory)
         return entries(inFile: table).contains { $0.mountPoint == directory }
     }

@@ -13,7 +13,7 @@ public struct PoolStatus: Codable, Sendable, Equatable {
         /// Bytes a crash cannot lose (flushed and committed).
         public var committedBytes: Int64
         /// Bytes the pool's reserve granted to the capture's file so far (written or not).
-        package var grantedBytes: Int64
+        var grantedBytes: Int64
         /// Expected bitrate in bits per second.
         public var bitrate: Int64
         public var pid: Int32

@@ -10,7 +10,7 @@ package struct SteadyRate: Sendable {
     /// The earliest a rate may be called steady, in nanoseconds (two windows at least).
     package let minimum: UInt64
     /// The largest relative difference between the last two windows' rates (0.1: 10 %).
-    package let tolerance: Double
+    let tolerance: Double
     /// (nanoseconds since the start, bytes done by then), in time order.
     private(set) var samples: [(time: UInt64, bytes: Int64)] = [(0, 0)]
 
@@ -46,7 +46,7 @@ package struct SteadyRate: Sendable {
     package var lastWindow: Double? { elapsed >= window ? rate(from: elapsed - window, to: elapsed) : overall }
 
     /// Bytes per second over the whole run.
-    package var overall: Double? { rate(from: 0, to: elapsed) }
+    var overall: Double? { rate(from: 0, to: elapsed) }
 
     /// The last window's rate once it agrees with the window before it; nil until then.
     package var steady: Double? {

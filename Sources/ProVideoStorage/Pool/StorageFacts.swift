@@ -25,7 +25,7 @@ package struct DeviceTopology: Codable, Sendable, Equatable {
     package var path: String?
     package var logicalSectorSize: Int
     package var physicalSectorSize: Int
-    package var minimumIOSize: Int
+    var minimumIOSize: Int
     package var optimalIOSize: Int
 
     /// The queue limits in /sys/dev/block/MAJ:MIN/queue (a partition's are its disk's), from the
@@ -51,12 +51,12 @@ package struct StorageFacts: Codable, Sendable, Equatable {
     /// The filesystem type as /proc/self/mountinfo names it ("ext4", "xfs", "btrfs", …).
     package var filesystem: String
     /// statfs(2) `f_type`.
-    package var filesystemMagic: Int64
+    var filesystemMagic: Int64
     /// The filesystem's preferred block size (`stx_blksize`).
     package var blockSize: Int
     /// What `statx(STATX_DIOALIGN)` reported; `nil` where the filesystem leaves it clear
     /// (btrfs and tmpfs on Linux 6.18).
-    package var reportedAlignment: DirectIOAlignment?
+    var reportedAlignment: DirectIOAlignment?
     /// The alignment the pool uses: the reported one, else the device's logical sector size
     /// and the filesystem block size, whichever is larger (never a constant).
     package var directIOAlignment: DirectIOAlignment
