@@ -272,15 +272,19 @@ enum FFmpegRemux {
         }
 
         /// Runs `gst-launch-1.0 videotestsrc num-buffers=N ! … ! MUXER ! provideosink …`.
+        /// `bitrate` nil leaves the sink's property unset; `debug` adds the sink's log
+        /// (`GST_DEBUG=provideosink:4`) to the standard error.
         func record(frames: Int, size: String = "640x360", muxer: String = "qtmux", pool: String,
-                    location: String, landing: String? = nil) throws -> TestSupport.ProcessResult {
+                    location: String, landing: String? = nil, bitrate: Int64? = 200_000_000,
+                    debug: Bool = false) throws -> TestSupport.ProcessResult {
             let dimensions = size.split(separator: "x")
             let pipeline = "videotestsrc num-buffers=\(frames) ! video/x-raw,width=\(dimensions[0]),height=\(dimensions[1]) "
                 + "! videoconvert ! video/x-raw,format=I422_10LE ! avenc_prores_ks profile=hq ! \(muxer) "
-                + "! provideosink pool=\(pool) location=\(location) bitrate=200000000"
+                + "! provideosink pool=\(pool) location=\(location)" + (bitrate.map { " bitrate=\($0)" } ?? "")
                 + (landing.map { " landing=\($0)" } ?? "")
             return try TestSupport.run("/usr/bin/gst-launch-1.0", ["-q"] + pipeline.split(separator: " ").map(String.init),
-                                       environment: environment)
+                                       environment: environment.merging(debug ? ["GST_DEBUG": "provideosink:4",
+                                                                                  "GST_DEBUG_NO_COLOR": "1"] : [:]) { $1 })
         }
     }
 
@@ -310,6 +314,33 @@ enum FFmpegRemux {
             #expect(again.stderr.contains("already exists; it is never overwritten"), "\(again.stderr)")
             let untouched = TestSupport.readFile(mov) == before
             #expect(untouched)
+        }
+    }
+
+    /// An unset bitrate is the stream's: the sink holds its first second of buffers, sizes the
+    /// capture's buffers to three seconds of their rate and declares that rate, where before
+    /// every such stream got 32 MiB and was declared as 880 Mbit/s. The rate it logs is the
+    /// file's (ffprobe's, within a tenth: the muxer's headers are not frames), and the frames
+    /// it held are all in the take.
+    @Test func anUnsetBitrateIsMeasuredFromTheStream() throws {
+        try TestSupport.withScratch { scratch in
+            let plugin = try Plugin(scratch: scratch)
+            let pool = scratch + "/pool"
+            try FS.createPool(pool, capacity: "64M")
+            let mov = scratch + "/take.mov"
+            let result = try plugin.record(frames: 45, pool: pool, location: mov, bitrate: nil, debug: true)
+            #expect(result.status == 0, "\(result.stderr)")
+            #expect(try Probe.frames(mov) == 45)
+            let line = try #require(result.stderr.split(separator: "\n").first { $0.contains("stream measured at") },
+                                    "the sink logged no measured rate: \(result.stderr.suffix(2000))")
+            // "… stream measured at R bit/s over T (B bytes): S bytes of buffers"
+            let numbers = line.components(separatedBy: "stream measured at ").last!.split(separator: " ").compactMap { Int64($0) }
+            let (measured, budget) = (try #require(numbers.first), try #require(numbers.last))
+            #expect(budget == measured / 8 * 3, "\(line)")
+            let probed = try #require(Int64(TestSupport.shell("ffprobe -v error -show_entries format=bit_rate -of csv=p=0 \(mov)")
+                .trimmingCharacters(in: .whitespacesAndNewlines)))
+            #expect(abs(Double(measured) / Double(probed) - 1) < 0.1, "measured \(measured) bit/s, the file has \(probed)")
+            #expect(measured != 880_000_000)
         }
     }
 

@@ -10,10 +10,14 @@
  * background leaves it in the pool for `provideo land`).
  *
  * Buffers: a muxer's output carries no bitrate (qtmux forwards no bitrate tag, its caps have
- * none), so the bitrate property sizes the capture's buffers: three seconds of it, as the
- * library's default. Unset (0): 32 MiB, the library's smallest default (three seconds at
- * 89 Mbit/s), and the capture declares the library's default 880 Mbit/s to the pool's
- * admission (an unknown stream is admitted as a large one). When every buffer is in flight,
+ * none), so the capture's buffers are three seconds of the bitrate property, as the library's
+ * default, or, unset (0), of the stream's rate measured from its first buffers: the sink holds
+ * them (references, no copy) until they span a second of stream time (their durations) or
+ * reach 16 MiB, then starts the capture with that rate, declared to the pool's admission, and
+ * writes them. A stream whose buffers carry no duration gets the library's smallest default,
+ * 32 MiB, declared as 880 Mbit/s (an unknown stream is admitted as a large one). Before, every
+ * stream without the property got 32 MiB: a tenth of a second at 2160p ProRes HQ, ten times
+ * what a 320x240 JPEG stream needs. When every buffer is in flight,
  * render waits for the disk up to the library's 30 s stall limit, as filesink's write
  * blocks: the pipeline's queues decide what to drop, and a stall longer than the buffers
  * does not fail the take.
@@ -25,8 +29,8 @@
  * a cancelled pipeline) cancels it. Every failure posts an element error whose message is the
  * library's (busy pool, full pool, existing or bad destination).
  *
- * The pool opens and the capture starts at the first buffer (at EOS for a stream without
- * one), not in start(), which only checks the properties, as cheap as filesink's open:
+ * The pool opens and the capture starts at the first buffer (once the held buffers measured
+ * the stream, when the bitrate is unset; at EOS for a stream without one), not in start(), which only checks the properties, as cheap as filesink's open:
  * splitmuxsink starts each take's sink on its streaming thread just before it posts the
  * pipeline's PAUSED, and our work there (a first pool open, a capture start pinning its
  * buffers: 12 ms for 32 MiB) made a GStreamer race that hangs gst-launch-1.0 at the end
@@ -50,6 +54,12 @@
 
 /* The library's smallest default buffer budget (provideo.h, buffer_budget). */
 #define SMALL_BUFFER_BUDGET (32 << 20)
+/* The library's default: buffers for three seconds of the stream (provideo.h, buffer_budget). */
+#define BUFFER_SECONDS 3
+/* The most the sink holds to measure an unset bitrate: a second of stream time, or 16 MiB
+ * (four frames of 2160p ProRes HQ), whichever comes first. */
+#define MEASURE_TIME GST_SECOND
+#define MEASURE_BYTES (16 << 20)
 /* The longest overrun wait the library accepts (provideo.h, overrun_wait_ns). */
 #define STALL_LIMIT_NS 30000000000ULL
 
@@ -69,6 +79,12 @@ typedef struct {
     gint64 length;   /* bytes in the recording */
     gboolean finished;
     gboolean failed; /* a write or the start failed: EOS must not finish anything */
+    /* Measuring an unset bitrate: the buffers held before the capture starts, appended in
+     * order from byte 0 (position and length count them), and those of them with a duration. */
+    GQueue held;
+    gint64 held_bytes;
+    gint64 timed_bytes;
+    GstClockTime timed_duration;
 } ProvideoSink;
 
 typedef struct {
@@ -138,7 +154,30 @@ static gboolean provideo_sink_start(GstBaseSink *base) {
     }
     self->position = self->length = 0;
     self->finished = self->failed = FALSE;
+    self->held_bytes = self->timed_bytes = 0;
+    self->timed_duration = 0;
     return TRUE;
+}
+
+/* Drops the buffers held to measure the stream (never written: a stop before the capture). */
+static void provideo_sink_drop_held(ProvideoSink *self) {
+    GstBuffer *buffer;
+    while ((buffer = g_queue_pop_head(&self->held))) gst_buffer_unref(buffer);
+    self->held_bytes = self->timed_bytes = 0;
+    self->timed_duration = 0;
+}
+
+/* Sizes the capture from the held buffers' rate, when they carry durations: bits per second
+ * over their stream time, three seconds of it as the buffers. */
+static void provideo_sink_size_from_stream(ProvideoSink *self) {
+    if (self->bitrate > 0 || self->timed_duration == 0 || self->timed_bytes == 0) return;
+    gint64 rate = (gint64)gst_util_uint64_scale(self->timed_bytes * 8, GST_SECOND, self->timed_duration);
+    if (rate <= 0) return;
+    self->options.bitrate = rate;
+    self->options.buffer_budget = MIN(rate / 8 * BUFFER_SECONDS, (gint64)1 << 30);
+    GST_INFO_OBJECT(self, "stream measured at %" G_GINT64_FORMAT " bit/s over %" GST_TIME_FORMAT
+                    " (%" G_GINT64_FORMAT " bytes): %" G_GINT64_FORMAT " bytes of buffers",
+                    rate, GST_TIME_ARGS(self->timed_duration), self->timed_bytes, self->options.buffer_budget);
 }
 
 /* Opens the pool and starts the capture if none runs yet; FALSE (the error posted) when
@@ -163,6 +202,7 @@ static gboolean provideo_sink_start_capture(ProvideoSink *self) {
  * cancelled by the close: no file at the destination, the capacity back in the pool. */
 static gboolean provideo_sink_stop(GstBaseSink *base) {
     ProvideoSink *self = (ProvideoSink *)base;
+    provideo_sink_drop_held(self);
     if (self->capture) {
         if (!self->finished) GST_INFO_OBJECT(self, "stopped before EOS: cancelling the capture");
         provideo_capture_close(self->capture, NULL);
@@ -176,11 +216,9 @@ static gboolean provideo_sink_stop(GstBaseSink *base) {
 }
 
 /* Writes at the current position: patches what exists, appends the rest. */
-static GstFlowReturn provideo_sink_render(GstBaseSink *base, GstBuffer *buffer) {
-    ProvideoSink *self = (ProvideoSink *)base;
+static GstFlowReturn provideo_sink_write(ProvideoSink *self, GstBuffer *buffer) {
     GstMapInfo map;
     provideo_error err;
-    if (self->finished) return GST_FLOW_EOS;
     if (self->failed || !provideo_sink_start_capture(self)) return GST_FLOW_ERROR;
     if (!gst_buffer_map(buffer, &map, GST_MAP_READ)) return GST_FLOW_ERROR;
     const guint8 *data = map.data;
@@ -220,6 +258,46 @@ static GstFlowReturn provideo_sink_render(GstBaseSink *base, GstBuffer *buffer) 
     return GST_FLOW_OK;
 }
 
+/* Starts the capture, sized from the held buffers, and writes them, in order from byte 0. */
+static GstFlowReturn provideo_sink_release_held(ProvideoSink *self) {
+    if (self->capture) return GST_FLOW_OK;
+    provideo_sink_size_from_stream(self);
+    if (!provideo_sink_start_capture(self)) {
+        provideo_sink_drop_held(self);
+        return GST_FLOW_ERROR;
+    }
+    self->position = self->length = 0;
+    GstFlowReturn flow = GST_FLOW_OK;
+    GstBuffer *buffer;
+    while (flow == GST_FLOW_OK && (buffer = g_queue_pop_head(&self->held))) {
+        flow = provideo_sink_write(self, buffer);
+        gst_buffer_unref(buffer);
+    }
+    provideo_sink_drop_held(self);
+    return flow;
+}
+
+static GstFlowReturn provideo_sink_render(GstBaseSink *base, GstBuffer *buffer) {
+    ProvideoSink *self = (ProvideoSink *)base;
+    if (self->finished) return GST_FLOW_EOS;
+    if (self->failed) return GST_FLOW_ERROR;
+    /* An unset bitrate is measured: the stream's first buffers are held (appends only) until
+     * they span MEASURE_TIME or MEASURE_BYTES. */
+    if (!self->capture && self->bitrate == 0 && self->position == self->length) {
+        gint64 size = (gint64)gst_buffer_get_size(buffer);
+        g_queue_push_tail(&self->held, gst_buffer_ref(buffer));
+        self->held_bytes += size;
+        self->position = self->length = self->length + size;
+        if (GST_BUFFER_DURATION_IS_VALID(buffer)) {
+            self->timed_bytes += size;
+            self->timed_duration += GST_BUFFER_DURATION(buffer);
+        }
+        if (self->timed_duration < MEASURE_TIME && self->held_bytes < MEASURE_BYTES) return GST_FLOW_OK;
+        return provideo_sink_release_held(self);
+    }
+    return provideo_sink_write(self, buffer);
+}
+
 static gboolean provideo_sink_event(GstBaseSink *base, GstEvent *event) {
     ProvideoSink *self = (ProvideoSink *)base;
     provideo_error err;
@@ -229,6 +307,12 @@ static gboolean provideo_sink_event(GstBaseSink *base, GstEvent *event) {
         gst_event_parse_segment(event, &segment);
         /* A muxer seeking back to patch a header sends a BYTES segment starting there. */
         if (segment->format == GST_FORMAT_BYTES) {
+            /* A seek ends the measuring: the held buffers are written before the position moves. */
+            if ((gint64)segment->start != self->length && !g_queue_is_empty(&self->held) &&
+                provideo_sink_release_held(self) != GST_FLOW_OK) {
+                gst_event_unref(event);
+                return FALSE;
+            }
             if ((gint64)segment->start > self->length) {
                 GST_ELEMENT_ERROR(self, RESOURCE, SEEK, ("Cannot seek to byte %" G_GUINT64_FORMAT ": the recording has %" G_GINT64_FORMAT " bytes",
                                                          segment->start, self->length), (NULL));
@@ -241,7 +325,7 @@ static gboolean provideo_sink_event(GstBaseSink *base, GstEvent *event) {
     }
     case GST_EVENT_EOS:
         /* failed: the error is posted, the capture was cancelled or never started. */
-        if (self->failed || !provideo_sink_start_capture(self)) {
+        if (self->failed || provideo_sink_release_held(self) != GST_FLOW_OK) {
             gst_event_unref(event);
             return FALSE;
         }
@@ -324,6 +408,7 @@ static void provideo_sink_finalize(GObject *object) {
     g_free(self->location);
     g_free(self->pool_path);
     g_free(self->landing);
+    provideo_sink_drop_held(self);
     G_OBJECT_CLASS(provideo_sink_parent_class)->finalize(object);
 }
 
@@ -346,7 +431,8 @@ static void provideo_sink_class_init(ProvideoSinkClass *klass) {
         gobject, PROP_BITRATE,
         g_param_spec_int64("bitrate", "Bitrate",
                            "Expected bitrate in bit/s: three seconds of it size the capture's buffers and the pool "
-                           "admits it; 0: 32 MiB of buffers, admitted as 880 Mbit/s",
+                           "admits it; 0: measured from the stream's first second (its buffers' durations), "
+                           "else 32 MiB of buffers, admitted as 880 Mbit/s",
                            0, G_MAXINT64, 0, G_PARAM_READWRITE | G_PARAM_STATIC_STRINGS | GST_PARAM_MUTABLE_READY));
     g_object_class_install_property(
         gobject, PROP_LANDING,
@@ -368,6 +454,7 @@ static void provideo_sink_class_init(ProvideoSinkClass *klass) {
 static void provideo_sink_init(ProvideoSink *self) {
     /* A file sink: write as fast as buffers come, no clock sync. */
     gst_base_sink_set_sync(GST_BASE_SINK(self), FALSE);
+    g_queue_init(&self->held);
 }
 
 static gboolean plugin_init(GstPlugin *plugin) {

@@ -358,6 +358,10 @@ MUTATIONS = [
      "            if try FileSystem.isPresent(files.directory) { try completion.discard(files) }\n",
      "            if try FileSystem.isPresent(files.directory) { try? completion.discard(files) }\n",
      "aFailedStartWhoseDiscardFailsKeepsTheFirstError"),
+    ("provideosink's buffers not sized from the stream", "Tools/c-library/gstprovideosink.c",
+     "    provideo_sink_size_from_stream(self);\n",
+     "",
+     "anUnsetBitrateIsMeasuredFromTheStream"),
 ]
 
 
