@@ -31,7 +31,7 @@ let package = Package(
                 exclude: ["README.md"]),
         .target(name: "ProVideoWritePath", dependencies: ["ProVideoSystem", "ProVideoIO", "ProVideoJournal"],
                 path: "Sources/ProVideoWritePath", exclude: ["README.md"]),
-        .target(name: "ProVideoStorage", dependencies: ["CProVideo", "ProVideoSystem", "ProVideoJournal", "ProVideoIO", "ProVideoWritePath"], path: "Sources/ProVideoStorage",
+        .target(name: "ProVideoStorage", dependencies: ["ProVideoSystem", "ProVideoJournal", "ProVideoIO", "ProVideoWritePath"], path: "Sources/ProVideoStorage",
                 // Each folder's README says what it owns and may use (Docs/ARCHITECTURE.md).
                 exclude: ["Async/README.md", "Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "Pool/README.md", "Reserve/README.md", "Formatting/README.md"]),
         // The C API: the hand-written header (CProVideoAPI/include/provideo.h, installed for C

@@ -29,19 +29,18 @@ package final class DirectoryHandle {
     /// `name` as messages show it.
     package func display(_ name: String) -> String { path == "/" ? "/" + name : path + "/" + name }
 
-    package func facts() throws -> pv_file_facts { try descriptor.facts() }
+    package func facts() throws -> FileFacts { try descriptor.facts() }
 
     /// statx(2) of `name` without following a link; nil when nothing is there.
-    package func facts(of name: String) -> pv_file_facts? {
+    package func facts(of name: String) -> FileFacts? {
         var facts = pv_file_facts()
-        return pv_statx_at(descriptor.rawValue, name, &facts) == 0 ? facts : nil
+        return pv_statx_at(descriptor.rawValue, name, &facts) == 0 ? FileFacts(facts) : nil
     }
 
     /// Whether `name` is `file` itself (same device and inode), not a link or another file.
-    package func holds(_ name: String, _ file: pv_file_facts) -> Bool {
+    package func holds(_ name: String, _ file: FileFacts) -> Bool {
         guard let there = facts(of: name) else { return false }
-        return there.dev_major == file.dev_major && there.dev_minor == file.dev_minor && there.ino == file.ino
-            && there.mode & UInt32(S_IFMT) == UInt32(S_IFREG)
+        return there.isSameFile(as: file) && there.mode & UInt32(S_IFMT) == UInt32(S_IFREG)
     }
 
     /// openat(2) of `name` with `O_NOFOLLOW` added.
@@ -67,8 +66,8 @@ package final class DirectoryHandle {
     }
 
     /// Whether this directory is on the filesystem (device) of `other`.
-    package func isOnDevice(of other: pv_file_facts) throws -> Bool {
+    package func isOnDevice(of other: FileFacts) throws -> Bool {
         let mine = try facts()
-        return mine.dev_major == other.dev_major && mine.dev_minor == other.dev_minor
+        return mine.deviceMajor == other.deviceMajor && mine.deviceMinor == other.deviceMinor
     }
 }

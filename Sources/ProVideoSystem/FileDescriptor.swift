@@ -38,21 +38,21 @@ package final class FileDescriptor {
         let facts = try file.facts()
         let type = facts.mode & UInt32(S_IFMT)
         let writing = flags & (O_WRONLY | O_RDWR) != 0
-        guard flags & O_DIRECTORY != 0 ? type == UInt32(S_IFDIR) : type == UInt32(S_IFREG), !writing || facts.nlink <= 1 else {
+        guard flags & O_DIRECTORY != 0 ? type == UInt32(S_IFDIR) : type == UInt32(S_IFREG), !writing || facts.linkCount <= 1 else {
             let name = Confinement.name(above: path)
             throw ProVideoError(.corruptState, "\(path) in \(name) is not " + (type == UInt32(S_IFREG)
-                ? "a file of its own: it has \(facts.nlink) hard links" : "a regular file")
+                ? "a file of its own: it has \(facts.linkCount) hard links" : "a regular file")
                 + "; nothing writes through such a file in \(name): remove it and run the command again", path: path)
         }
         return file
     }
 
     /// statx(2) on the open file.
-    package func facts() throws -> pv_file_facts {
+    package func facts() throws -> FileFacts {
         var facts = pv_file_facts()
         let rc = pv_fstatx(rawValue, &facts)
         if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
-        return facts
+        return FileFacts(facts)
     }
 
     /// fchmod(2).

@@ -4,16 +4,16 @@ import Glibc
 /// Path-level helpers: existence, directories, durable replacement of small files.
 package enum FileSystem {
     /// statx(2); a confined path is not followed if it is a link (`Confinement`).
-    package static func facts(_ path: String) throws -> pv_file_facts {
+    package static func facts(_ path: String) throws -> FileFacts {
         var facts = pv_file_facts()
         if Confinement.split(path) != nil {
             let rc = try Confinement.withParent(of: path) { pv_statx_at($0, $1, &facts) }.get()
             if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
-            return facts
+            return FileFacts(facts)
         }
         let rc = pv_statx(path, &facts)
         if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
-        return facts
+        return FileFacts(facts)
     }
 
     /// statvfs(3) `f_favail`: inodes an unprivileged process can still create on the
@@ -27,11 +27,11 @@ package enum FileSystem {
 
     /// statx(2) with `AT_SYMLINK_NOFOLLOW`: the facts of whatever is at `path`, a link itself
     /// included, never what it points to.
-    package static func factsWithoutFollowing(_ path: String) throws -> pv_file_facts {
+    package static func factsWithoutFollowing(_ path: String) throws -> FileFacts {
         var facts = pv_file_facts()
         let rc = pv_statx_at(AT_FDCWD, path, &facts)
         if rc < 0 { throw ProVideoError.system("statx", errno: -rc, path: path) }
-        return facts
+        return FileFacts(facts)
     }
 
     /// statfs(2): the filesystem's type (`f_type`, a magic number of linux/magic.h), bytes

@@ -1,4 +1,3 @@
-import CProVideo
 import Foundation
 import Glibc
 import Testing

@@ -380,10 +380,9 @@ extension TestSupport {
         guard fd >= 0 else { throw ProVideoError(.ioError, "cannot create \(file): \(errno)") }
         close(fd)
         defer { unlink(file) }
-        var facts = pv_file_facts()
-        guard pv_statx(file, &facts) == 0 else { throw ProVideoError(.ioError, "statx \(file) failed") }
-        return facts.dio_offset_align > 0
-            ? DirectIOAlignment(memory: Int(facts.dio_mem_align), offset: Int(facts.dio_offset_align)) : nil
+        let facts = try FileSystem.facts(file)
+        return facts.directIOOffsetAlignment > 0
+            ? DirectIOAlignment(memory: Int(facts.directIOMemoryAlignment), offset: Int(facts.directIOOffsetAlignment)) : nil
     }
 
     /// Sets a /proc/sys value for the duration of `body`, restoring the original value

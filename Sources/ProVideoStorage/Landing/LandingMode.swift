@@ -24,7 +24,7 @@ public enum LandingMode: String, Sendable, Codable, CaseIterable {
     func landsInBackground(_ destination: String, poolDirectory: String) throws -> Bool {
         let directory = FileSystem.parent(of: destination)
         let (there, pool) = (try FileSystem.facts(directory), try FileSystem.facts(poolDirectory))
-        guard there.dev_major != pool.dev_major || there.dev_minor != pool.dev_minor else { return false }
+        guard there.deviceMajor != pool.deviceMajor || there.deviceMinor != pool.deviceMinor else { return false }
         switch self {
         case .inFinish: return false
         case .background: return true

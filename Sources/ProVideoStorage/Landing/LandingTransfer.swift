@@ -109,10 +109,10 @@ struct LandingTransfer: Sendable {
     /// file, a file someone changed) is removed and a new one is created exclusively.
     private func resumable(_ temporary: String, in directory: DirectoryHandle, owner: RecordingOwner, length: Int64,
                            _ record: inout LandingRecord) throws -> FileDescriptor {
-        if let facts = directory.facts(of: temporary), facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), facts.nlink == 1,
+        if let facts = directory.facts(of: temporary), facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), facts.linkCount == 1,
            facts.uid == owner.uid || !ProcessIdentity.isRoot,
            let existing = try? directory.open(temporary, O_RDWR | O_NONBLOCK), let opened = try? existing.facts(),
-           opened.ino == facts.ino, opened.nlink == 1, try holdsRecordedChunks(existing, length: length, record) {
+           opened.inode == facts.inode, opened.linkCount == 1, try holdsRecordedChunks(existing, length: length, record) {
             return existing
         }
         record.landed = 0

@@ -17,7 +17,7 @@ struct DestinationIdentity: Equatable {
         let slash = destination.lastIndex(of: "/") ?? destination.startIndex
         let directory = slash == destination.startIndex ? "/" : String(destination[..<slash])
         guard let facts = try? FileSystem.facts(directory), facts.mode & UInt32(S_IFMT) == UInt32(S_IFDIR) else { return nil }
-        (deviceMajor, deviceMinor, directoryInode) = (facts.dev_major, facts.dev_minor, facts.ino)
+        (deviceMajor, deviceMinor, directoryInode) = (facts.deviceMajor, facts.deviceMinor, facts.inode)
         name = String(destination[destination.index(after: slash)...])
     }
 

@@ -1,4 +1,3 @@
-import CProVideo
 import Glibc
 import Synchronization
 import ProVideoSystem
@@ -54,7 +53,7 @@ struct NoClobberPublish {
     @discardableResult
     func publish(_ file: FileDescriptor, from temporary: String, as name: String, in directory: DirectoryHandle) throws -> Method {
         let verified = try file.facts()
-        let device = UInt64(verified.dev_major) << 32 | UInt64(verified.dev_minor)
+        let device = UInt64(verified.deviceMajor) << 32 | UInt64(verified.deviceMinor)
         let start = learnt.methods.withLock { $0[device] } ?? .renameNoReplace
         var lastError: ProVideoError?
         for method in Method.allCases.drop(while: { $0 != start }) {
@@ -78,7 +77,7 @@ struct NoClobberPublish {
     }
 
     /// One way; 0 or -errno.
-    private func attempt(_ method: Method, _ file: FileDescriptor, _ verified: pv_file_facts, _ temporary: String,
+    private func attempt(_ method: Method, _ file: FileDescriptor, _ verified: FileFacts, _ temporary: String,
                          _ name: String, _ directory: DirectoryHandle) -> Int32 {
         switch method {
         case .renameNoReplace:

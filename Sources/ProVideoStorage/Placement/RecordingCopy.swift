@@ -1,4 +1,3 @@
-import CProVideo
 import Glibc
 import ProVideoSystem
 
@@ -27,7 +26,7 @@ enum RecordingCopy {
             return
         }
         try directory.remove(temporary)
-        var created: pv_file_facts?
+        var created: FileFacts?
         do {
             // 0666 less the umask, as the rename path gives and as `touch` would.
             let target = try directory.open(temporary, O_RDWR | O_CREAT | O_EXCL, mode: 0o666)

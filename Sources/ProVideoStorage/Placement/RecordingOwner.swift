@@ -1,4 +1,3 @@
-import CProVideo
 import Glibc
 import ProVideoSystem
 
@@ -41,11 +40,11 @@ struct RecordingOwner: Equatable {
     }
 
     /// A file's owner is whom root acts as only when no one else could have written it.
-    private static func requireOwnersOwn(_ facts: pv_file_facts, _ path: String) throws {
-        guard facts.mode & 0o022 == 0, facts.nlink == 1, facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
+    private static func requireOwnersOwn(_ facts: FileFacts, _ path: String) throws {
+        guard facts.mode & 0o022 == 0, facts.linkCount == 1, facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
             throw ProVideoError(.corruptState, "\(path) is writable by others than its owner "
                                 + "\(ProcessIdentity.userName(facts.uid)) (mode \(String(facts.mode & 0o7777, radix: 8)), "
-                                + "\(facts.nlink) link(s)), so it could be anyone's: nothing is done for it as its owner; "
+                                + "\(facts.linkCount) link(s)), so it could be anyone's: nothing is done for it as its owner; "
                                 + "its owner can `chmod go-w` it and run the command again", path: path)
         }
     }

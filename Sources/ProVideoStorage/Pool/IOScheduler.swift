@@ -57,12 +57,12 @@ package struct IOScheduler: Codable, Sendable, Equatable {
     /// a filesystem without a block device (tmpfs, overlayfs, NFS, FUSE).
     package static func disks(holding path: String) -> [IOScheduler] {
         guard let facts = try? FileSystem.facts(path) else { return [] }
-        var number = "\(facts.dev_major):\(facts.dev_minor)"
+        var number = "\(facts.deviceMajor):\(facts.deviceMinor)"
         if !FileSystem.exists("/sys/dev/block/" + number) {
-            let mount = MountInfo.find(mountID: facts.mount_id)
+            let mount = MountInfo.find(mountID: facts.mountID)
             guard let source = mount?.source, source.hasPrefix("/dev/"), let node = try? FileSystem.facts(source),
                   node.mode & UInt32(S_IFMT) == UInt32(S_IFBLK) else { return [] }
-            number = "\(node.rdev_major):\(node.rdev_minor)"
+            number = "\(node.representedDeviceMajor):\(node.representedDeviceMinor)"
         }
         return disks(ofDevice: number)
     }

@@ -172,7 +172,7 @@ public final class Pool: @unchecked Sendable {
             // the census, granted nothing. Any other failure is thrown: a grant that cannot be
             // read is unknown, not 0.
             let facts = try FileSystem.isPresent(files.data) ? try FileSystem.facts(files.data) : nil
-            allocated += facts.map { Int64($0.allocated_bytes) } ?? 0
+            allocated += facts.map { Int64($0.allocatedBytes) } ?? 0
             let progress = CaptureJournal.snapshot(commit: files.commit, progress: files.progress)
             captures.append(PoolStatus.Capture(
                 id: files.id, destination: journal.destination, engine: journal.engine,

@@ -98,8 +98,8 @@ extension Pool {
     /// - Throws: `.corruptState` naming both sizes when they differ.
     static func checkedLength(of file: FileDescriptor, note: HeldRecording) throws -> Int64 {
         let facts = try file.facts()
-        guard facts.nlink == 1 else {
-            throw ProVideoError(.corruptState, "\(file.path) has \(facts.nlink) hard links: it is not a recording the "
+        guard facts.linkCount == 1 else {
+            throw ProVideoError(.corruptState, "\(file.path) has \(facts.linkCount) hard links: it is not a recording the "
                                 + "pool made; it is left as it is", path: file.path)
         }
         let size = facts.size

@@ -1,4 +1,3 @@
-import CProVideo
 import Foundation
 import Glibc
 import ProVideoSystem
@@ -32,7 +31,7 @@ package struct DeviceTopology: Codable, Sendable, Equatable {
     /// device number of `devicePath`.
     static func sysfs(devicePath: String) -> DeviceTopology? {
         guard let node = try? FileSystem.facts(devicePath), node.mode & UInt32(S_IFMT) == UInt32(S_IFBLK) else { return nil }
-        let base = "/sys/dev/block/\(node.rdev_major):\(node.rdev_minor)"
+        let base = "/sys/dev/block/\(node.representedDeviceMajor):\(node.representedDeviceMinor)"
         let queue = FileSystem.exists(base + "/queue") ? base + "/queue" : base + "/../queue"
         func value(_ name: String) -> Int? { FileSystem.readInteger(queue + "/" + name) }
         guard let logical = value("logical_block_size") else { return nil }
@@ -74,7 +73,7 @@ package struct StorageFacts: Codable, Sendable, Equatable {
     package static func read(_ path: String) throws -> StorageFacts {
         let facts = try FileSystem.facts(path)
         let magic = try FileSystem.space(path).type
-        let mount = MountInfo.find(mountID: facts.mount_id) ?? MountInfo.find(major: facts.dev_major, minor: facts.dev_minor)
+        let mount = MountInfo.find(mountID: facts.mountID) ?? MountInfo.find(major: facts.deviceMajor, minor: facts.deviceMinor)
         var device = DeviceTopology.unknown
         if let source = mount?.source, source.hasPrefix("/dev/") {
             if let topology = FileSystem.deviceTopology(source) {
@@ -90,20 +89,20 @@ package struct StorageFacts: Codable, Sendable, Equatable {
             }
         }
         let file = FileSystem.isDirectory(path) ? regularFileFacts(in: path) ?? facts : facts
-        let reported = file.dio_offset_align > 0
-            ? DirectIOAlignment(memory: Int(file.dio_mem_align), offset: Int(file.dio_offset_align)) : nil
-        let fallback = max(device.logicalSectorSize, Int(facts.block_size))
+        let reported = file.directIOOffsetAlignment > 0
+            ? DirectIOAlignment(memory: Int(file.directIOMemoryAlignment), offset: Int(file.directIOOffsetAlignment)) : nil
+        let fallback = max(device.logicalSectorSize, Int(facts.blockSize))
         return StorageFacts(
             filesystem: mount?.type ?? String(magic, radix: 16),
             filesystemMagic: magic,
-            blockSize: Int(facts.block_size),
+            blockSize: Int(facts.blockSize),
             reportedAlignment: reported,
             directIOAlignment: reported ?? DirectIOAlignment(memory: fallback, offset: fallback),
             device: device)
     }
 
     /// statx of a fresh empty regular file in `directory`, or nil when none can be created.
-    private static func regularFileFacts(in directory: String) -> pv_file_facts? {
+    private static func regularFileFacts(in directory: String) -> FileFacts? {
         let path = directory + "/.provideo-statx-\(ProcessIdentity.pid)"
         guard let fd = try? FileDescriptor.open(path, O_WRONLY | O_CREAT | O_EXCL, mode: 0o600) else { return nil }
         defer { try? FileSystem.remove(path) }
@@ -119,8 +118,8 @@ package struct StorageFacts: Codable, Sendable, Equatable {
     /// the pool stores those, and the mount can change.
     package static func mountedWithDiscard(_ path: String) -> Bool? {
         guard let facts = try? FileSystem.facts(path),
-              let mount = MountInfo.find(mountID: facts.mount_id)
-                ?? MountInfo.find(major: facts.dev_major, minor: facts.dev_minor) else { return nil }
+              let mount = MountInfo.find(mountID: facts.mountID)
+                ?? MountInfo.find(major: facts.deviceMajor, minor: facts.deviceMinor) else { return nil }
         return mount.superOptions.contains("discard")
     }
 

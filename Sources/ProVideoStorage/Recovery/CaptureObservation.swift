@@ -1,4 +1,3 @@
-import CProVideo
 import Glibc
 import ProVideoSystem
 import ProVideoJournal
@@ -104,7 +103,7 @@ struct CaptureObservation {
             let owner = RecordingOwner(uid: directory.uid, fallbackGroup: directory.gid)
             for place in places {
                 path = place
-                let found: pv_file_facts
+                let found: FileFacts
                 do {
                     found = try owner.acting { try FileSystem.factsWithoutFollowing(place) }
                 } catch let error as ProVideoError where error.errno == ENOENT {

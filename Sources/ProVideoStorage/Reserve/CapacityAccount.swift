@@ -68,7 +68,7 @@ struct CapacityAccount {
             for _ in 0..<3 {
                 do {
                     let facts = try FileSystem.facts(files.data)
-                    granted = max(Int64(clamping: facts.size), claims.claimEnds[facts.ino] ?? 0)
+                    granted = max(Int64(clamping: facts.size), claims.claimEnds[facts.inode] ?? 0)
                 } catch let error as ProVideoError where error.errno == ENOENT {
                     granted = 0
                 }

@@ -1,4 +1,3 @@
-import CProVideo
 import Glibc
 import ProVideoSystem
 import ProVideoJournal
@@ -36,7 +35,7 @@ struct Reserve {
     /// Bytes the filesystem really allocated for the reserve (`st_blocks` × 512).
     func allocatedBytes() throws -> Int64 {
         guard try FileSystem.isPresent(path) else { return 0 }
-        return Int64(try FileSystem.facts(path).allocated_bytes)
+        return Int64(try FileSystem.facts(path).allocatedBytes)
     }
 
     func rounded(_ bytes: Int64) -> Int64 { (bytes + unit - 1) / unit * unit }

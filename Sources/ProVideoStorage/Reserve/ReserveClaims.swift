@@ -112,7 +112,7 @@ final class ReserveClaims {
         self.file = file
         guard writable else { return }
         do {
-            guard Int64(try file.facts().allocated_bytes) < Self.slotsEnd else { return }
+            guard Int64(try file.facts().allocatedBytes) < Self.slotsEnd else { return }
         } catch {
             // Not known to have them: allocated again, which changes nothing where it has them.
         }

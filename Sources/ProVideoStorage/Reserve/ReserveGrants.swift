@@ -85,7 +85,7 @@ struct ReserveGrants {
         let share = sharing ? max(available / 2, min(available, 1 << 20)) : available
         let amount = max(min(bytes, share) / reserve.unit * reserve.unit, min(available, reserve.unit))
         guard amount > 0 else { return (0, available) }
-        try lock.claims.claim(amount, inode: facts.ino, end: granted + amount, reserve.calls)
+        try lock.claims.claim(amount, inode: facts.inode, end: granted + amount, reserve.calls)
         return (amount, available - amount)
     }
 
