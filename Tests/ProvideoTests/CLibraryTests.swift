@@ -288,13 +288,19 @@ enum FFmpegRemux {
         }
     }
 
+    /// A scratch directory with the plugin built and a pool of `capacity` in it.
+    static func withPluginAndPool(capacity: String, _ body: (Plugin, _ pool: String, _ scratch: String) throws -> Void) throws {
+        try TestSupport.withScratch { scratch in
+            let plugin = try Plugin(scratch: scratch)
+            try FS.createPool(scratch + "/pool", capacity: capacity)
+            try body(plugin, scratch + "/pool", scratch)
+        }
+    }
+
     /// qtmux writes a regular MOV (it seeks back to patch the mdat size), matroskamux a
     /// Matroska file (it seeks back to patch sizes and cues): each decodes to N frames.
     @Test func recordsWhatTheMuxerWrites() throws {
-        try TestSupport.withScratch { scratch in
-            let plugin = try Plugin(scratch: scratch)
-            let pool = scratch + "/pool"
-            try FS.createPool(pool, capacity: "32M")
+        try Self.withPluginAndPool(capacity: "32M") { plugin, pool, scratch in
             let mov = scratch + "/take.mov"
             let result = try plugin.record(frames: 30, pool: pool, location: mov)
             #expect(result.status == 0, "\(result.stderr)")
@@ -323,10 +329,7 @@ enum FFmpegRemux {
     /// file's (ffprobe's, within a tenth: the muxer's headers are not frames), and the frames
     /// it held are all in the take.
     @Test func anUnsetBitrateIsMeasuredFromTheStream() throws {
-        try TestSupport.withScratch { scratch in
-            let plugin = try Plugin(scratch: scratch)
-            let pool = scratch + "/pool"
-            try FS.createPool(pool, capacity: "64M")
+        try Self.withPluginAndPool(capacity: "64M") { plugin, pool, scratch in
             let mov = scratch + "/take.mov"
             let result = try plugin.record(frames: 45, pool: pool, location: mov, bitrate: nil, debug: true)
             #expect(result.status == 0, "\(result.stderr)")
