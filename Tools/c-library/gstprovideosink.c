@@ -82,7 +82,6 @@ typedef struct {
     /* Measuring an unset bitrate: the buffers held before the capture starts, appended in
      * order from byte 0 (position and length count them), and those of them with a duration. */
     GQueue held;
-    gint64 held_bytes;
     gint64 timed_bytes;
     GstClockTime timed_duration;
 } ProvideoSink;
@@ -154,7 +153,7 @@ static gboolean provideo_sink_start(GstBaseSink *base) {
     }
     self->position = self->length = 0;
     self->finished = self->failed = FALSE;
-    self->held_bytes = self->timed_bytes = 0;
+    self->timed_bytes = 0;
     self->timed_duration = 0;
     return TRUE;
 }
@@ -163,7 +162,7 @@ static gboolean provideo_sink_start(GstBaseSink *base) {
 static void provideo_sink_drop_held(ProvideoSink *self) {
     GstBuffer *buffer;
     while ((buffer = g_queue_pop_head(&self->held))) gst_buffer_unref(buffer);
-    self->held_bytes = self->timed_bytes = 0;
+    self->timed_bytes = 0;
     self->timed_duration = 0;
 }
 
@@ -286,13 +285,12 @@ static GstFlowReturn provideo_sink_render(GstBaseSink *base, GstBuffer *buffer) 
     if (!self->capture && self->bitrate == 0 && self->position == self->length) {
         gint64 size = (gint64)gst_buffer_get_size(buffer);
         g_queue_push_tail(&self->held, gst_buffer_ref(buffer));
-        self->held_bytes += size;
         self->position = self->length = self->length + size;
         if (GST_BUFFER_DURATION_IS_VALID(buffer)) {
             self->timed_bytes += size;
             self->timed_duration += GST_BUFFER_DURATION(buffer);
         }
-        if (self->timed_duration < MEASURE_TIME && self->held_bytes < MEASURE_BYTES) return GST_FLOW_OK;
+        if (self->timed_duration < MEASURE_TIME && self->length < MEASURE_BYTES) return GST_FLOW_OK;
         return provideo_sink_release_held(self);
     }
     return provideo_sink_write(self, buffer);

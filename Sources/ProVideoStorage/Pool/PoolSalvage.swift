@@ -34,7 +34,9 @@ extension Pool {
     /// - Throws: `.invalidDestination` when `directory` cannot take them; what a salvage throws.
     package func salvageWithoutJournal(into directory: String) throws -> [SalvagedRecording] {
         try lock.withMutation {
-            var recordings: [SalvagedRecording] = []
+            let recovery = recovery
+            var recordings: [SalvagedRecording] = [], report = CaptureRecovery.Report()
+            defer { keep(report) }
             for files in try layout.captureFiles() {
                 guard case .keep(.noJournal) = RecoveryDecision.decide(CaptureObservation(files, calls).facts) else { continue }
                 let destination = try CaptureDestination(poolDirectory: path).resolve(directory + "/\(files.id).salvaged")
@@ -43,9 +45,6 @@ extension Pool {
                                              startedAt: Date().timeIntervalSince1970, pid: 0)
                 try FileSystem.remove(files.journal)
                 try journal.save(files.journal, calls, access: access)
-                let recovery = recovery
-                var report = CaptureRecovery.Report()
-                defer { keep(report) }
                 if let recording = try recovery.recover(CaptureObservation(files, calls), control: .none, &report) {
                     recordings.append(recording)
                 }
