@@ -128,7 +128,7 @@ struct GlusterLandingTests {
             var seen: [LandingProgress] = []
             let deadline = Date(timeIntervalSinceNow: 60)
             while lander.isRunning && Date() < deadline {
-                if let progress = try TestSupport.poolStatus(pool).landing?.first, progress.transferring,
+                if let progress = try TestSupport.poolStatus(pool).landing?.first, progress.transferring == true,
                    progress.landedBytes > 0 {
                     seen.append(progress)
                 }

@@ -21,7 +21,7 @@ import Testing
             defer { if land.isRunning { land.terminate() }; land.waitUntilExit() }
             var shown: [(rate: Double, eta: Double, left: Int64)] = []
             while land.isRunning {
-                if let progress = (try? TestSupport.poolStatus(pool))?.landing?.first, progress.transferring,
+                if let progress = (try? TestSupport.poolStatus(pool))?.landing?.first, progress.transferring == true,
                    let rate = progress.bytesPerSecond, let eta = progress.etaSeconds {
                     shown.append((rate, eta, progress.length - progress.landedBytes))
                 }

@@ -123,7 +123,7 @@ import Testing
                     }
                     let status = try TestSupport.poolStatus(pool)
                     let landing = try #require(status.landing?.first, "\(field) = \(literal): the take is not landing")
-                    #expect(landing.landedBytes == 0 && landing.transferring, "\(field) = \(literal): \(landing)")
+                    #expect(landing.landedBytes == 0 && landing.transferring == true, "\(field) = \(literal): \(landing)")
                     if let rate = landing.bytesPerSecond {
                         // Only the untouched rate survives a hostile value in another field.
                         #expect(field != "bytesPerSecond" && rate == 2_000_000, "\(field) = \(literal): rate \(rate)")

@@ -76,6 +76,7 @@ enum LandCommand {
                 print(String(decoding: try encoder.encode(result), as: UTF8.self))
             } else if result.landed {
                 print("landed \(ByteFormat.human(result.length)) (\(result.length) bytes) at \(result.destination.terminalSafe)")
+                if let failure = result.reserveNotRefilled { CommandLineProgram.printError("warning: " + failure.terminalSafe) }
             } else if result.destination.isEmpty {
                 // Its note cannot be read: no destination to try again.
                 CommandLineProgram.printError("did not land \(result.path.terminalSafe): "

@@ -29,11 +29,14 @@ enum LandingLines {
         let percent = Int(checked: min(max(share, 0), 100)).map { "\($0)%" } ?? "?%"
         var line = "→ \(progress.destination.terminalSafe): \(ByteFormat.human(progress.landedBytes)) of "
             + "\(ByteFormat.human(progress.length)) (\(percent))"
-        if progress.transferring, let rate = progress.bytesPerSecond {
+        switch (progress.transferring, progress.bytesPerSecond) {
+        case (true, let rate?):
             line += Int64(checked: rate).map { ", \(ByteFormat.human($0))/s" } ?? ", rate unknown"
             if let eta = progress.etaSeconds, eta.isFinite { line += String(format: ", %.0f s left", eta) }
-        } else {
-            line += progress.transferring ? ", transferring" : ", waiting"
+        case (true, nil): line += ", transferring"
+        case (false, _): line += ", waiting"
+        case (nil, _):
+            line += "; whether it is transferring is unknown (\((progress.transferringUnknown ?? "no reason given").terminalSafe))"
         }
         if let error = progress.lastError {
             line += "; attempt \(progress.attempts) failed: \(error.terminalSafe)"

@@ -14,6 +14,10 @@ package struct LandingResult: Codable, Sendable, Equatable {
     package var landed: Bool
     /// Why it did not land (it stays in the pool and is retried after a back-off).
     package var error: String?
+    /// Set on a landed result when returning the landed takes' space to the reserve failed
+    /// (not when the pool was busy, which leaves it to a later `land` or `replenish`): why,
+    /// and that `provideo replenish` returns it. The take itself landed.
+    package var reserveNotRefilled: String? = nil
 }
 
 /// Reports a landing's progress, on each transfer's thread: the take's destination, then its
@@ -40,16 +44,25 @@ struct Landing {
 
     /// The recordings waiting to land, in name order, with their progress.
     func progress() throws -> [LandingProgress] {
-        try waiting().map { held in
+        try waiting().compactMap { held in
             let record = LandingRecord.load(forHeld: held.path)
-            let source = try? FileDescriptor.open(held.path, O_RDONLY | O_NOFOLLOW)
-            let transferring = (try? source?.isLockedByOthers(0, 1)) == true
+            // A lander holds the take's first byte (`LandingTransfer`). A take that cannot be
+            // opened or probed is neither transferring nor waiting as far as anyone knows.
+            var transferring: Bool?, unknown: String?
+            do {
+                transferring = try FileDescriptor.open(held.path, O_RDONLY | O_NOFOLLOW).isLockedByOthers(0, 1)
+            } catch let error as ProVideoError where error.errno == ENOENT {
+                return nil  // landed since it was listed
+            } catch {
+                unknown = (error as? ProVideoError)?.message ?? "\(error)"
+            }
             // The record's rate is range-checked (`LandingRecord.decode`); below a byte a second
             // (a chunk in 97 days) it is no rate a transfer sustained, and its time left no time.
             let rate = record.bytesPerSecond.flatMap { $0 >= 1 ? $0 : nil }
             let landed = min(record.landed, held.length)
             return LandingProgress(path: held.path, destination: held.destination, length: held.length,
-                                   landedBytes: landed, transferring: transferring, bytesPerSecond: rate,
+                                   landedBytes: landed, transferring: transferring, transferringUnknown: unknown,
+                                   bytesPerSecond: rate,
                                    etaSeconds: rate.map { Double(held.length - landed) / $0 },
                                    attempts: record.attempts, lastError: record.lastError,
                                    nextAttemptAt: record.nextAttemptAt)
@@ -58,7 +71,8 @@ struct Landing {
 
     /// Lands the recordings waiting to land, `parallel` at a time, each on a thread at idle I/O
     /// and CPU priority (`IdlePriority`), then returns their space to the reserve (`replenish`, when the
-    /// pool is not busy; a later `land` or `replenish` does it otherwise).
+    /// pool is not busy; a later `land` or `replenish` does it otherwise; a failure is named on
+    /// each landed result, `reserveNotRefilled`).
     /// - Parameters:
     ///   - rate: a cap for each transfer, in bytes per second; nil for none.
     ///   - dueOnly: skip recordings whose back-off after a failure has not run out.
@@ -149,12 +163,29 @@ struct Landing {
             }
         }
         threads.forEach { $0.join() }
-        let done = results.withLock { $0 }
-        if done.contains(where: \.landed) { try? replenish() }
+        var done = results.withLock { $0 }
+        if done.contains(where: \.landed), let failure = Self.refillFailure(replenish) {
+            for index in done.indices where done[index].landed { done[index].reserveNotRefilled = failure }
+        }
         let unknown = dueOnly ? [] : try held().filter { $0.noteUnreadable == true }.map {
             LandingResult(path: $0.path, destination: $0.destination, length: $0.length, landed: false, error: $0.reason)
         }
         return done + unknown
+    }
+
+    /// Why returning landed takes' space to the reserve failed; nil when it was returned or
+    /// when the pool was busy (`.busy`: a resize or another replenish runs, and the next
+    /// `land` or `replenish` returns it).
+    static func refillFailure(_ replenish: () throws -> Void) -> String? {
+        do {
+            try replenish()
+            return nil
+        } catch let error as ProVideoError where error.code == .busy {
+            return nil
+        } catch {
+            return "its space was not returned to the reserve (\((error as? ProVideoError)?.message ?? "\(error)")): "
+                + "`provideo replenish` returns it"
+        }
     }
 
     /// Takes one of the fleet's slots, waiting while every slot is held: a second at a time, on

@@ -8,8 +8,10 @@ package struct LandingProgress: Codable, Sendable, Equatable {
     package var length: Int64
     /// Bytes copied to the destination and flushed so far.
     package var landedBytes: Int64
-    /// Whether a `provideo land` process is transferring it now.
-    package var transferring: Bool
+    /// Whether a `provideo land` process is transferring it now; nil when that cannot be told
+    /// (the take cannot be opened or its lock probed: `transferringUnknown` says why).
+    package var transferring: Bool?
+    package var transferringUnknown: String?
     /// The transfer's rate sustained since its attempt started (sleeps of `land --rate` and
     /// flushes included), in bytes per second, as of its last chunk.
     package var bytesPerSecond: Double?

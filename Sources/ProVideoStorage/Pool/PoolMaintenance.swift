@@ -181,10 +181,18 @@ extension Pool {
             note.destination = ""
         }
         if !(0...Pool.maximumCapacity).contains(note.length) {
-            // An impossible length: the file's own size stands in (sizes come from `fstat`).
-            let size = (try? FileSystem.facts(note.path)).map { Int64(clamping: $0.size) } ?? 0
-            note.reason = "its note is corrupt (length \(note.length)); the file has \(size) bytes. " + note.reason
-            note.length = size
+            // An impossible length: the file's own size stands in (sizes come from `fstat`);
+            // one that cannot be read is said, not shown as 0 (`checkedLength` refuses a move
+            // either way).
+            let corrupt = "its note is corrupt (length \(note.length))"
+            do {
+                note.length = Int64(clamping: try FileSystem.facts(note.path).size)
+                note.reason = "\(corrupt); the file has \(note.length) bytes. " + note.reason
+            } catch {
+                note.reason = "\(corrupt) and the file's size cannot be read (\((error as? ProVideoError)?.message ?? "\(error)")). "
+                    + note.reason
+                note.length = 0
+            }
         }
         return note
     }

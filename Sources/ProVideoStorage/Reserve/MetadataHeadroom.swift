@@ -55,8 +55,13 @@ struct MetadataSpare: Sendable, Equatable {
     let path: String
 
     /// Bytes the spare holds (0 when it is missing).
-    func size() -> Int64 {
-        (try? FileSystem.facts(path)).map { Int64($0.size) } ?? 0
+    /// - Throws: statx's error other than ENOENT: what it holds is then unknown.
+    func size() throws -> Int64 {
+        do {
+            return Int64(clamping: try FileSystem.facts(path).size)
+        } catch let error as ProVideoError where error.errno == ENOENT {
+            return 0
+        }
     }
 
     /// Gives the spare's blocks and its inode back to the filesystem. Returns false when there
@@ -74,11 +79,10 @@ struct MetadataSpare: Sendable, Equatable {
         return true
     }
 
-    /// Grows the spare to `bytes` with fallocate(2), best effort (a full filesystem leaves it
-    /// as it was).
+    /// Grows the spare to `bytes` with fallocate(2), best effort (a full filesystem, or a spare
+    /// whose size cannot be read, leaves it as it was).
     func refill(to bytes: Int64, _ calls: SystemCalls, access: PoolAccess) {
-        let current = size()
-        guard bytes > current, let fd = try? access.openCreating(path, O_RDWR) else { return }
+        guard let current = try? size(), bytes > current, let fd = try? access.openCreating(path, O_RDWR) else { return }
         if calls.fallocate(fd.rawValue, false, current, bytes - current) != 0 { _ = calls.ftruncate(fd.rawValue, current) }
     }
 

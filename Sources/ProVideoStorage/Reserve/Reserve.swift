@@ -75,7 +75,7 @@ struct Reserve {
         // Rolled back first, so the space reported free no longer counts what the call kept.
         let undone = Result { try rollBack(fd, to: oldSize) }
         let failure = rc == -ENOSPC || rc == -EDQUOT
-            ? Self.notEnoughSpace(needed: needed, available: (try? usableBytes(reaching: newSize)) ?? 0, errno: -rc, path: path)
+            ? Self.notEnoughSpace(needed: needed, available: Result { try usableBytes(reaching: newSize) }, errno: -rc, path: path)
             : ProVideoError.system("fallocate", errno: -rc, path: path)
         throw Rollback.keepingFirst(failure, restoring: "\(path)'s size (\(oldSize) bytes)") { try undone.get() }
     }
@@ -87,14 +87,14 @@ struct Reserve {
     /// - Throws: `.notEnoughSpace` with the missing bytes.
     func requireSpace(_ needed: Int64, reaching size: Int64) throws {
         let available = try usableBytes(reaching: size)
-        if needed > available { throw Self.notEnoughSpace(needed: needed, available: available, errno: ENOSPC, path: path) }
+        if needed > available { throw Self.notEnoughSpace(needed: needed, available: .success(available), errno: ENOSPC, path: path) }
     }
 
     /// The filesystem's free bytes (statfs `f_bavail`) less the headroom the pool keeps for its
     /// own files with a reserve of `size` bytes (the part its spare does not already hold).
     func usableBytes(reaching size: Int64) throws -> Int64 {
         let available = try StorageFacts.availableBytes(FileSystem.parent(of: path))
-        let held = access.spare?.size() ?? 0
+        let held = try access.spare?.size() ?? 0
         return max(available - max(headroom(reaching: size) - held, 0), 0)
     }
 
@@ -103,13 +103,20 @@ struct Reserve {
         MetadataHeadroom.bytes(blockSize: blockSize, directIOBlock: unit, capacity: size, btrfs: isBtrfs)
     }
 
-    private static func notEnoughSpace(needed: Int64, available: Int64, errno: Int32, path: String) -> ProVideoError {
-        let missing = max(needed - available, 0)
-        return ProVideoError(.notEnoughSpace,
-                             "the filesystem cannot allocate \(ByteFormat.human(needed)) for the reserve: "
-                             + "\(ByteFormat.human(available)) usable (free space less the pool's room for its own "
-                             + "files), \(ByteFormat.human(missing)) (\(missing) bytes) missing; nothing was changed",
-                             errno: errno, path: path)
+    /// `available`: the usable bytes, or why they could not be read (then said, not shown as 0).
+    private static func notEnoughSpace(needed: Int64, available: Result<Int64, Error>, errno: Int32,
+                                       path: String) -> ProVideoError {
+        let usable: String
+        switch available {
+        case .success(let bytes):
+            let missing = max(needed - bytes, 0)
+            usable = "\(ByteFormat.human(bytes)) usable (free space less the pool's room for its own files), "
+                + "\(ByteFormat.human(missing)) (\(missing) bytes) missing"
+        case .failure(let error):
+            usable = "the usable space cannot be read (\((error as? ProVideoError)?.message ?? "\(error)"))"
+        }
+        return ProVideoError(.notEnoughSpace, "the filesystem cannot allocate \(ByteFormat.human(needed)) for the reserve: "
+                             + usable + "; nothing was changed", errno: errno, path: path)
     }
 
     /// The reserve's data extents (FIEMAP): bytes mapped below its size, and the end of its
