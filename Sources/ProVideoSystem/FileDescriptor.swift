@@ -1,18 +1,33 @@
 import CProVideo
 import Glibc
 
-/// An owned file descriptor, closed on deinit. The thin layer under the library: each method is
-/// one system call whose failure becomes a `ProVideoError` naming the call and the path.
+/// An owned file descriptor, closed on deinit (whose close(2) error nobody could act on) unless
+/// `close(_:)` closed it first. The thin layer under the library: each method is one system
+/// call whose failure becomes a `ProVideoError` naming the call and the path.
 package final class FileDescriptor {
     package let rawValue: Int32
     package let path: String
+    private var isClosed = false
 
     private init(rawValue: Int32, path: String) {
         self.rawValue = rawValue
         self.path = path
     }
 
-    deinit { Glibc.close(rawValue) }
+    deinit { if !isClosed { Glibc.close(rawValue) } }
+
+    /// close(2), read where it can matter: after the writes of a file whose content is the
+    /// point, before it is published, since NFS and FUSE filesystems (GlusterFS's write-behind)
+    /// may report a failed write only there. The descriptor is released even when close
+    /// fails (man 2 close: retrying, even after EINTR, may close another thread's new file).
+    /// - Throws: close(2)'s errno (`ProVideoError.system`). Closing twice traps: the number may
+    ///   already be another file's.
+    package func close(_ calls: SystemCalls) throws {
+        precondition(!isClosed, "\(path) closed twice")
+        isClosed = true
+        let rc = calls.close(rawValue)
+        if rc < 0 { throw ProVideoError.system("close", errno: -rc, path: path) }
+    }
 
     /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`. A path inside a confined directory
     /// is opened beneath it without following any link (`Confinement`), and must be

@@ -34,6 +34,9 @@ package struct SystemCalls: Sendable {
     /// 0 lets the look go on, an errno fails it as statx(2) would (EIO on a failing disk, EACCES
     /// through a root-squashed NFS mount). The live value is 0.
     package var lookAt: @Sendable (_ path: String) -> Int32 = { _ in 0 }
+    /// close(2) where its error is read (`FileDescriptor.close(_:)`): NFS and FUSE filesystems
+    /// report there a write-back that failed. The descriptor is released either way.
+    package var close: @Sendable (_ fd: Int32) -> Int32 = { fd in Glibc.close(fd) == 0 ? 0 : -Glibc.errno }
     /// copy_file_range(2) between explicit offsets.
     package var copyFileRange: @Sendable (_ fdIn: Int32, _ offsetIn: Int64, _ fdOut: Int32, _ offsetOut: Int64, _ length: Int) -> Int
     /// Sees the `res` of every io_uring write completion (the CQE) before the engine does, with

@@ -23,6 +23,8 @@ enum DurableFile {
             try bytes.withUnsafeBytes { try fd.writeAll($0, at: 0, calls) }
             let rc = calls.fsync(fd.rawValue)
             if rc < 0 { throw ProVideoError.system("fsync", errno: -rc, path: temporary) }
+            // A temporary whose close failed is not renamed over what the file held.
+            try fd.close(calls)
             try FileSystem.rename(temporary, path)
         } catch {
             try? FileSystem.remove(temporary)
