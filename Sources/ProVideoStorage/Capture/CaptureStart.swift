@@ -17,26 +17,38 @@ import ProVideoJournal
 ///    file is given back and removed, then the capture's files are removed (`progress`, its
 ///    liveness lock, last), then what is owed is paid to the reserve.
 /// A killed capture is salvaged the same way from its last committed length.
-extension Pool {
-    /// Starts a capture that will move its recording to `destination`. Several captures, from
-    /// one process or many, may run in one pool at once (up to the pool's `maxCaptures`), each
-    /// admitted against the pool's bandwidth.
-    /// - Throws: `.busy` (a resize is running, or the pool's `maxCaptures` captures are);
-    ///   `.bandwidthExceeded` when the running captures' bitrates and this one's exceed the
-    ///   admissible bandwidth (unless `options.admitOverBandwidth`); `.notEnoughSpace` when the
-    ///   remaining capacity is 0 or the filesystem has no room or inode for the capture's own
-    ///   files; `.invalidDestination` when the destination's directory does not exist, is not a
-    ///   directory or is not writable, or the destination is inside the pool;
-    ///   `.destinationExists`; `.invalidArgument` for a negative `options.bitrate`.
-    public func startCapture(to destination: String, options: CaptureOptions = CaptureOptions()) throws -> Capture {
-        try startCapture(to: destination, options: options, owner: nil)
-    }
+///
+/// A value the pool hands what it needs (`Pool.captureStart`): its directory, layout, lock,
+/// access rules and system calls, and as closures what only the pool holds (its configuration,
+/// which a start reloads; its dead captures' salvage; the takes waiting to land, which no new
+/// take may claim; its busy error).
+struct CaptureStart {
+    /// The pool's directory.
+    let path: String
+    let layout: PoolLayout
+    let lock: PoolLock
+    let access: PoolAccess
+    let calls: SystemCalls
+    /// The pool's direct-I/O alignment for writes, in bytes.
+    let alignment: Int
+    let slowestGrant: SlowestGrant
+    let completion: CaptureCompletion
+    /// The pool's `Reserve` value for a file (`Pool.reserve`).
+    let reserve: (String) -> Reserve
+    /// Reloads `pool.json` and keeps it as the pool's configuration (another process may have
+    /// resized the pool since it was opened).
+    let reloadConfiguration: () throws -> PoolConfiguration
+    /// Salvages the captures whose recorder died (`Pool.salvageDeadCaptures`), under the
+    /// mutation lock.
+    let salvageDeadCaptures: () throws -> Void
+    /// The held recordings waiting to land (`Landing.waiting`) and the hint a refusal adds
+    /// when they hold space the reserve needs (`Landing.hint`).
+    let waitingToLand: () throws -> [HeldRecording]
+    let landingHint: () -> String
+    let busyError: (_ busy: BusyReasons, _ action: String) -> ProVideoError
 
-    /// `startCapture(to:options:)` run by root for another user (`provideo mount
-    /// --allow-other`): the capture is `owner`'s, as if that user had started it (its directory
-    /// and file are theirs, `RecordingOwner`), so its finish and salvage place the recording
-    /// only where that user could, and the recording is theirs. Without root, `owner` must be nil.
-    package func startCapture(to destination: String, options: CaptureOptions, owner: uid_t?) throws -> Capture {
+    /// `Pool.startCapture(to:options:owner:)`, which says what it throws.
+    func start(to destination: String, options: CaptureOptions, owner: uid_t?) throws -> Capture {
         if owner != nil && !ProcessIdentity.isRoot {
             throw ProVideoError(.permissionDenied, "only root starts a capture for another user", path: destination)
         }
@@ -47,7 +59,7 @@ extension Pool {
         let destination = try CaptureDestination(poolDirectory: path).resolve(destination)
         let claim = try CaptureClaim(poolLockPath: layout.lock, access: access)
         let files = layout.capture(Self.newCaptureID())
-        var journal = CaptureJournal(id: files.id, destination: destination, alignment: directIOAlignment.io,
+        var journal = CaptureJournal(id: files.id, destination: destination, alignment: alignment,
                                      bitrate: options.bitrate, engine: "", phase: .starting,
                                      startedAt: Date().timeIntervalSince1970, pid: ProcessIdentity.pid)
         journal.landInBackground = try options.landing.landsInBackground(destination, poolDirectory: path)
@@ -61,28 +73,28 @@ extension Pool {
         // The start's bytes in the capture's file that the reserve still holds, until the
         // granter's cutter takes them.
         var uncut: Int64 = 0
-        try lock.withMutation {
+        let configuration = try lock.withMutation { () throws -> PoolConfiguration in
             let busy = try lock.heldByOthers()
             guard !busy.contains(.adjustingCapacity), try claim.holdCapturing() else {
-                throw busyError(busy.subtracting(.replenishing), action: "start a capture")
+                throw busyError(busy.subtracting(.replenishing), "start a capture")
             }
             do {
-                try salvageDeadCaptures(control: .none)
-                configuration = try PoolConfiguration.load(layout.configuration)
+                try salvageDeadCaptures()
                 // The capacity now, not at open: another process may have resized the pool.
-                step = options.grantStep(unit: reserveFile.unit, capacity: configuration.initialCapacity)
+                let current = try reloadConfiguration()
+                step = options.grantStep(unit: reserveFile.unit, capacity: current.initialCapacity)
                 let census = try CaptureCensus.take(of: layout, calls)
-                try CaptureDestination.refuseTaken(destination, running: census.running, waiting: try landing.waiting())
-                let admission = CaptureAdmission(captureLimit: configuration.captureLimit, bandwidth: configuration.bandwidth,
+                try CaptureDestination.refuseTaken(destination, running: census.running, waiting: try waitingToLand())
+                let admission = CaptureAdmission(captureLimit: current.captureLimit, bandwidth: current.bandwidth,
                                                  poolPath: path, capturesDirectory: layout.captures)
                 try admission.admit(options, running: census.running, undecided: census.undecided, journal: &journal)
                 let reserveSize = try reserveFile.size()
                 guard reserveSize > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
                                         + (census.running.isEmpty ? "" : " (\(census.running.count) running capture(s) hold it)")
-                                        + "; run `provideo replenish` or `provideo resize`" + landing.hint(), path: path)
+                                        + "; run `provideo replenish` or `provideo resize`" + landingHint(), path: path)
                 }
-                try createCaptureFiles(files, journal, claim: claim, owner: owner)
+                try createCaptureFiles(files, journal, claim: claim, owner: owner, btrfs: current.storage.isBtrfs)
                 CrashPoint.hit("capture.journaled")
                 let data = try FileDescriptor.open(files.data, O_RDWR)
                 // The lead the granter keeps: a capture that started with less depended on its
@@ -103,6 +115,7 @@ extension Pool {
                 }
                 try FileSystem.syncDirectory(files.directory, calls)
                 try FileSystem.syncDirectory(layout.captures, calls)
+                return current
             } catch {
                 throw abandonStart(after: error, uncut: uncut, grants, files, claim)
             }
@@ -127,13 +140,13 @@ extension Pool {
             let host = CaptureHost(
                 calls: calls, optimalIOSize: configuration.storage.device.optimalIOSize, reserve: reserveFile,
                 spare: access.spare,
-                complete: { files, journal, length, control in
-                    let placement = try self.completion.complete(files, journal: journal, length: length, control: control)
+                complete: { [completion] files, journal, length, control in
+                    let placement = try completion.complete(files, journal: journal, length: length, control: control)
                     // A take kept in the pool is finished, and `finish` says why it is there.
                     if let problem = placement.problem { throw problem }
                     return (placement.path, placement.landing)
                 },
-                discard: { files in try self.completion.discard(files) })
+                discard: { [completion] files in try completion.discard(files) })
             let capture = try Capture(host: host, files: files, journal: journal, claim: claim, data: data,
                                       granter: started, options: options)
             journal.engine = capture.statistics.engine
@@ -174,19 +187,19 @@ extension Pool {
     /// with one more left for the later steps (a journal rewrite). The rewrites' blocks come
     /// from the pool's spare when the filesystem is full. Locks the capture for `claim`.
     private func createCaptureFiles(_ files: CaptureFiles, _ journal: CaptureJournal, claim: CaptureClaim,
-                                    owner: uid_t?) throws {
+                                    owner: uid_t?, btrfs: Bool) throws {
         let stepsAfterStart: Int64 = 1
         do {
             try access.makeDirectory(layout.captures)
             try access.makeDirectory(files.directory, keepingOwner: true)
             let commitBytes = Int64(CaptureJournal.commitFileLength)
-            for (file, bytes) in [(files.progress, Int64(directIOAlignment.io)), (files.commit, commitBytes)] {
+            for (file, bytes) in [(files.progress, Int64(alignment)), (files.commit, commitBytes)] {
                 let fd = try access.openCreating(file, O_RDWR)
                 let rc = calls.fallocate(fd.rawValue, false, 0, bytes)
                 if rc < 0 { throw ProVideoError.system("fallocate", errno: -rc, path: file) }
             }
             try claim.holdCapture(files)
-            let data = try reserve(files.data).open(create: true, nocow: configuration.storage.isBtrfs, recorders: true)
+            let data = try reserve(files.data).open(create: true, nocow: btrfs, recorders: true)
             if let owner {
                 // Made by root, empty and in a directory only the pool's members enter: given
                 // to its user before a byte is written, as if that user had made them.
@@ -199,13 +212,19 @@ extension Pool {
         } catch {
             CaptureCompletion.removeFiles(of: files)
             guard let failure = error as? ProVideoError, failure.code == .notEnoughSpace else { throw error }
-            let outOfInodes = (try? FileSystem.freeInodes(path)).map { $0 < stepsAfterStart + 5 } ?? false
             var refusal = failure
-            refusal.message = outOfInodes
-                ? "the filesystem of \(path) has too few free inodes for a capture's own files (it needs 6; "
-                    + "`df -i` shows them); delete some files there and try again: nothing was recorded"
-                : "the filesystem of \(path) has no room for a capture's own files (\(failure.message)); free some "
-                    + "space there and try again: nothing was recorded"
+            let space = "the filesystem of \(path) has no room for a capture's own files (\(failure.message)); free some "
+                + "space there and try again: nothing was recorded"
+            do {
+                refusal.message = try FileSystem.freeInodes(path) < stepsAfterStart + 5
+                    ? "the filesystem of \(path) has too few free inodes for a capture's own files (it needs 6; "
+                        + "`df -i` shows them); delete some files there and try again: nothing was recorded"
+                    : space
+            } catch {
+                // Which of the two ran out is unknown: both are said.
+                refusal.message = space + "; its free inodes cannot be read (\((error as? ProVideoError)?.message ?? "\(error)")), "
+                    + "so `df -i` there may show that it ran out of inodes instead"
+            }
             throw refusal
         }
     }
