@@ -95,6 +95,8 @@ package enum Benchmark {
         }
         landerChecked = true
         try lander?.stop(log: log)
+        // Numbers labelled noisy that ran without the noise would mislead: no report.
+        if let early = neighbour?.exitedEarly { throw BenchError(early + "; no report") }
         var report = BenchReport(plan: plan, runs: runs, repeatCount: settings.repeats,
                                  noise: settings.landTo != nil ? "land" : settings.noise ? "writer" : "none",
                                  frameTrace: settings.frameTrace)

@@ -71,6 +71,20 @@ package enum Sizing {
         package func poolBytesPerStream(capacity: Int64) -> Int64 {
             segmentBytes + 3 * captureOptions.bytesHeldAhead(unit: 1, capacity: capacity) + (16 << 20)
         }
+
+        /// The capacity of a scratch pool for at most `wanted` streams on a filesystem with
+        /// `free` bytes, in bytes: room is left for the neighbour's file (`noiseBytes`), 4 GiB
+        /// to spare, and each stream's grants in flight, a step for each of its two captures
+        /// (a grant allocates in the capture's file before it cuts the reserve, so for a moment
+        /// the filesystem holds both: `ReserveGrants.allocate`). Without that room the
+        /// filesystem fills during the trials, and grants and the neighbour meet ENOSPC: the
+        /// answer would measure a full disk. At least 64 MiB.
+        package func scratchPoolBytes(free: Int64, noiseBytes: Int64, wanted: Int) -> Int64 {
+            let perStream = poolBytesPerStream(capacity: .max)
+            let inFlight = 2 * captureOptions.grantStep(unit: 1, capacity: .max)
+            let fits = max(free - noiseBytes - (4 << 30), 0) / (perStream + inFlight)
+            return max(min(Int64(wanted), fits) * perStream, 64 << 20)
+        }
     }
 
     /// One trial: `streams` captures at once.

@@ -253,7 +253,7 @@ MUTATIONS = [
      "        let lengths = commitSlots.map { Int($0) }.filter { $0 + commitRecordLength <= bytes.count }.compactMap {",
      "aCutCommitFileProvesNothing"),
     ("two takes admitted to one destination", S + "Capture/CaptureStart.swift",
-     "                try CaptureDestination.refuseTaken(destination, running: census.running, waiting: try landing.waiting())\n",
+     "                try CaptureDestination.refuseTaken(destination, running: census.running, waiting: try waitingToLand())\n",
      "",
      "aTakensDestinationIsRefused|aRunningCapturesDestinationIsRefused"),
     # Whom root acts as, and the pool's files as input (issue 38).
@@ -362,6 +362,27 @@ MUTATIONS = [
      "    provideo_sink_size_from_stream(self);\n",
      "",
      "anUnsetBitrateIsMeasuredFromTheStream"),
+    # Acting on proof, the remaining try? (stop 57).
+    ("a landing's failed refill dropped (try?)", S + "Landing/Landing.swift",
+     "        if done.contains(where: \\.landed), let failure = Self.refillFailure(replenish) {\n",
+     "        if done.contains(where: \\.landed), let failure = Optional(try? replenish()).flatMap({ _ in String?.none }) {\n",
+     "aLandingWhoseSpaceCannotBeReturnedSaysSo"),
+    ("a take whose lock cannot be probed shown as waiting", S + "Landing/Landing.swift",
+     "                unknown = (error as? ProVideoError)?.message ?? \"\\(error)\"\n",
+     "                transferring = false\n",
+     "aTakeWhoseLockCannotBeProbedIsUnknownNotWaiting"),
+    ("a state file's close error ignored", S + "Pool/DurableFile.swift",
+     "            try fd.close(calls)\n",
+     "",
+     "aTemporaryWhoseCloseFailsIsNotRenamedOverTheFile"),
+    ("the noise writer stops at a full filesystem", "Tools/BenchKit/NoiseWriter.swift",
+     "                case ENOSPC, EDQUOT:\n",
+     "                case EDQUOT:\n",
+     "aFullFilesystemStartsTheFileAgainAndTheWritingGoesOn"),
+    ("a scratch pool sized without the grants in flight", "Tools/BenchKit/Sizing.swift",
+     "            let fits = max(free - noiseBytes - (4 << 30), 0) / (perStream + inFlight)\n",
+     "            let fits = max(free - noiseBytes - (4 << 30), 0) / (perStream + 0 * inFlight)\n",
+     "theScratchPoolLeavesRoomForTheNeighbourAndTheGrantsInFlight"),
 ]
 
 

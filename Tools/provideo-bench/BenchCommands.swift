@@ -178,9 +178,10 @@ enum BenchCommands {
         // A pool must hold --streams-min; a scratch pool holds the most streams asked for (64 when
         // the bandwidth decides) or what the free space allows. The search stays within what
         // the pool holds.
-        let wanted = Int64(streamsMaxOption ?? 64)
+        let wanted = streamsMaxOption ?? 64
         let noiseBytes: Int64 = noise == "writer" ? 4 << 30 : noise == "land" ? 4 << 30 : 0
-        let scratchBytes = min(wanted * settings.poolBytesPerStream(capacity: .max), Self.scratchLimit(noiseBytes: noiseBytes))
+        let scratchBytes = settings.scratchPoolBytes(free: try Self.freeBytes("/var/tmp"), noiseBytes: noiseBytes,
+                                                     wanted: wanted)
         let workspace = try BenchWorkspace(path: poolPath, scratchBytes: scratchBytes, log: log) { capacity in
             Int64(streamsMin) * settings.poolBytesPerStream(capacity: capacity)
         }
@@ -238,6 +239,8 @@ enum BenchCommands {
                                             noise: noise, log: log)
         landerChecked = true
         try lander?.stop(log: log)
+        // Trials labelled noisy that ran without the noise would mislead: no answer.
+        if let early = neighbour?.exitedEarly { throw BenchError(early + "; no answer") }
         if let plotPath {
             // The runs are the answer's trial and the smallest number that failed, in that order.
             var plotted = runs
@@ -279,12 +282,12 @@ enum BenchCommands {
                      report.estimate, report.seconds))
     }
 
-    /// The largest scratch pool a sizing run creates: the free space under /var/tmp less the
-    /// neighbour's file and 4 GiB to spare.
-    private static func scratchLimit(noiseBytes: Int64) -> Int64 {
-        let attributes = try? FileManager.default.attributesOfFileSystem(forPath: "/var/tmp")
-        let free = (attributes?[.systemFreeSize] as? NSNumber)?.int64Value ?? 0
-        return max(free - noiseBytes - (4 << 30), 64 << 20)
+    /// Free bytes on the filesystem of `path` (a scratch pool's home).
+    /// - Throws: `BenchError` when they cannot be read: a scratch pool is not sized on a guess.
+    private static func freeBytes(_ path: String) throws -> Int64 {
+        guard let free = (try FileManager.default.attributesOfFileSystem(forPath: path)[.systemFreeSize] as? NSNumber)?
+            .int64Value else { throw BenchError("the free space under \(path) cannot be read") }
+        return free
     }
 
     static func calibrate(_ poolPath: String?, _ arguments: inout Arguments) throws {

@@ -72,7 +72,7 @@ public struct CaptureOptions: Sendable {
     /// The grant size in bytes, rounded up to `unit` (the reserve's allocation unit). The
     /// default is also at most a sixteenth of the pool's `capacity`, so that a small pool is
     /// shared in small steps.
-    func grantStep(unit: Int64, capacity: Int64) -> Int64 {
+    package func grantStep(unit: Int64, capacity: Int64) -> Int64 {
         let wanted = grantSize ?? min(max(bitrate / 8 * 2, 16 << 20), 1 << 30, max(capacity / 16, unit))
         return max((wanted + unit - 1) / unit * unit, unit)
     }
