@@ -41,10 +41,9 @@ package struct GlusterVolume {
             try FileManager.default.createDirectory(atPath: volume.brick, withIntermediateDirectories: true)
             try "\(volume.name)".write(toFile: scratch + "/volume", atomically: true, encoding: .utf8)
             let host = ProcessInfo.processInfo.hostName
-            try TestSupport.shell("\(cli) volume create \(volume.name) \(host):\(volume.brick) force")
-            defer { _ = try? TestSupport.shell("\(cli) volume delete \(volume.name)") }
-            try TestSupport.shell("\(cli) volume start \(volume.name)")
-            defer { _ = try? TestSupport.shell("\(cli) volume stop \(volume.name) force") }
+            try waitingForGlusterd("\(cli) volume create \(volume.name) \(host):\(volume.brick) force")
+            defer { remove(volume.name) }
+            try waitingForGlusterd("\(cli) volume start \(volume.name)")
             daemonizing("mount -t glusterfs \(host):/\(volume.name) \(volume.mountPoint)", log: scratch + "/mount.log")
             defer { _ = try? TestSupport.shell("umount \(volume.mountPoint) || umount -l \(volume.mountPoint)") }
             try waitFor("the GlusterFS mount at \(volume.mountPoint) (\(logText(scratch + "/mount.log")))", seconds: 30) {
@@ -113,8 +112,46 @@ package struct GlusterVolume {
         }
     }
 
-    /// Unmounts, stops and deletes the volumes of test processes that are gone.
+    /// Runs a gluster command, again while glusterd is busy with another transaction (another
+    /// test process's volume; its lock is held for the length of one command), for up to 30 s.
+    /// - Throws: the command's failure for any other reason, or its last one.
+    private static func waitingForGlusterd(_ command: String) throws {
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while true {
+            let result = try TestSupport.run("/bin/sh", ["-c", command + " 2>&1"])
+            guard result.status != 0 else { return }
+            let busy = result.stdout.contains("Another transaction is in progress") || result.stdout.contains("Locking failed")
+            guard busy, Date() < deadline else {
+                throw ProVideoError(.ioError, "`\(command)` failed (status \(result.status)): \(result.stdout)")
+            }
+            usleep(500_000)
+        }
+    }
+
+    /// Stops and deletes `name` until glusterd no longer knows it, for up to 30 s: glusterd
+    /// refuses a command while another transaction holds its lock ("Another transaction is in
+    /// progress"), and a delete whose failure was ignored left volumes behind whose scratch
+    /// directory was gone.
+    private static func remove(_ name: String) {
+        let deadline = Date(timeIntervalSinceNow: 30)
+        while (try? TestSupport.run("/bin/sh", ["-c", "\(cli) volume info \(name) >/dev/null 2>&1"]))?.status == 0,
+              Date() < deadline {
+            _ = try? TestSupport.run("/bin/sh", ["-c", "\(cli) volume stop \(name) force; \(cli) volume delete \(name)"])
+            usleep(200_000)
+        }
+    }
+
+    /// Unmounts, stops and deletes the volumes of test processes that are gone: those with a
+    /// scratch directory, then any `pvtest-<pid>-…` volume glusterd still knows whose process is gone.
     private static func clearStale() {
+        defer {
+            let volumes = answers() ? ((try? TestSupport.shell("\(cli) volume list")) ?? "") : ""
+            for name in volumes.split(separator: "\n").map(String.init) where name.hasPrefix("pvtest-") {
+                guard let pid = name.split(separator: "-").dropFirst().first.flatMap({ Int32($0) }),
+                      pid != getpid(), kill(pid, 0) != 0 else { continue }
+                remove(name)
+            }
+        }
         let base = "/tmp/provideo-tests"
         for name in (try? FileManager.default.contentsOfDirectory(atPath: base)) ?? [] where name.hasPrefix("gluster") {
             let scratch = "\(base)/\(name)"
@@ -122,7 +159,7 @@ package struct GlusterVolume {
             if let owner, owner == getpid() || kill(owner, 0) == 0 { continue }
             _ = try? TestSupport.shell("umount -l \(scratch)/mnt 2>/dev/null; true")
             if let volume = try? String(contentsOfFile: scratch + "/volume", encoding: .utf8), answers() {
-                _ = try? TestSupport.shell("\(cli) volume stop \(volume) force; \(cli) volume delete \(volume); true")
+                remove(volume)
             }
             TestSupport.removeTree(scratch)
         }
