@@ -426,3 +426,9 @@ int pv_statx_at(int dirfd, const char *name, pv_file_facts *out) {
 
 const int pv_O_DIRECT = O_DIRECT;
 const int pv_O_PATH = O_PATH;
+
+int pv_name_this_thread(const char *name) {
+    char cut[16];
+    snprintf(cut, sizeof cut, "%s", name);
+    return -pthread_setname_np(pthread_self(), cut);
+}

@@ -1,5 +1,5 @@
 import CProVideoAPI
-import Foundation
+import FoundationEssentials
 import ProVideoStorage
 import Synchronization
 
@@ -7,13 +7,13 @@ import Synchronization
 /// and the Swift objects are used from one thread at a time (`Capture` says so), so calls on
 /// one handle are serialized here.
 final class PoolHandle: @unchecked Sendable {
-    let lock = NSLock()
+    let lock = ThreadLock()
     let pool: Pool
     init(_ pool: Pool) { self.pool = pool }
 }
 
 final class CaptureHandle: @unchecked Sendable {
-    let lock = NSLock()
+    let lock = ThreadLock()
     let capture: Capture
     /// Finished or cancelled through the API: `close` need not cancel it.
     var ended = false

@@ -1,6 +1,6 @@
-import Foundation
 import Glibc
 import ProVideoSystem
+import Synchronization
 
 /// The fallback engine: one writer thread runs queued requests with pwrite(2) and
 /// fdatasync(2) (through `SystemCalls`, so faults can be injected) and reports each result as
@@ -10,18 +10,18 @@ package final class PwriteEngine: WriteEngine {
     /// Requests queued on the caller's thread, handed to the writer by `submit()`.
     private var queued: [WriterQueue.Request]
     private let writer: WriterQueue
-    private var thread: Thread?
 
-    package init(queueDepth: Int, calls: SystemCalls) {
+    /// - Throws: `.ioError` when the writer thread cannot be started (pthread_create(3)).
+    package init(queueDepth: Int, calls: SystemCalls) throws {
         queued = []
         queued.reserveCapacity(queueDepth)
         let writer = WriterQueue(queueDepth: queueDepth, calls: calls)
         self.writer = writer
         // The thread holds the queue, not the engine, so dropping the engine stops it.
-        let thread = Thread { writer.run() }
-        thread.name = "provideo-writer"
-        self.thread = thread
-        thread.start()
+        try DetachedThread.start(name: "provideo-writer") {
+            writer.run()
+            writer.finished.store(true, ordering: .releasing)
+        }
     }
 
     deinit { _ = shutdown(waitNanoseconds: 10_000_000_000) }
@@ -52,7 +52,7 @@ package final class PwriteEngine: WriteEngine {
     package func shutdown(waitNanoseconds: Int64) -> Bool {
         writer.stop()
         let deadline = MonotonicTime.now() + UInt64(max(waitNanoseconds, 0))
-        while thread?.isFinished == false {
+        while !writer.finished.load(ordering: .acquiring) {
             guard MonotonicTime.now() < deadline else { return false }
             MonotonicTime.sleep(microseconds: 100)
         }
@@ -79,6 +79,8 @@ private final class WriterQueue: @unchecked Sendable {
     private var submitted: [Request]
     private var completed: [EngineCompletion]
     private var stopping = false
+    /// Set by the writer thread once `run` has returned.
+    let finished = Atomic(false)
 
     package init(queueDepth: Int, calls: SystemCalls) {
         self.calls = calls

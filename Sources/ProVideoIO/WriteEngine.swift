@@ -23,7 +23,7 @@ package enum WriteEngineFactory {
                 // Disabled by sysctl, blocked by seccomp, or no memory: the pwrite engine runs.
             }
         }
-        return calls.engine(PwriteEngine(queueDepth: queueDepth, calls: calls))
+        return calls.engine(try PwriteEngine(queueDepth: queueDepth, calls: calls))
     }
 
     /// The engine a writer started now would use, for `provideo status`.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 
 /// Named steps inside the library's operations where tests kill the process to prove crash

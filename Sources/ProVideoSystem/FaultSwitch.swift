@@ -1,5 +1,5 @@
 #if DEBUG
-import Foundation
+import FoundationEssentials
 import Glibc
 import Synchronization
 import CProVideo

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ProVideoSystem
 
 /// The `commit-before-datasync` durability bug of `PROVIDEO_FAULT` (see `FaultSwitch`): a

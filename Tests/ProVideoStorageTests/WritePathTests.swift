@@ -246,10 +246,10 @@ import Testing
 
     /// A pwrite engine dropped without `shutdown` (a capture whose start failed after making
     /// it) is freed: its writer thread does not keep it alive (its deinit stops the thread).
-    @Test func droppedPwriteEngineIsFreed() {
+    @Test func droppedPwriteEngineIsFreed() throws {
         weak var dropped: PwriteEngine?
         do {
-            let engine = PwriteEngine(queueDepth: 4, calls: .live)
+            let engine = try PwriteEngine(queueDepth: 4, calls: .live)
             dropped = engine
         }
         #expect(dropped == nil)

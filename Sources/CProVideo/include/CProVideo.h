@@ -153,6 +153,11 @@ int pv_ring_wait(pv_ring *ring, int64_t timeout_ns, uint64_t *user_data, int32_t
 /// Takes one CQE if one is ready. 1 with the completion, 0 when none is ready.
 int pv_ring_peek(pv_ring *ring, uint64_t *user_data, int32_t *result);
 
+// MARK: Threads
+
+/// pthread_setname_np(3) on the calling thread: `name` cut to the kernel's 15 bytes.
+int pv_name_this_thread(const char *name);
+
 // MARK: Signals
 
 /// Installs SIGINT, SIGTERM and SIGHUP (a dropped SSH session) handlers that only set a flag, and

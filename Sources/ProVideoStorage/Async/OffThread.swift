@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ProVideoSystem
 
 /// Runs a blocking pool operation on a dedicated thread and suspends the calling task until it
@@ -11,16 +11,19 @@ enum OffThread {
     ///     `OperationControl.checkpoint`; false: `body` runs to its end whatever happens.
     ///   - progress: the handler the control reports to, on that thread.
     /// - Returns: what `body` returns.
-    /// - Throws: what `body` throws (`.cancelled` from a checkpoint).
+    /// - Throws: what `body` throws (`.cancelled` from a checkpoint); `.ioError` when no thread
+    ///   can be started (pthread_create(3)).
     static func run<T: Sendable>(_ name: String, cancellable: Bool, progress: ProVideoProgress?,
                                  _ body: @escaping @Sendable (OperationControl) throws -> T) async throws -> T {
         let cancellation = cancellable ? OperationControl.Cancellation() : nil
         let control = OperationControl(progress: progress, cancellation: cancellation)
         return try await withTaskCancellationHandler {
             try await withCheckedThrowingContinuation { continuation in
-                let thread = Thread { continuation.resume(with: Result { try body(control) }) }
-                thread.name = name
-                thread.start()
+                do {
+                    try DetachedThread.start(name: name) { continuation.resume(with: Result { try body(control) }) }
+                } catch {
+                    continuation.resume(throwing: error)
+                }
             }
         } onCancel: {
             cancellation?.cancel()

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import ProVideoSystem
 
@@ -22,13 +22,14 @@ extension Pool {
     /// Watching runs on a thread of its own; iterate from any task. The stream ends when the
     /// iterating task is cancelled (the thread stops within 500 ms) or when the pool is
     /// destroyed (its `pool.json` is gone); when inotify is not available
-    /// (`fs.inotify.max_user_instances` reached), it runs on the timer alone.
+    /// (`fs.inotify.max_user_instances` reached), it runs on the timer alone; when no thread can
+    /// be started (pthread_create(3) EAGAIN), the stream ends at once.
     /// Each look costs what `status()` costs: a few statx(2) calls and small reads per capture.
     public func statusUpdates() -> AsyncStream<PoolStatus> {
         let (stream, continuation) = AsyncStream.makeStream(of: PoolStatus.self, bufferingPolicy: .bufferingNewest(16))
         let stopped = StopFlag()
         continuation.onTermination = { _ in stopped.stop() }
-        let thread = Thread { [self] in
+        let watch: @Sendable () -> Void = { [self] in
             let watcher = try? ChangeWatcher(layout: layout)
             var last: PoolStatus?
             while !stopped.isStopped {
@@ -52,8 +53,8 @@ extension Pool {
             }
             continuation.finish()
         }
-        thread.name = "provideo-status"
-        thread.start()
+        // Without a thread there is nothing to watch with: the stream ends at once.
+        do { try DetachedThread.start(name: "provideo-status", watch) } catch { continuation.finish() }
         return stream
     }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Synchronization
 import ProVideoSystem
 
@@ -44,7 +44,7 @@ final class CaptureGranter: @unchecked Sendable {
     /// The thread's lock for the figures the recorder never reads (internal: a test holds it
     /// to stand for a granter preempted inside it).
     let condition = MonotonicCondition()
-    private let grantLock = NSLock()
+    private let grantLock = ThreadLock()
     private let wake: ThreadWake
 
     // Written by the thread, read by the recorder.
@@ -113,7 +113,9 @@ final class CaptureGranter: @unchecked Sendable {
     ///   - sharers: the captures running at the start, this one included; `countSharers`
     ///     counts them again after each claim.
     ///   - slowest: the slowest recent grant of the pool's captures, which this one's grants add to.
-    /// - Throws: `.ioError` when the thread's eventfd cannot be made (`ThreadWake`).
+    /// - Throws: `.ioError` when the thread's eventfd cannot be made (`ThreadWake`), or its
+    ///   thread or its cutter's cannot be started (pthread_create(3)); the start's `uncut` bytes
+    ///   are then still the caller's to give back.
     init(grants: ReserveGrants, data: FileDescriptor, granted: Int64, uncut: Int64, step: Int64, bitrate: Int64,
          room: Int64, sharers: Int, countSharers: @escaping @Sendable () -> Int?, slowest: SlowestGrant) throws {
         self.grants = grants
@@ -131,18 +133,21 @@ final class CaptureGranter: @unchecked Sendable {
                                 slowestGrant: slowest.slowest(now: MonotonicTime.now())).ask)
         wake = try ThreadWake()
         // Weak: a cut still failing at `stop()`'s deadline ends after the granter may be gone.
-        cutter = ReserveCutter(grants: grants, beginning: { [weak self] reserveBefore, amount in
+        cutter = try ReserveCutter(grants: grants, beginning: { [weak self] reserveBefore, amount in
             self?.cutBegan(reserveBefore: reserveBefore, amount: amount)
         }, ended: { [weak self] amount, made, took in
             self?.cutEnded(amount: amount, made: made, took: took)
         })
-        if uncut > 0 {
-            (self.uncut, startUncut) = (uncut, uncut)
-            cutter?.cut(uncut)
+        (self.uncut, startUncut) = (uncut, uncut)
+        do {
+            try DetachedThread.start(name: "provideo-granter") { [self] in run() }
+        } catch {
+            // Nothing was handed to the cutter: its thread ends at once, and the start that
+            // fails gives the uncut bytes back itself (`CaptureStart`'s `abandonStart`).
+            _ = cutter?.finish(until: MonotonicTime.now())
+            throw error
         }
-        let thread = Thread { [self] in run() }
-        thread.name = "provideo-granter"
-        thread.start()
+        if uncut > 0 { cutter?.cut(uncut) }
     }
 
     /// The bytes granted so far: the capture may write below this offset.

@@ -11,7 +11,7 @@ package enum BitRateFormat {
             unit += 1
         }
         let digits = value >= 100 || unit == 0 ? 0 : value >= 10 ? 1 : 2
-        var text = String(format: "%.\(digits)f", value)
+        var text = DecimalText.fixed(value, digits: digits)
         if digits > 0 { while text.hasSuffix("0") { text.removeLast() }; if text.hasSuffix(".") { text.removeLast() } }
         return "\(text) \(units[unit])"
     }

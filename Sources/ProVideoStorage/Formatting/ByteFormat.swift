@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 
 /// Human-readable byte counts in powers of 1024, as `df -h` and `ls -lh` print them.
 package enum ByteFormat {
@@ -16,7 +16,7 @@ package enum ByteFormat {
         let (value, unit) = scaled(bytes, below: 999.5)
         if unit == 0 { return "\(bytes) B" }
         let decimals = abs(value) < 9.995 ? 2 : abs(value) < 99.95 ? 1 : 0
-        return String(format: "%.\(decimals)f", value) + " " + units[unit]
+        return DecimalText.fixed(value, digits: decimals) + " " + units[unit]
     }
 
     private static let units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB", "EiB"]

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import ProVideoSystem
 
@@ -243,5 +243,7 @@ struct LandingTransfer: Sendable {
     /// The most a capped transfer that fell behind may run ahead of its rate to catch up.
     static let burstSeconds = 0.25
 
-    static func hex(_ digest: [UInt8]) -> String { digest.map { String(format: "%02x", $0) }.joined() }
+    static func hex(_ digest: [UInt8]) -> String {
+        digest.map { ($0 < 16 ? "0" : "") + String($0, radix: 16) }.joined()
+    }
 }

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ProVideoSystem
 
 /// A recording the pool holds because its destination could not take it; its note is stored

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ProVideoSystem
 
 /// Waits for changes in a pool's files (`Inotify`): the pool directory (`pool.json` replaced,

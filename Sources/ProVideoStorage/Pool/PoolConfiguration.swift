@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ProVideoSystem
 
 /// The pool's durable configuration, stored as `pool.json`.

@@ -1,4 +1,5 @@
-import Foundation
+import FoundationEssentials
+import Glibc
 import ProVideoSystem
 
 /// A pool's creation, opening and removal.

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import ProVideoSystem
 
@@ -36,7 +36,7 @@ final class PoolLock {
     /// A byte's lock between this process's threads, and how deep the thread holding it is in
     /// `holding` the byte (changed only with `lock` held).
     private final class ThreadHold {
-        let lock = NSRecursiveLock()
+        let lock = ThreadLock(recursive: true)
         var depth = 0
     }
     /// The lock file's filesystem refused a write open (EROFS).
@@ -131,7 +131,7 @@ final class PoolLock {
     /// running it otherwise.
     /// nil too on a read-only lock file: nothing can be changed there.
     func withMutationIfFree<T>(_ body: () throws -> T) throws -> T? {
-        guard !readOnly, threads.mutation.lock.try() else { return nil }
+        guard !readOnly, threads.mutation.lock.tryLock() else { return nil }
         defer { threads.mutation.lock.unlock() }
         threads.mutation.depth += 1
         defer { threads.mutation.depth -= 1 }
@@ -142,10 +142,10 @@ final class PoolLock {
     }
 
     /// Takes `threads`' lock for this thread, waiting until `deadline` (`MonotonicTime`): a
-    /// try-lock loop, because `NSRecursiveLock.lock(before:)` bounds its wait on the wall clock.
+    /// try-lock loop, because a timed lock would bound its wait on the wall clock (pthread_mutex_timedlock(3)).
     /// - Throws: `.busy` when another thread of this process kept it that long.
-    private func hold(_ lock: NSRecursiveLock, _ what: String, until deadline: UInt64, pollMicroseconds: UInt32) throws {
-        while !lock.try() {
+    private func hold(_ lock: ThreadLock, _ what: String, until deadline: UInt64, pollMicroseconds: UInt32) throws {
+        while !lock.tryLock() {
             guard MonotonicTime.now() < deadline else {
                 throw ProVideoError(.busy, "another thread of this process has held the pool's \(what) (\(file.path)) "
                                     + "for \(mutationWaitLimit / 1_000_000_000) s; try again when it is done", path: file.path)

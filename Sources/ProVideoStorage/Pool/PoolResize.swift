@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ProVideoSystem
 
 /// Changes of the pool's capacity: a resize, and a replenish that restores the reserve.

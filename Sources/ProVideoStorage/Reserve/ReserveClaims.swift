@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import Glibc
 import ProVideoSystem
 
@@ -97,7 +97,7 @@ final class ReserveClaims {
     /// This lock file description's slot, taken at its first claim (`slotLock`: a capture's
     /// own figure reads the other slots from the recorder's thread).
     private var slot: Int?
-    private let slotLock = NSLock()
+    private let slotLock = ThreadLock()
     /// This slot's values as last written; changed under the reserve lock.
     private var own = Slot()
 

@@ -1,4 +1,4 @@
-import Foundation
+import FoundationEssentials
 import ProVideoSystem
 
 /// Makes a capture's grants' third step (`ReserveGrants.cut`) on a thread of its own, so that
@@ -29,14 +29,13 @@ final class ReserveCutter: @unchecked Sendable {
     ///   - ended: called after each cut with its amount, whether it was made (the claim is then
     ///     cleared) and how long it took, the size lock's wait included; a failed cut is tried
     ///     again after a second.
+    /// - Throws: `.ioError` when its thread cannot be started (pthread_create(3)).
     init(grants: ReserveGrants, beginning: @escaping (_ reserveBefore: Int64, _ amount: Int64) -> Void,
-         ended: @escaping (_ amount: Int64, _ cut: Bool, _ nanoseconds: UInt64) -> Void) {
+         ended: @escaping (_ amount: Int64, _ cut: Bool, _ nanoseconds: UInt64) -> Void) throws {
         self.grants = grants
         self.beginning = beginning
         self.ended = ended
-        let thread = Thread { [self] in run() }
-        thread.name = "provideo-cutter"
-        thread.start()
+        try DetachedThread.start(name: "provideo-cutter") { [self] in run() }
     }
 
     /// Hands in `amount` allocated bytes to cut; never waits for a cut.
