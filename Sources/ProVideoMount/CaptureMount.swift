@@ -242,8 +242,15 @@ public final class CaptureMount: @unchecked Sendable {
                         }
                     }
                     let named = landed == result.path ? mounted.destination : mounted.name
-                    _ = try? ThreadIdentity.acting(as: mounted.uid, mounted.gid) {
-                        fchmodat(directory, named, mounted.mode, AT_SYMLINK_NOFOLLOW)
+                    // The mode the writer asked for; a failure is said (the take landed with the
+                    // library's mode), never dropped.
+                    let chmod = try? ThreadIdentity.acting(as: mounted.uid, mounted.gid) {
+                        fchmodat(directory, named, mounted.mode, AT_SYMLINK_NOFOLLOW) == 0 ? 0 : -errno
+                    }
+                    if chmod != 0 {
+                        let why = chmod.map { String(cString: strerror(-$0)) } ?? "no identity"
+                        report(MountEvent(.modeNotSet, name: mounted.name, message: "\(landed) landed, but its mode "
+                                          + "could not be set to \(String(mounted.mode, radix: 8)): \(why)", path: landed))
                     }
                 } else if mounted.name != mounted.destination {
                     report(MountEvent(.landsUnderFirstName, name: mounted.name, message: "\(mounted.destination) lands in "

@@ -12,6 +12,8 @@ struct MountEvent: Encodable, Equatable {
         case landed
         /// A take landed under its first name: the rename its writer asked for failed (`message`).
         case renameFailed
+        /// A take landed, but the mode its writer created it with could not be set (`message`).
+        case modeNotSet
         /// A take renamed while recorded lands in the background under its first name.
         case landsUnderFirstName
         /// A capture failed (`error`, `message`); its committed part is salvaged next.

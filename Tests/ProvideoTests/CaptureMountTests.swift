@@ -235,6 +235,8 @@ struct CaptureMountTests {
             let take = events.first { $0["event"] as? String == "landed" }
             #expect(take?["name"] as? String == "take.bin" && take?["path"] as? String == landed, "\(events)")
             #expect(take?["bytes"] as? Int == bytes.count && (take?["seconds"] as? Double ?? -1) >= 0, "\(events)")
+            // Its mode was set (reported before `landed` when it could not be).
+            #expect(!events.contains { $0["event"] as? String == "modeNotSet" }, "\(events)")
         }
     }
 
