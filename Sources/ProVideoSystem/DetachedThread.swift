@@ -1,31 +1,11 @@
-import CProVideo
 import Glibc
 
-/// A thread nobody joins (pthread_detach(3)), named for `top -H`, `perf` and core dumps
-/// (pthread_setname_np(3): at most 15 bytes). For long-lived helper threads, in place of
+/// A thread nobody joins (pthread_detach(3)). For long-lived helper threads, in place of
 /// Foundation's `Thread`, so that a process linking the layers above need not load Foundation.
 package enum DetachedThread {
-    private final class Body {
-        let name: String
-        let run: @Sendable () -> Void
-        init(_ name: String, _ run: @escaping @Sendable () -> Void) { (self.name, self.run) = (name, run) }
-    }
-
-    /// Starts `body` on a new detached thread named `name`.
+    /// Starts `body` on a new detached thread named `name` (`PosixThread`).
     /// - Throws: `.ioError` with pthread_create(3)'s error (EAGAIN: out of threads or memory).
     package static func start(name: String, _ body: @escaping @Sendable () -> Void) throws {
-        let box = Unmanaged.passRetained(Body(name, body)).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { raw in
-            let body = Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue()
-            _ = pv_name_this_thread(body.name)  // a name is for people; a thread runs without one
-            body.run()
-            return nil
-        }, box)
-        guard result == 0 else {
-            Unmanaged<Body>.fromOpaque(box).release()
-            throw ProVideoError.system("pthread_create", errno: result)
-        }
-        pthread_detach(thread)
+        pthread_detach(try PosixThread.start(name: name, body))
     }
 }

@@ -7,33 +7,17 @@ import Glibc
 /// them is freeing (a SIGSEGV in libcrypto, `provideo land` on CI; openssl/openssl#6214, where
 /// OpenSSL's maintainers ask for the join).
 package final class JoinedThread {
-    private var thread: pthread_t
+    private let thread: pthread_t
 
-    /// Starts `body` on a new thread.
+    /// Starts `body` on a new thread named `name` (`PosixThread`).
     /// - Throws: `.ioError` with pthread_create(3)'s error (EAGAIN: out of threads or memory).
-    package init(_ body: @escaping @Sendable () -> Void) throws {
-        let box = Unmanaged.passRetained(Body(body)).toOpaque()
-        var thread = pthread_t()
-        let result = pthread_create(&thread, nil, { raw in
-            let body = Unmanaged<Body>.fromOpaque(raw!).takeRetainedValue()
-            body.run()
-            return nil
-        }, box)
-        guard result == 0 else {
-            Unmanaged<Body>.fromOpaque(box).release()
-            throw ProVideoError.system("pthread_create", errno: result)
-        }
-        self.thread = thread
+    package init(name: String, _ body: @escaping @Sendable () -> Void) throws {
+        thread = try PosixThread.start(name: name, body)
     }
 
     /// Waits until the thread has ended; called once.
     package func join() {
         let result = pthread_join(thread, nil)
         precondition(result == 0, "pthread_join: \(result)")
-    }
-
-    private final class Body {
-        package let run: @Sendable () -> Void
-        package init(_ run: @escaping @Sendable () -> Void) { self.run = run }
     }
 }

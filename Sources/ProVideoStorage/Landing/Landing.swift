@@ -153,7 +153,7 @@ struct Landing {
         var threads: [JoinedThread] = []
         for _ in 0..<max(min(parallel, due.count), 0) {
             do {
-                threads.append(try JoinedThread {
+                threads.append(try JoinedThread(name: "provideo-land") {
                     try? IdlePriority.enter()
                     work()
                 })
