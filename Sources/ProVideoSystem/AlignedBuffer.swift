@@ -11,7 +11,8 @@ import Glibc
 /// on this machine, the average request grew from 779 KiB to 3,532 KiB and the engine's
 /// sequential bandwidth from 1.0 to 3.3 GB/s (Docs/BENCHMARKS.md). Without transparent huge
 /// pages (`enabled` = never) the advice has no effect and the buffer uses small pages.
-package final class AlignedBuffer {
+/// `@unchecked Sendable`: it is memory handed from owner to owner (`RingMemory`), never shared.
+package final class AlignedBuffer: @unchecked Sendable {
     package let bytes: UnsafeMutableRawBufferPointer
     /// The whole mapping: `bytes` rounded up to the page or huge page.
     private let mapping: UnsafeMutableRawBufferPointer
@@ -46,6 +47,14 @@ package final class AlignedBuffer {
     }
 
     deinit { munmap(mapping.baseAddress, mapping.count) }
+
+    /// Sets every byte to 0 (memset(3): in any build, not a loop of Swift stores).
+    package func zero() { memset(mapping.baseAddress!, 0, mapping.count) }
+
+    /// Whether its address is a multiple of `alignment`.
+    package func isAligned(to alignment: Int) -> Bool {
+        alignment > 0 && Int(bitPattern: bytes.baseAddress) % alignment == 0
+    }
 
     /// Bytes per transparent huge page, from sysfs; 2 MiB when the file is missing.
     package static let hugePageSize = FileSystem.readInteger("/sys/kernel/mm/transparent_hugepage/hpage_pmd_size") ?? 2 << 20

@@ -66,7 +66,7 @@ package final class CaptureWriter {
         self.alignment = alignment
         progress = try FileDescriptor.open(progressPath, O_RDWR, direct: true)
         commitFile = try FileDescriptor.open(commitPath, O_RDWR | O_DSYNC)
-        guard let memory = AlignedBuffer(length: slotSize * count, alignment: alignment),
+        guard let memory = RingMemory.take(length: slotSize * count, alignment: alignment),
               let patchBuffer = AlignedBuffer(length: slotSize, alignment: alignment),
               let commitRecord = AlignedBuffer(length: alignment, alignment: alignment),
               let progressRecord = AlignedBuffer(length: alignment, alignment: alignment)
@@ -94,6 +94,10 @@ package final class CaptureWriter {
         try progress.writeAll(UnsafeRawBufferPointer(progressRecord.bytes), at: 0, alignment: alignment, calls)
         published = (0, 0, 0, Self.now())
     }
+
+    /// A ring nothing reads or writes any more goes to the next capture (`RingMemory`); one
+    /// with requests in flight (a capture dropped mid-write) is unmapped with the writer.
+    deinit { if outstanding == 0 { RingMemory.give(memory) } }
 
     static func now() -> UInt64 { MonotonicTime.now() }
 

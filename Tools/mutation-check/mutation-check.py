@@ -383,6 +383,14 @@ MUTATIONS = [
      "            let fits = max(free - noiseBytes - (4 << 30), 0) / (perStream + inFlight)\n",
      "            let fits = max(free - noiseBytes - (4 << 30), 0) / (perStream + 0 * inFlight)\n",
      "theScratchPoolLeavesRoomForTheNeighbourAndTheGrantsInFlight"),
+    ("a reused ring keeps the last take's bytes", "Sources/ProVideoWritePath/RingMemory.swift",
+     "        kept.zero()\n",
+     "",
+     "aFinishedCapturesRingIsTheNextCapturesAndStartsZeroed"),
+    ("a finished capture's ring unmapped, not kept", "Sources/ProVideoWritePath/CaptureWriter.swift",
+     "    deinit { if outstanding == 0 { RingMemory.give(memory) } }\n",
+     "    deinit {}\n",
+     "aFinishedCapturesRingIsTheNextCapturesAndStartsZeroed"),
 ]
 
 
