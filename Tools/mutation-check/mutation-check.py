@@ -70,7 +70,7 @@ MUTATIONS = [
      "        let rc = calls.fallocate(data.rawValue, false, granted, amount)\n        if rc == -ENOSPC",
      "        let rc = try lock.withReserve { calls.fallocate(data.rawValue, false, granted, amount) }\n        if rc == -ENOSPC",
      "theCapturesGrantsRunAtOnce"),
-    ("the status stream coalesces events for longer than its fallback interval", S + "Async/StatusUpdates.swift",
+    ("the status stream coalesces events for longer than its fallback interval", S + "Pool/StatusUpdates.swift",
      "    static let statusEventCoalescing: UInt32 = 50_000\n",
      "    static let statusEventCoalescing: UInt32 = 1_500_000\n",
      "updatesFromACaptureInAnotherProcess"),

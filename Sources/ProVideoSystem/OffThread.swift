@@ -1,10 +1,7 @@
-import FoundationEssentials
-import ProVideoSystem
-
-/// Runs a blocking pool operation on a dedicated thread and suspends the calling task until it
-/// ends, so that no long fallocate, copy or fsync blocks Swift's cooperative thread pool (a
+/// Runs a blocking operation on a dedicated thread and suspends the calling task until it
+/// ends, so that no long fallocate, copy or fsync blocks Swift's cooperative threads (a
 /// handful of threads that every task shares) or an actor.
-enum OffThread {
+package enum OffThread {
     /// Runs `body` on a new thread named `name`, handing it the operation's control.
     /// - Parameters:
     ///   - cancellable: whether cancelling the task stops `body` at its next
@@ -13,7 +10,7 @@ enum OffThread {
     /// - Returns: what `body` returns.
     /// - Throws: what `body` throws (`.cancelled` from a checkpoint); `.ioError` when no thread
     ///   can be started (pthread_create(3)).
-    static func run<T: Sendable>(_ name: String, cancellable: Bool, progress: ProVideoProgress?,
+    package static func run<T: Sendable>(_ name: String, cancellable: Bool, progress: ProVideoProgress?,
                                  _ body: @escaping @Sendable (OperationControl) throws -> T) async throws -> T {
         let cancellation = cancellable ? OperationControl.Cancellation() : nil
         let control = OperationControl(progress: progress, cancellation: cancellation)
