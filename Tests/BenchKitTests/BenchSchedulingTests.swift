@@ -64,10 +64,15 @@ import Testing
         let result = Mutex<(waited: UInt64, ran: UInt64, elapsed: UInt64)?>(nil)
         let thread = Thread {
             guard let delay = RunQueueDelay() else { return }
-            let (waited, ran, started) = (delay.nanoseconds(), ThreadCPUTime.nanoseconds(), MonotonicClock.nanoseconds())
+            // The clock brackets the counters: read first, before them, and last, after them. A
+            // wait between the counters' last read and the clock's (a preemption under load) was
+            // counted as waited but not as elapsed, and broke the bound by 6 ms in a stress run.
+            let started = MonotonicClock.nanoseconds()
+            let (waited, ran) = (delay.nanoseconds(), ThreadCPUTime.nanoseconds())
             while MonotonicClock.nanoseconds() - started < 300_000_000 {}
+            let (waitedEnd, ranEnd) = (delay.nanoseconds(), ThreadCPUTime.nanoseconds())
             let elapsed = MonotonicClock.nanoseconds() - started
-            result.withLock { $0 = (delay.nanoseconds() - waited, ThreadCPUTime.nanoseconds() - ran, elapsed) }
+            result.withLock { $0 = (waitedEnd - waited, ranEnd - ran, elapsed) }
         }
         thread.start()
         let deadline = Date().addingTimeInterval(10)
