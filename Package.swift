@@ -33,7 +33,7 @@ let package = Package(
                 path: "Sources/ProVideoWritePath", exclude: ["README.md"]),
         .target(name: "ProVideoStorage", dependencies: ["ProVideoSystem", "ProVideoJournal", "ProVideoIO", "ProVideoWritePath"], path: "Sources/ProVideoStorage",
                 // Each folder's README says what it owns and may use (Docs/ARCHITECTURE.md).
-                exclude: ["Async/README.md", "Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "Pool/README.md", "Reserve/README.md", "Formatting/README.md"]),
+                exclude: ["Landing/README.md", "Capture/README.md", "Recovery/README.md", "Placement/README.md", "Pool/README.md", "Reserve/README.md", "Formatting/README.md"]),
         // The C API: the hand-written header (CProVideoAPI/include/provideo.h, installed for C
         // programs) and its implementation in Swift (`@c` functions over the library).
         .target(name: "CProVideoAPI", path: "Sources/CProVideoAPI"),

@@ -2,7 +2,7 @@ import Glibc
 
 /// Memory for direct I/O: `length` bytes at an address aligned to at least `alignment` and to
 /// the page size (registered io_uring buffers are pinned per page), zeroed, every page faulted
-/// in before the first write. Unmapped on deinit.
+/// in before the first write unless `populated` is false. Unmapped on deinit.
 ///
 /// A buffer of at least one transparent huge page (`hpage_pmd_size`, 2 MiB on x86-64) is
 /// aligned to it and advised `MADV_HUGEPAGE`: a write's DMA segments are then its huge pages,
@@ -17,7 +17,10 @@ package final class AlignedBuffer: @unchecked Sendable {
     /// The whole mapping: `bytes` rounded up to the page or huge page.
     private let mapping: UnsafeMutableRawBufferPointer
 
-    package init?(length: Int, alignment: Int) {
+    /// `populated: false` leaves the pages to fault in when first touched, small pages without
+    /// the huge-page advice, for memory a slow path uses rarely and mostly in part (a write's
+    /// patch window): only the pages it touches become resident.
+    package init?(length: Int, alignment: Int, populated: Bool = true) {
         guard length > 0 else { return nil }
         let hugePage = Self.hugePageSize
         let huge = length >= hugePage
@@ -35,11 +38,11 @@ package final class AlignedBuffer: @unchecked Sendable {
         if head > 0 { munmap(raw, head) }
         if boundary - head > 0 { munmap(raw + head + allocated, boundary - head) }
         let pointer = raw + head
-        if huge { _ = madvise(pointer, allocated, MADV_HUGEPAGE) }
+        if huge, populated { _ = madvise(pointer, allocated, MADV_HUGEPAGE) }
         // Fault every page in now, so no write path ever waits for a page fault. The kernel
         // populates zeroed pages itself (MADV_POPULATE_WRITE, Linux 5.14), without a pass over
         // every byte from here; touching each page is the fallback for older kernels.
-        if madvise(pointer, allocated, MADV_POPULATE_WRITE) != 0 {
+        if populated, madvise(pointer, allocated, MADV_POPULATE_WRITE) != 0 {
             for offset in stride(from: 0, to: allocated, by: page) { pointer.storeBytes(of: 0, toByteOffset: offset, as: UInt8.self) }
         }
         mapping = UnsafeMutableRawBufferPointer(start: pointer, count: allocated)

@@ -67,7 +67,9 @@ package final class CaptureWriter {
         progress = try FileDescriptor.open(progressPath, O_RDWR, direct: true)
         commitFile = try FileDescriptor.open(commitPath, O_RDWR | O_DSYNC)
         guard let memory = RingMemory.take(length: slotSize * count, alignment: alignment),
-              let patchBuffer = AlignedBuffer(length: slotSize, alignment: alignment),
+              // Patches (a muxer rewriting a header) are rare and small: a 4 MiB window kept
+              // resident for them was 4 MB of a GStreamer sink's 49 MB (Docs/C-LIBRARY.md).
+              let patchBuffer = AlignedBuffer(length: slotSize, alignment: alignment, populated: false),
               let commitRecord = AlignedBuffer(length: alignment, alignment: alignment),
               let progressRecord = AlignedBuffer(length: alignment, alignment: alignment)
         else {

@@ -13,7 +13,7 @@ package enum RingMemory {
     /// Rings no capture uses, the oldest first.
     private static let idle = Mutex<[AlignedBuffer]>([])
     /// The most bytes kept idle: three rings of 880 Mbit/s (three seconds each).
-    package static let idleLimit = 1 << 30
+    private static let idleLimit = 1 << 30
 
     /// A ring of exactly `length` bytes aligned to `alignment`: a kept one, zeroed, or a fresh
     /// `AlignedBuffer`; nil when none can be mapped.
@@ -32,13 +32,18 @@ package enum RingMemory {
     /// Keeps `ring` for a later `take`, which no request in flight may still read or write
     /// (its engine has finished with it); the oldest rings are let go beyond `idleLimit`.
     package static func give(_ ring: AlignedBuffer) {
-        idle.withLock { rings in
+        // The evicted rings are returned and unmapped when the result is dropped, after the lock
+        // is let go: a munmap of a gigabyte takes milliseconds another capture's `take` need not
+        // wait for.
+        _ = idle.withLock { rings -> [AlignedBuffer] in
             rings.append(ring)
             var total = rings.reduce(0) { $0 + $1.bytes.count }
+            var evicted: [AlignedBuffer] = []
             while total > idleLimit, let oldest = rings.first {
                 total -= oldest.bytes.count
-                rings.removeFirst()
+                evicted.append(rings.removeFirst())
             }
+            return evicted
         }
     }
 

@@ -25,6 +25,27 @@ import Testing
         #expect(buffer.bytes.allSatisfy { $0 == 0 })
     }
 
+    /// A ring is resident before its first write; a patch window (`populated: false`) only where
+    /// touched, so a rarely used window costs a recorder no memory (mincore(2) counts pages).
+    @Test func onlyPopulatedBuffersAreResidentBeforeTheirFirstWrite() throws {
+        let length = 4 << 20
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        let ring = try #require(AlignedBuffer(length: length, alignment: 4096))
+        let window = try #require(AlignedBuffer(length: length, alignment: 4096, populated: false))
+        #expect(try residentPages(ring) == length / page)
+        #expect(try residentPages(window) == 0)
+        window.bytes.storeBytes(of: 1, toByteOffset: 0, as: UInt8.self)
+        #expect(try residentPages(window) == 1)
+        #expect(window.isAligned(to: 4096))
+    }
+
+    private func residentPages(_ buffer: AlignedBuffer) throws -> Int {
+        let page = Int(sysconf(Int32(_SC_PAGESIZE)))
+        var vector = [UInt8](repeating: 0, count: (buffer.bytes.count + page - 1) / page)
+        try #require(mincore(buffer.bytes.baseAddress, buffer.bytes.count, &vector) == 0)
+        return vector.filter { $0 & 1 != 0 }.count
+    }
+
     /// The `THPeligible` line of the /proc/self/smaps entry whose range holds `address`.
     private func thpEligible(containing address: UInt) throws -> Bool {
         // /proc files report size 0, so read to the end rather than by size.

@@ -161,7 +161,7 @@ package struct GlusterVolume {
             if let volume = try? String(contentsOfFile: scratch + "/volume", encoding: .utf8), answers() {
                 remove(volume)
             }
-            TestSupport.removeTree(scratch)
+            TestSupport.removeLeftover(scratch)
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import Glibc
 import ProVideoStorage
+import Testing
 
 /// Shared helpers for the tests: scratch directories, running the built tools as separate
 /// processes, and loop-mounted filesystems (root only).
@@ -66,7 +67,23 @@ package enum TestSupport {
         return try body(directory)
     }
 
-    package static func removeTree(_ path: String) {
+    /// Removes a test's own scratch tree; a tree that stays is an issue of the test that made it
+    /// (a process of the test still writing, a mount left behind), not a leftover for later tests.
+    package static func removeTree(_ path: String, fileID: String = #fileID, filePath: String = #filePath,
+                                   line: Int = #line, column: Int = #column) {
+        do {
+            try FileManager.default.removeItem(atPath: path)
+        } catch {
+            var facts = stat()
+            guard lstat(path, &facts) == 0 else { return }
+            Issue.record("scratch \(path) was not removed: \(error)",
+                         sourceLocation: SourceLocation(fileID: fileID, filePath: filePath, line: line, column: column))
+        }
+    }
+
+    /// Removes what a test process that has ended left behind, which a later process may find
+    /// still busy (a lazily unmounted filesystem); the next sweep tries again.
+    package static func removeLeftover(_ path: String) {
         try? FileManager.default.removeItem(atPath: path)
     }
 
@@ -250,7 +267,7 @@ package struct LoopFilesystem {
             if let owner, owner == getpid() || kill(owner, 0) == 0 { continue }
             _ = try? TestSupport.shell("umount -l \(scratch)/mnt 2>/dev/null; "
                                        + "for d in $(losetup -j \(scratch)/image -O NAME -n); do losetup -d $d; done; true")
-            TestSupport.removeTree(scratch)
+            TestSupport.removeLeftover(scratch)
         }
     }
 
