@@ -17,8 +17,8 @@ package final class AlignedBuffer: @unchecked Sendable {
     /// The whole mapping: `bytes` rounded up to the page or huge page.
     private let mapping: UnsafeMutableRawBufferPointer
 
-    /// `populated: false` leaves the pages to fault in when first touched, small pages without
-    /// the huge-page advice, for memory a slow path uses rarely and mostly in part (a write's
+    /// `populated: false` leaves the pages to fault in when first touched, small pages
+    /// (`MADV_NOHUGEPAGE`), for memory a slow path uses rarely and mostly in part (a write's
     /// patch window): only the pages it touches become resident.
     package init?(length: Int, alignment: Int, populated: Bool = true) {
         guard length > 0 else { return nil }
@@ -39,6 +39,8 @@ package final class AlignedBuffer: @unchecked Sendable {
         if boundary - head > 0 { munmap(raw + head + allocated, boundary - head) }
         let pointer = raw + head
         if huge, populated { _ = madvise(pointer, allocated, MADV_HUGEPAGE) }
+        // Where transparent huge pages are `always`, a first touch would fault in 2 MiB.
+        if !populated { _ = madvise(pointer, allocated, MADV_NOHUGEPAGE) }
         // Fault every page in now, so no write path ever waits for a page fault. The kernel
         // populates zeroed pages itself (MADV_POPULATE_WRITE, Linux 5.14), without a pass over
         // every byte from here; touching each page is the fallback for older kernels.
