@@ -68,19 +68,29 @@ import Testing
         }
     }
 
-    /// Every unit verifies (its ExecStart exists, its man page is found, no unknown setting);
-    /// the same units without the program installed do not, so the check is real.
+    /// Every unit verifies (its ExecStart exists, its man page is found, no unknown setting) as
+    /// installed with `--prefix /usr` and with `--prefix /usr/local`, each staged under a root of
+    /// its own (`--destdir`) beside a copy of this system's units, which `systemd-analyze verify
+    /// --root` reads as the system; the same units without the program installed do not verify,
+    /// so the check is real.
     @Test(.enabled(if: hasSystemd, "systemd-analyze is not installed (apt-get install systemd)"))
     func systemdAnalyzeVerifiesEveryUnit() throws {
-        try TestSupport.withScratch("install-units") { dir in
-            let prefix = try install(dir)
-            let command = "cd '\(prefix)/lib/systemd/system' && MANPATH='\(prefix)/share/man' systemd-analyze verify "
-                + Self.units.map { "'\($0)'" }.joined(separator: " ")
-            let verified = try TestSupport.run("/bin/sh", ["-c", command])
-            #expect(verified.status == 0 && verified.stderr.isEmpty, "systemd-analyze verify: \(verified.stderr)")
-            try FileManager.default.removeItem(atPath: prefix + "/bin/provideo")
-            let broken = try TestSupport.run("/bin/sh", ["-c", command])
-            #expect(broken.status != 0 && broken.stderr.contains("\(prefix)/bin/provideo"), "\(broken.stderr)")
+        for prefix in ["/usr", "/usr/local"] {
+            try TestSupport.withScratch("install-units") { dir in
+                let root = dir + "/root"
+                try TestSupport.shell("mkdir -p '\(root)/usr/lib/systemd' && cp -a /usr/lib/systemd/system '\(root)/usr/lib/systemd/' && "
+                                      + "'\(Self.root)/Tools/install' --prefix \(prefix) --destdir '\(root)' "
+                                      + "--from '\(TestSupport.productsDirectory)'")
+                let command = "cd '\(root)\(prefix)/lib/systemd/system' && MANPATH='\(root)\(prefix)/share/man' "
+                    + "systemd-analyze verify --root='\(root)' " + Self.units.map { "'\($0)'" }.joined(separator: " ")
+                let unit = try String(contentsOfFile: "\(root)\(prefix)/lib/systemd/system/provideo-recover.service", encoding: .utf8)
+                #expect(unit.contains("\nExecStart=\(prefix)/bin/provideo --pool /var/lib/provideo recover\n"), "\(unit)")
+                let verified = try TestSupport.run("/bin/sh", ["-c", command])
+                #expect(verified.status == 0 && verified.stderr.isEmpty, "systemd-analyze verify, \(prefix): \(verified.stderr)")
+                try FileManager.default.removeItem(atPath: "\(root)\(prefix)/bin/provideo")
+                let broken = try TestSupport.run("/bin/sh", ["-c", command])
+                #expect(broken.status != 0 && broken.stderr.contains("\(prefix)/bin/provideo is not executable"), "\(broken.stderr)")
+            }
         }
     }
 }
