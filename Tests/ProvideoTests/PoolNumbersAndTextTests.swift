@@ -1,4 +1,5 @@
 import CProVideo
+import CommandLineSupport
 import Foundation
 import Glibc
 import TestSupport
