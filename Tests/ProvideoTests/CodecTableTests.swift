@@ -2,7 +2,8 @@
 import Testing
 
 /// The codec table the tools size streams from (`provideo codecs`, `--codec`): ProRes from
-/// Apple's ProRes white paper, DNxHR from the codec's frame-size rule.
+/// Apple's ProRes white paper, DNxHR from Avid's specifications, checked against the codec's
+/// frame-size rule.
 struct CodecTableTests {
     /// Spot values from the sources cited beside the table, and every name unique.
     @Test(arguments: [("prores-422-hq-2160p30", Int64(885_000_000)), ("prores-4444-xq-2160p60", 3_981_000_000),
