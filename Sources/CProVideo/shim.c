@@ -12,6 +12,7 @@
 #include <sys/statfs.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 #include <linux/fs.h>
 #include <linux/fiemap.h>
@@ -50,6 +51,11 @@ int pv_ioprio_set_idle(void) {
 int pv_sched_idle(void) {
     struct sched_param param = { .sched_priority = 0 };
     return NEG_ERRNO(sched_setscheduler(0, SCHED_IDLE, &param));
+}
+
+int pv_mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline) {
+    struct timespec at = { .tv_sec = (time_t)(deadline / 1000000000u), .tv_nsec = (long)(deadline % 1000000000u) };
+    return pthread_mutex_clocklock(mutex, CLOCK_MONOTONIC, &at);
 }
 
 int pv_eventfd(void) {

@@ -1,9 +1,10 @@
+import CProVideo
 import Glibc
 
 /// A pthread mutex between a process's threads, plain or recursive (`PTHREAD_MUTEX_RECURSIVE`,
 /// pthread_mutexattr_settype(3): the holder may take it again and releases it as often). For
-/// what `Synchronization.Mutex` cannot do: a hold that spans scopes, or a recursive try-lock
-/// polled against a deadline on the monotonic clock.
+/// what `Synchronization.Mutex` cannot do: a hold that spans scopes, or a recursive lock
+/// waited for until a deadline on the monotonic clock.
 package final class ThreadLock: @unchecked Sendable {
     private let mutex: UnsafeMutablePointer<pthread_mutex_t>
 
@@ -25,6 +26,12 @@ package final class ThreadLock: @unchecked Sendable {
 
     /// Takes the lock if no other thread holds it (or, recursive, if this one does).
     package func tryLock() -> Bool { pthread_mutex_trylock(mutex) == 0 }
+
+    /// Takes the lock, waiting until `deadline` (`MonotonicTime` nanoseconds) at most; false
+    /// when another thread kept it that long. The waiter sleeps in the kernel and is woken at
+    /// the unlock (pthread_mutex_clocklock(3)): a polling waiter can miss every release to
+    /// threads that take the lock between its polls.
+    package func lock(until deadline: UInt64) -> Bool { pv_mutex_lock_until(mutex, deadline) == 0 }
 
     package func unlock() { pthread_mutex_unlock(mutex) }
 

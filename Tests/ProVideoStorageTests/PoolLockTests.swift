@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import TestSupport
 import Testing
 @testable import ProVideoStorage
@@ -31,6 +32,37 @@ import Testing
                 #expect(try opened.initialCapacity == 8 << 20)
             }
             #expect(try waiter.withMutation { 7 } == 7)
+        }
+    }
+
+    /// Threads of one process wait for each other's hold of the reserve lock in the kernel
+    /// (`ThreadLock.lock(until:)`), up to the deadline, and take it once it is let go.
+    @Test func anotherThreadsHoldIsWaitedForUntilItsDeadline() throws {
+        try TestSupport.withScratch("thread-hold-deadline") { scratch in
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 8 << 20, measuringBandwidth: false)
+            defer { try? pool.destroy() }
+            // One lock file description, as the threads of a process share it (PoolLock is not
+            // Sendable: its callers share it across their own threads).
+            nonisolated(unsafe) let lock = try PoolLock(path: pool.layout.lock, access: pool.access)
+            lock.mutationWaitLimit = 200_000_000
+            let holding = DispatchSemaphore(value: 0), letGo = DispatchSemaphore(value: 0), ended = DispatchSemaphore(value: 0)
+            let holderError = Mutex<(any Error)?>(nil)
+            Thread.detachNewThread {
+                do { try lock.withReserve { holding.signal(); letGo.wait() } } catch { holderError.withLock { $0 = error } }
+                ended.signal()
+            }
+            holding.wait()
+            let start = MonotonicTime.now()
+            let error = #expect(throws: ProVideoError.self) { try lock.withReserve { } }
+            let waited = MonotonicTime.now() - start
+            #expect(error?.code == .busy)
+            #expect(error?.message.contains("another thread of this process has held the pool's reserve lock") == true)
+            #expect(waited >= 200_000_000, "gave up after \(waited) ns, before its deadline")
+            lock.mutationWaitLimit = UInt64(TestSupport.hangLimit * 1e9)
+            letGo.signal()
+            #expect(try lock.withReserve { 7 } == 7)
+            ended.wait()
+            #expect(holderError.withLock { $0 } == nil)
         }
     }
 }

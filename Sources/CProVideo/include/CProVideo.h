@@ -8,6 +8,7 @@
 #include <stdint.h>
 #include <stddef.h>
 #include <sys/types.h>
+#include <pthread.h>
 
 // MARK: Files
 
@@ -26,6 +27,10 @@ int pv_ioprio_set_idle(void);
 /// sched_setscheduler(2) SCHED_IDLE on the calling thread: it runs only when a CPU has nothing
 /// else to run.
 int pv_sched_idle(void);
+/// pthread_mutex_clocklock(3) on CLOCK_MONOTONIC until `deadline` (nanoseconds): 0 once held,
+/// ETIMEDOUT when the deadline passed first (glibc 2.30+; pthread_mutex_timedlock(3) waits on
+/// the wall clock, which a clock step moves).
+int pv_mutex_lock_until(pthread_mutex_t *mutex, uint64_t deadline);
 /// eventfd(2) with EFD_CLOEXEC | EFD_NONBLOCK and a count of 0: a descriptor, or -errno.
 int pv_eventfd(void);
 /// posix_fadvise(2) POSIX_FADV_DONTNEED on [offset, offset+length): drops clean cached pages.
