@@ -18,6 +18,8 @@ import ProVideoSystem
 /// Threads sharing one `PoolLock` share its open file description, which never conflicts with
 /// itself: `threads` gives the mutation and reserve bytes the same exclusion between threads
 /// of this process (a `Pool` shared between tasks) that the OFD lock gives between processes.
+/// The reserve bytes' holds are shared by every `PoolLock` of this process open on the same
+/// file (`ThreadHold.reserveHolds`), so that its captures' grants queue in the kernel.
 ///
 /// On a read-only filesystem (a read-only bind mount, one the kernel remounted read-only after
 /// an error) the file is opened read-only: the pool can be read, not changed. The reserve byte is
@@ -25,7 +27,7 @@ import ProVideoSystem
 /// through a writable path to the same pool; a mutation is refused (`readOnlyError`).
 final class PoolLock {
     private let file: FileDescriptor
-    private let threads = (mutation: ThreadHold(), reserve: ThreadHold(), reserveSize: ThreadHold())
+    private let threads: (mutation: ThreadHold, reserve: ThreadHold, reserveSize: ThreadHold)
     private static let mutationByte: Int64 = 0
     private static let reserveByte: Int64 = 16
     private static let reserveSizeByte: Int64 = 17
@@ -33,12 +35,8 @@ final class PoolLock {
     static let fleetWaitByte: Int64 = 18
     /// The grants in flight through this lock file description, and every other's.
     let claims: ReserveClaims
-    /// A byte's lock between this process's threads, and how deep the thread holding it is in
-    /// `holding` the byte (changed only with `lock` held).
-    private final class ThreadHold {
-        let lock = ThreadLock(recursive: true)
-        var depth = 0
-    }
+    /// Keeps the reserve's shared holds alive while this lock file description is open.
+    private let reserveHolds: ThreadHold.ReserveHolds
     /// The lock file's filesystem refused a write open (EROFS).
     let readOnly: Bool
 
@@ -53,6 +51,10 @@ final class PoolLock {
             readOnly = true
         }
         claims = ReserveClaims(file: file, writable: !readOnly)
+        let facts = try file.facts()
+        reserveHolds = ThreadHold.reserveHolds(device: UInt64(facts.deviceMajor) << 32 | UInt64(facts.deviceMinor),
+                                               inode: facts.inode)
+        threads = (ThreadHold(), reserveHolds.reserve, reserveHolds.reserveSize)
     }
 
     /// What a change to a pool on a read-only filesystem fails with.
