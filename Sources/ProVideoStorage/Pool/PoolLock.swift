@@ -86,7 +86,9 @@ final class PoolLock {
     /// Runs `body` holding the reserve lock (byte 16): every claim of a grant, and every
     /// figure that counts the claims (`ReserveClaims`), is made under it. Holders keep it for
     /// a few reads and one pwrite of the lock file, never for an fallocate or an ftruncate.
-    /// Waits up to `mutationWaitLimit`, polling every millisecond.
+    /// Waits up to `mutationWaitLimit`: for this process's other threads in the kernel (one
+    /// hold per lock file, `ThreadHold.reserveHolds`), for other processes polling every
+    /// millisecond.
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withReserve<T>(_ body: () throws -> T) throws -> T {
         try holding(Self.reserveByte, threads.reserve, "reserve lock", pollMicroseconds: 1_000, body) {
@@ -98,7 +100,7 @@ final class PoolLock {
     /// Runs `body` holding the reserve's size lock (byte 17): every change of the reserve's
     /// size (a grant's cut, a return, a replenish, a resize, a repair) is made under it, so
     /// that each reads the size it changes. Take it before the reserve lock, never inside it.
-    /// Waits up to `mutationWaitLimit`, polling every millisecond.
+    /// Waits as `withReserve` does.
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withReserveSize<T>(_ body: () throws -> T) throws -> T {
         try holding(Self.reserveSizeByte, threads.reserveSize, "reserve's size lock", pollMicroseconds: 1_000, body) {
@@ -145,8 +147,7 @@ final class PoolLock {
 
     /// Takes `threads`' lock for this thread, waiting until `deadline` (`MonotonicTime`) in the
     /// kernel: with a grant's claim and its cut on a thread each per capture, a waiter that
-    /// polled lost the lock to the others for seconds (a claim waited 2.8 s beside 16 captures
-    /// while each hold took under 4 ms, 2026-12-06).
+    /// polled could miss every release to the threads that took the lock between its polls.
     /// - Throws: `.busy` when another thread of this process kept it that long.
     private func hold(_ lock: ThreadLock, _ what: String, until deadline: UInt64) throws {
         guard lock.lock(until: deadline) else {
