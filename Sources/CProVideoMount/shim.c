@@ -17,12 +17,6 @@ pid_t pv_fuse_pid(void) { return fuse_get_context()->pid; }
 mode_t pv_fuse_umask(void) { return fuse_get_context()->umask; }
 void *pv_fuse_context(void) { return fuse_get_context()->private_data; }
 
-ssize_t pv_fuse_buf_take(struct fuse_bufvec *source, void *destination, size_t size) {
-    struct fuse_bufvec into = FUSE_BUFVEC_INIT(size);
-    into.buf[0].mem = destination;
-    return fuse_buf_copy(&into, source, 0);
-}
-
 int pv_fuse_fill(fuse_fill_dir_t filler, void *buffer, const char *name) {
     return filler(buffer, name, NULL, 0, 0);
 }

@@ -34,10 +34,8 @@ enum MountOperations {
         operations.read = { _, buffer, size, offset, info in
             MountOperations.answer { try MountOperations.read(info!.pointee.fh, UnsafeMutableRawBufferPointer(start: buffer, count: size), Int64(offset)) }
         }
-        // write_buf, not write: libfuse then splices each request's data into a pipe and the
-        // capture reads it from there into its buffers (WriteRequestBytes).
-        operations.write_buf = { _, request, offset, info in
-            MountOperations.answer { try MountOperations.write(info!.pointee.fh, WriteRequestBytes(request!), Int64(offset)) }
+        operations.write = { _, buffer, size, offset, info in
+            MountOperations.answer { try MountOperations.write(info!.pointee.fh, UnsafeRawBufferPointer(start: buffer, count: size), Int64(offset)) }
         }
         operations.flush = { _, info in MountOperations.answer { MountOperations.flush(info!.pointee.fh) } }
         operations.release = { _, info in MountOperations.answer { MountOperations.release(info!.pointee.fh) } }
@@ -181,25 +179,25 @@ enum MountOperations {
         }
     }
 
-    static func write(_ number: UInt64, _ request: WriteRequestBytes, _ offset: Int64) throws -> Int32 {
+    static func write(_ number: UInt64, _ bytes: UnsafeRawBufferPointer, _ offset: Int64) throws -> Int32 {
         switch mount.handle(number) {
         case .capture(let mounted, let writing)?:
             guard writing else { return -EBADF }
             let started = MonotonicTime.now()
             let written = try mounted.lock.withLock { () -> Int32 in
                 guard mounted.current == .open else { return -EBADF }
-                return Int32(try mounted.write(request, at: offset))
+                return Int32(try mounted.write(bytes, at: offset))
             }
             // A slow request, for a stall's bug report: how much of it the capture took.
             let took = MonotonicTime.now() - started
             if mount.debug && took > 20_000_000 {
-                mount.report(MountEvent(.slowWrite, name: mounted.name, message: "a write of \(request.count) bytes at \(offset) "
+                mount.report(MountEvent(.slowWrite, name: mounted.name, message: "a write of \(bytes.count) bytes at \(offset) "
                                         + "of \(mounted.name) took \(took / 1_000_000) ms in the daemon",
-                                        bytes: Int64(request.count), seconds: Double(took) / 1e9))
+                                        bytes: Int64(bytes.count), seconds: Double(took) / 1e9))
             }
             return written
         case .file(let fd)?:
-            return try request.withNext(request.count) { CaptureMount.failed(pwrite(fd, $0.baseAddress, $0.count, off_t(offset))) }
+            return CaptureMount.failed(pwrite(fd, bytes.baseAddress, bytes.count, off_t(offset)))
         case nil:
             return -EBADF
         }

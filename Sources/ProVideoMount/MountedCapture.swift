@@ -80,18 +80,16 @@ final class MountedCapture: @unchecked Sendable {
     /// The zeros a write past the end is preceded by, a piece at a time.
     private static let zeros = [UInt8](repeating: 0, count: 1 << 20)
 
-    /// Writes a request's bytes at `offset`: patches what lies below the recording's length,
-    /// appends the rest straight into the capture's buffers (zero-filling a gap first). Returns
-    /// the bytes taken, fewer than asked when the pool filled up in the middle (the next write
-    /// gets `ENOSPC`).
-    /// - Throws: what `append` and `patch` throw (`.storageFull` when nothing more fits);
-    ///   `.ioError` when the request's data could not be read from libfuse's pipe.
-    func write(_ request: WriteRequestBytes, at offset: Int64) throws -> Int {
+    /// Writes `bytes` at `offset`: patches what lies below the recording's length, appends the
+    /// rest (zero-filling a gap first). Returns the bytes taken, fewer than asked when the
+    /// pool filled up in the middle (the next write gets `ENOSPC`).
+    /// - Throws: what `append` and `patch` throw (`.storageFull` when nothing more fits).
+    func write(_ bytes: UnsafeRawBufferPointer, at offset: Int64) throws -> Int {
         defer { publishLength() }
         var length = capture.length
         // A gap that cannot fit is refused before a zero is written: filling the pool with
         // zeros would starve every other capture and still fail.
-        if offset > length, offset - length + Int64(request.count) > capture.remainingCapacity {
+        if offset > length, offset - length + Int64(bytes.count) > capture.remainingCapacity {
             throw ProVideoError(.storageFull, "a write at \(offset) past the end (\(length)) does not fit in the pool")
         }
         while offset > length {
@@ -99,27 +97,22 @@ final class MountedCapture: @unchecked Sendable {
             try Self.zeros.withUnsafeBytes { try capture.append(UnsafeRawBufferPointer(rebasing: $0[0..<gap])) }
             length += Int64(gap)
         }
-        let below = min(request.count, Int(max(0, length - offset)))
-        if below > 0 { try request.withNext(below) { try capture.patch($0, at: offset) } }
-        guard below < request.count else { return below }
-        let rest = request.count - below
+        let below = min(bytes.count, Int(max(0, length - offset)))
+        if below > 0 { try capture.patch(UnsafeRawBufferPointer(rebasing: bytes[0..<below]), at: offset) }
+        guard below < bytes.count else { return below }
+        let rest = UnsafeRawBufferPointer(rebasing: bytes[below...])
         do {
-            try append(rest, from: request)
-            return request.count
+            try capture.append(rest)
+            return bytes.count
         } catch let error as ProVideoError where error.code == .storageFull {
             // A frame is taken whole or not at all; a file write may be short: take what fits.
-            let room = Int(min(Int64(rest), max(capture.remainingCapacity, 0)))
-            guard room > 0, room < rest else {
+            let room = Int(min(Int64(rest.count), max(capture.remainingCapacity, 0)))
+            guard room > 0, room < rest.count else {
                 if below > 0 { return below }
                 throw error
             }
-            try append(room, from: request)
+            try capture.append(UnsafeRawBufferPointer(rebasing: rest[0..<room]))
             return below + room
         }
-    }
-
-    private func append(_ count: Int, from request: WriteRequestBytes) throws {
-        try capture.append(count: count) { request.take(into: $0) }
-        try request.throwIfFailed()
     }
 }

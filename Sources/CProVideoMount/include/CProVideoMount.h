@@ -20,12 +20,6 @@ pid_t pv_fuse_pid(void);
 mode_t pv_fuse_umask(void);
 void *pv_fuse_context(void);
 
-/* Copies the next `size` bytes of a write_buf request's data (in memory, or in the pipe libfuse
-   spliced it into from /dev/fuse: FUSE_CAP_SPLICE_READ) to `destination`, advancing `source`
-   (fuse_buf_copy(3) with FUSE_BUFVEC_INIT, a macro Swift cannot use). Returns the bytes copied
-   or -errno. */
-ssize_t pv_fuse_buf_take(struct fuse_bufvec *source, void *destination, size_t size);
-
 /* Calls a readdir filler (a C function pointer) for one name. */
 int pv_fuse_fill(fuse_fill_dir_t filler, void *buffer, const char *name);
 
