@@ -395,10 +395,6 @@ MUTATIONS = [
      "pv_mutex_lock_until(mutex, deadline) == 0 }",
      "pthread_mutex_trylock(mutex) == 0 }",
      "anotherThreadsHoldIsWaitedForUntilItsDeadline"),
-    ("a capture mount's write takes one byte of the request twice", "Sources/ProVideoMount/WriteRequestBytes.swift",
-     "        taken += piece.count\n    }",
-     "        taken += piece.count\n        if taken < count { _ = pv_fuse_buf_take(request, piece.baseAddress!, 1) }\n    }",
-     "cpAndDdLandWholeAndDfShowsThePool"),
 ]
 
 
