@@ -43,8 +43,9 @@ struct NoiseWriterTests {
         let settings = Sizing.Settings(codec: nil, bitrate: bitrate, fps: 29.97, streams: 1...64,
                                        minimumTrial: 30_000_000_000, maximumTrial: 150_000_000_000)
         let perStream = settings.poolBytesPerStream(capacity: .max)
-        // A grant is two seconds of stream (`CaptureOptions.grantStep`); two captures a stream.
-        let inFlight = 2 * (bitrate / 8 * 2)
+        // A grant is two seconds of stream (`CaptureOptions.grantStep`); two captures a stream,
+        // and the stream's share of the leads awaiting their cuts (an eighth of the pool).
+        let inFlight = 2 * (bitrate / 8 * 2) + perStream / 8
         let noise: Int64 = 4 << 30, spare: Int64 = 4 << 30
         let free = noise + spare + 10 * (perStream + inFlight) + 1
         #expect(settings.scratchPoolBytes(free: free, noiseBytes: noise, wanted: 64) == 10 * perStream)

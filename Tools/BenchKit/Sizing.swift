@@ -65,23 +65,29 @@ package enum Sizing {
             CaptureOptions(bitrate: bitrate, overrunPolicy: .fail, admitOverBandwidth: true)
         }
 
-        /// Reserve bytes one stream takes: its take, three times what its capture holds ahead
-        /// (`CaptureOptions.bytesHeldAhead`: its own, the next capture's, and a lead grown after
-        /// slow grants), and 16 MiB for padding and rounding.
+        /// Reserve bytes one stream takes: the take it writes and the one before it (a cancelled
+        /// take's bytes return to the reserve under its size lock, behind the cuts in flight:
+        /// up to 10.7 s with online discard, and without this allowance a 20-stream
+        /// confirmation ran its 64.6 GiB pool out at 36 s, 2026-12-06), three times what its
+        /// capture holds ahead (`CaptureOptions.bytesHeldAhead`: its own, the next capture's,
+        /// and a lead grown after slow grants), and 16 MiB for padding and rounding.
         package func poolBytesPerStream(capacity: Int64) -> Int64 {
-            segmentBytes + 3 * captureOptions.bytesHeldAhead(unit: 1, capacity: capacity) + (16 << 20)
+            2 * segmentBytes + 3 * captureOptions.bytesHeldAhead(unit: 1, capacity: capacity) + (16 << 20)
         }
 
         /// The capacity of a scratch pool for at most `wanted` streams on a filesystem with
         /// `free` bytes, in bytes: room is left for the neighbour's file (`noiseBytes`), 4 GiB
-        /// to spare, and each stream's grants in flight, a step for each of its two captures
-        /// (a grant allocates in the capture's file before it cuts the reserve, so for a moment
-        /// the filesystem holds both: `ReserveGrants.allocate`). Without that room the
-        /// filesystem fills during the trials, and grants and the neighbour meet ENOSPC: the
-        /// answer would measure a full disk. At least 64 MiB.
+        /// to spare, and each stream's grants in flight (a grant allocates in the capture's file
+        /// before it cuts the reserve, so until the cut the filesystem holds both:
+        /// `ReserveGrants.allocate`): a step for each of its two captures, and its share of the
+        /// leads, which may all await their cuts (at most an eighth of the pool, `GrantLead`;
+        /// cuts ran up to 8.9 s behind with online discard, and with only the two steps a
+        /// 22-stream trial met ENOSPC, 2026-12-06). Without that room the filesystem fills
+        /// during the trials, and grants and the neighbour meet ENOSPC: the answer would
+        /// measure a full disk. At least 64 MiB.
         package func scratchPoolBytes(free: Int64, noiseBytes: Int64, wanted: Int) -> Int64 {
             let perStream = poolBytesPerStream(capacity: .max)
-            let inFlight = 2 * captureOptions.grantStep(unit: 1, capacity: .max)
+            let inFlight = 2 * captureOptions.grantStep(unit: 1, capacity: .max) + perStream / 8
             let fits = max(free - noiseBytes - (4 << 30), 0) / (perStream + inFlight)
             return max(min(Int64(wanted), fits) * perStream, 64 << 20)
         }
