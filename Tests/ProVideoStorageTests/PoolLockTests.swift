@@ -16,12 +16,7 @@ import Testing
             waiter.mutationWaitLimit = 200_000_000
             let probe = SchedulingProbe()
             try holder.withMutation {
-                let start = MonotonicTime.now()
-                let error = #expect(throws: ProVideoError.self) { try waiter.withMutation { } }
-                let waited = MonotonicTime.now() - start
-                #expect(error?.code == .busy)
-                #expect(error?.message.contains("held the pool's lock") == true)
-                #expect(waited >= 200_000_000, "gave up after \(waited) ns, before its deadline")
+                let waited = Self.expectBusy(after: 200_000_000, saying: "held the pool's lock") { try waiter.withMutation { } }
                 // The deadline and one polling step (under 100 ms) more, plus what this machine
                 // took to wake a sleeping thread meanwhile (measured beside it).
                 let allowed = 300_000_000 + UInt64(probe.stop() * 1e9)
@@ -36,33 +31,45 @@ import Testing
     }
 
     /// Threads of one process wait for each other's hold of the reserve lock in the kernel
-    /// (`ThreadLock.lock(until:)`), up to the deadline, and take it once it is let go.
+    /// (`ThreadLock.lock(until:)`), up to the deadline, and take it once it is let go; two
+    /// `PoolLock`s of the process on one file (two captures' grants) share that hold
+    /// (`ThreadHold.reserveHolds`) rather than meet only at the OFD byte, polled.
     @Test func anotherThreadsHoldIsWaitedForUntilItsDeadline() throws {
         try TestSupport.withScratch("thread-hold-deadline") { scratch in
             let pool = try Pool.create(at: scratch + "/pool", capacity: 8 << 20, measuringBandwidth: false)
             defer { try? pool.destroy() }
-            // One lock file description, as the threads of a process share it (PoolLock is not
-            // Sendable: its callers share it across their own threads).
-            nonisolated(unsafe) let lock = try PoolLock(path: pool.layout.lock, access: pool.access)
-            lock.mutationWaitLimit = 200_000_000
+            // PoolLock is not Sendable: its callers share it across their own threads.
+            nonisolated(unsafe) let holder = try PoolLock(path: pool.layout.lock, access: pool.access)
+            let waiter = try PoolLock(path: pool.layout.lock, access: pool.access)
+            waiter.mutationWaitLimit = 200_000_000
             let holding = DispatchSemaphore(value: 0), letGo = DispatchSemaphore(value: 0), ended = DispatchSemaphore(value: 0)
             let holderError = Mutex<(any Error)?>(nil)
             Thread.detachNewThread {
-                do { try lock.withReserve { holding.signal(); letGo.wait() } } catch { holderError.withLock { $0 = error } }
+                do { try holder.withReserve { holding.signal(); letGo.wait() } } catch { holderError.withLock { $0 = error } }
                 ended.signal()
             }
             holding.wait()
-            let start = MonotonicTime.now()
-            let error = #expect(throws: ProVideoError.self) { try lock.withReserve { } }
-            let waited = MonotonicTime.now() - start
-            #expect(error?.code == .busy)
-            #expect(error?.message.contains("another thread of this process has held the pool's reserve lock") == true)
-            #expect(waited >= 200_000_000, "gave up after \(waited) ns, before its deadline")
-            lock.mutationWaitLimit = UInt64(TestSupport.hangLimit * 1e9)
+            Self.expectBusy(after: 200_000_000, saying: "another thread of this process has held the pool's reserve lock") {
+                try waiter.withReserve { }
+            }
+            waiter.mutationWaitLimit = UInt64(TestSupport.hangLimit * 1e9)
             letGo.signal()
-            #expect(try lock.withReserve { 7 } == 7)
+            #expect(try waiter.withReserve { 7 } == 7)
             ended.wait()
             #expect(holderError.withLock { $0 } == nil)
         }
+    }
+
+    /// Runs `body`, a wait for a lock another holds that gives up after `limit` nanoseconds:
+    /// it must throw `.busy` saying `says`, and not before `limit`. Returns the nanoseconds waited.
+    @discardableResult
+    private static func expectBusy(after limit: UInt64, saying says: String, _ body: () throws -> Void) -> UInt64 {
+        let start = MonotonicTime.now()
+        let error = #expect(throws: ProVideoError.self) { try body() }
+        let waited = MonotonicTime.now() - start
+        #expect(error?.code == .busy)
+        #expect(error?.message.contains(says) == true, "\(String(describing: error))")
+        #expect(waited >= limit, "gave up after \(waited) ns, before its deadline")
+        return waited
     }
 }

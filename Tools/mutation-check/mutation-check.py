@@ -395,6 +395,10 @@ MUTATIONS = [
      "pv_mutex_lock_until(mutex, deadline) == 0 }",
      "pthread_mutex_trylock(mutex) == 0 }",
      "anotherThreadsHoldIsWaitedForUntilItsDeadline"),
+    ("each PoolLock's reserve holds its own", S + "Pool/PoolLock.swift",
+     "threads = (ThreadHold(), reserveHolds.reserve, reserveHolds.reserveSize)",
+     "threads = (ThreadHold(), ThreadHold(), ThreadHold())",
+     "anotherThreadsHoldIsWaitedForUntilItsDeadline"),
 ]
 
 
