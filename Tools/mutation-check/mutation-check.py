@@ -396,8 +396,8 @@ MUTATIONS = [
      "pthread_mutex_trylock(mutex) == 0 }",
      "anotherThreadsHoldIsWaitedForUntilItsDeadline"),
     ("each PoolLock's reserve holds its own", S + "Pool/PoolLock.swift",
-     "threads = (ThreadHold(), reserveHolds.reserve, reserveHolds.reserveSize)",
-     "threads = (ThreadHold(), ThreadHold(), ThreadHold())",
+     "        reserveHolds = ThreadHold.reserveHolds(of: try file.facts())\n",
+     "        reserveHolds = ThreadHold.ReserveHolds()\n",
      "anotherThreadsHoldIsWaitedForUntilItsDeadline"),
 ]
 

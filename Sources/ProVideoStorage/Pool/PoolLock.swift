@@ -16,8 +16,9 @@ import ProVideoSystem
 /// owner dies: a free busy byte is proof the owner is gone, never a guess from a pid.
 ///
 /// Threads sharing one `PoolLock` share its open file description, which never conflicts with
-/// itself: `threads` gives the mutation and reserve bytes the same exclusion between threads
-/// of this process (a `Pool` shared between tasks) that the OFD lock gives between processes.
+/// itself: `mutationHold` and `reserveHolds` give the mutation and reserve bytes the same
+/// exclusion between threads of this process (a `Pool` shared between tasks) that the OFD lock
+/// gives between processes.
 /// The reserve bytes' holds are shared by every `PoolLock` of this process open on the same
 /// file (`ThreadHold.reserveHolds`), so that its captures' grants queue in the kernel.
 ///
@@ -27,7 +28,9 @@ import ProVideoSystem
 /// through a writable path to the same pool; a mutation is refused (`readOnlyError`).
 final class PoolLock {
     private let file: FileDescriptor
-    private let threads: (mutation: ThreadHold, reserve: ThreadHold, reserveSize: ThreadHold)
+    private let mutationHold = ThreadHold()
+    /// The reserve's holds, shared with every other `PoolLock` of this process on this file.
+    private let reserveHolds: ThreadHold.ReserveHolds
     private static let mutationByte: Int64 = 0
     private static let reserveByte: Int64 = 16
     private static let reserveSizeByte: Int64 = 17
@@ -35,8 +38,6 @@ final class PoolLock {
     static let fleetWaitByte: Int64 = 18
     /// The grants in flight through this lock file description, and every other's.
     let claims: ReserveClaims
-    /// Keeps the reserve's shared holds alive while this lock file description is open.
-    private let reserveHolds: ThreadHold.ReserveHolds
     /// The lock file's filesystem refused a write open (EROFS).
     let readOnly: Bool
 
@@ -51,10 +52,7 @@ final class PoolLock {
             readOnly = true
         }
         claims = ReserveClaims(file: file, writable: !readOnly)
-        let facts = try file.facts()
-        reserveHolds = ThreadHold.reserveHolds(device: UInt64(facts.deviceMajor) << 32 | UInt64(facts.deviceMinor),
-                                               inode: facts.inode)
-        threads = (ThreadHold(), reserveHolds.reserve, reserveHolds.reserveSize)
+        reserveHolds = ThreadHold.reserveHolds(of: try file.facts())
     }
 
     /// What a change to a pool on a read-only filesystem fails with.
@@ -77,7 +75,7 @@ final class PoolLock {
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withMutation<T>(_ body: () throws -> T) throws -> T {
         if readOnly { throw readOnlyError }
-        return try holding(Self.mutationByte, threads.mutation, "lock", pollMicroseconds: 5_000, body) {
+        return try holding(Self.mutationByte, mutationHold, "lock", pollMicroseconds: 5_000, body) {
             "another process has held the pool's lock (\(file.path)) for \($0) s: a create writing zeros, a move copying "
                 + "a recording, or a process stopped inside one; try again when it is done"
         }
@@ -91,7 +89,7 @@ final class PoolLock {
     /// millisecond.
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withReserve<T>(_ body: () throws -> T) throws -> T {
-        try holding(Self.reserveByte, threads.reserve, "reserve lock", pollMicroseconds: 1_000, body) {
+        try holding(Self.reserveByte, reserveHolds.reserve, "reserve lock", pollMicroseconds: 1_000, body) {
             "another process has held the pool's reserve lock (\(file.path)) for \($0) s; a process is stopped inside a "
                 + "reserve change: try again"
         }
@@ -103,7 +101,7 @@ final class PoolLock {
     /// Waits as `withReserve` does.
     /// - Throws: `.busy` when the wait runs out; whatever `body` throws.
     func withReserveSize<T>(_ body: () throws -> T) throws -> T {
-        try holding(Self.reserveSizeByte, threads.reserveSize, "reserve's size lock", pollMicroseconds: 1_000, body) {
+        try holding(Self.reserveSizeByte, reserveHolds.reserveSize, "reserve's size lock", pollMicroseconds: 1_000, body) {
             "another process has held the pool's reserve size lock (\(file.path)) for \($0) s; a process is stopped "
                 + "inside a change of the reserve's size: try again"
         }
@@ -135,17 +133,17 @@ final class PoolLock {
     /// running it otherwise.
     /// nil too on a read-only lock file: nothing can be changed there.
     func withMutationIfFree<T>(_ body: () throws -> T) throws -> T? {
-        guard !readOnly, threads.mutation.lock.tryLock() else { return nil }
-        defer { threads.mutation.lock.unlock() }
-        threads.mutation.depth += 1
-        defer { threads.mutation.depth -= 1 }
-        if threads.mutation.depth > 1 { return try body() }
+        guard !readOnly, mutationHold.lock.tryLock() else { return nil }
+        defer { mutationHold.lock.unlock() }
+        mutationHold.depth += 1
+        defer { mutationHold.depth -= 1 }
+        if mutationHold.depth > 1 { return try body() }
         guard try file.lock(Self.mutationByte, 1, wait: false) else { return nil }
         defer { file.unlock(Self.mutationByte, 1) }
         return try body()
     }
 
-    /// Takes `threads`' lock for this thread, waiting until `deadline` (`MonotonicTime`) in the
+    /// Takes a hold's lock for this thread, waiting until `deadline` (`MonotonicTime`) in the
     /// kernel: with a grant's claim and its cut on a thread each per capture, a waiter that
     /// polled could miss every release to the threads that took the lock between its polls.
     /// - Throws: `.busy` when another thread of this process kept it that long.

@@ -16,9 +16,10 @@ final class ThreadHold: @unchecked Sendable {
     /// cutters for up to 1.6 s while each held it for under a millisecond (10 captures,
     /// 2026-12-06). Sharing the holds queues this process's threads in the kernel; only one at
     /// a time polls the byte, for other processes' holds.
-    static func reserveHolds(device: UInt64, inode: UInt64) -> ReserveHolds {
+    static func reserveHolds(of lockFile: FileFacts) -> ReserveHolds {
         shared.withLock { table in
-            let key = LockFile(device: device, inode: inode)
+            let key = LockFile(device: UInt64(lockFile.deviceMajor) << 32 | UInt64(lockFile.deviceMinor),
+                               inode: lockFile.inode)
             if let holds = table[key]?.holds { return holds }
             table = table.filter { $0.value.holds != nil }
             let holds = ReserveHolds()
