@@ -36,6 +36,32 @@ import Testing
         try JSONSerialization.data(withJSONObject: object).write(to: URL(fileURLWithPath: note))
     }
 
+    /// A held note's temporary is garbage only when no one may be writing it: opening the pool
+    /// while another open file description holds `capturing` (a take finishing there writes its
+    /// note as `<held>.json.tmp`, then renames it) leaves it; opened with no capture running,
+    /// the pool removes it (a power cut between the write and the rename), and the note and
+    /// the take stay as they were.
+    @Test func aNotesTemporaryGoesOnlyWhenNoCaptureCouldBeWritingIt() throws {
+        try TestSupport.withScratchOnAnotherFilesystem { directory in
+            try withPool(capacity: 32 << 20) { pool, _ in
+                let bytes = TestSupport.pattern(1 << 20, seed: 12)
+                let held = try recordWaitingToLand(pool, to: directory + "/take.mov", bytes)
+                let temporary = held + ".json.tmp"
+                try Data("{\"half\":".utf8).write(to: URL(fileURLWithPath: temporary))
+                let capturing = try PoolLock(path: pool.layout.lock, access: pool.access)
+                #expect(try capturing.tryHoldShared(.capturing))
+                _ = try Pool.open(at: pool.path)
+                #expect(FileSystem.existsWithoutFollowing(temporary), "a live capture's note temporary was removed")
+                capturing.release(.capturing)
+                _ = try Pool.open(at: pool.path)
+                #expect(!FileSystem.existsWithoutFollowing(temporary), "a dead writer's temporary stayed")
+                let note = try #require(Pool.heldNote(held + ".json"))
+                #expect(note.landing == true)
+                #expect(TestSupport.fileHolds(held, bytes))
+            }
+        }
+    }
+
     /// Opening the pool finds the note whose target does not exist: the temporary goes, the
     /// note forgets the move, and the take stays held, still waiting to land.
     @Test func openingThePoolRemovesTheTemporary() throws {

@@ -43,6 +43,21 @@ import Testing
         #expect(abs(inTurn.mean - 7.512) < 1e-6 && abs(inTurn.max - 10.016) < 1e-6, "\(inTurn)")
     }
 
+    /// A lander that sleeps `--interval` seconds between its passes (`land --watch`) sees a
+    /// take at its next look: 1000 MB takes 100 s apart land in 30 s of copy and check, after
+    /// a wait of less than 5 s (here 0.8 s, the phase its loop started at); with no interval,
+    /// in the 30 s alone.
+    @Test func aTakeWaitsForItsLandersNextLook() throws {
+        let common = ["--servers", "1", "--channels", "1", "--bitrate", "80M", "--take", "100", "--duration", "1000",
+                      "--store", "800M", "--read", "400M"]
+        let at = Self.timeToLand(try Self.run(common))
+        #expect(abs(at.mean - 30) < 1e-6 && abs(at.max - 30) < 1e-6, "\(at)")
+        let report = try Self.run(common + ["--interval", "5"])
+        #expect(report["landed"] as? Int == report["takes"] as? Int)
+        let later = Self.timeToLand(report)
+        #expect(later.mean > 30.001 && later.max < 35, "\(later)")
+    }
+
     /// Eight servers of two 147 Mbit/s channels (294 MB/s together): a store of 2 Gbit/s
     /// (250 MB/s) falls behind for good; one of 8 Gbit/s keeps the backlog to the takes just ended.
     @Test func aStoreSlowerThanTheFleetFallsBehind() throws {
@@ -56,7 +71,8 @@ import Testing
     }
 
     @Test func badParametersAreUsageErrors() throws {
-        for arguments in [["--bitrate", "0"], ["--slots", "0"], ["--store", "fast"], ["--svg", "/tmp/x.svg"]] {
+        for arguments in [["--bitrate", "0"], ["--slots", "0"], ["--store", "fast"], ["--svg", "/tmp/x.svg"],
+                          ["--interval", "-1"]] {
             let result = try TestSupport.run("/usr/bin/python3", [Self.model] + arguments)
             #expect(result.status == 2, "\(arguments): \(result.stderr)")
         }

@@ -399,6 +399,10 @@ MUTATIONS = [
      "        reserveHolds = ThreadHold.reserveHolds(of: try file.facts())\n",
      "        reserveHolds = ThreadHold.ReserveHolds()\n",
      "anotherThreadsHoldIsWaitedForUntilItsDeadline"),
+    ("a note's temporary removed beside a running capture", S + "Pool/PoolMaintenance.swift",
+     "        if !temporaries.isEmpty, try !lock.heldByOthers().contains(.capturing) {\n",
+     "        if !temporaries.isEmpty {\n",
+     "aNotesTemporaryGoesOnlyWhenNoCaptureCouldBeWritingIt"),
 ]
 
 

@@ -242,9 +242,14 @@ extension Pool {
         // which `list`, `land` and `destroy` read, says why.
         let files = (try? FileManager.default.contentsOfDirectory(atPath: layout.recordings)) ?? []
         // A note rewritten (`movingTo`) when the power went, before its rename: the note itself
-        // is intact, the temporary is garbage (found by Tools/powerloss).
-        for name in files where name.hasSuffix(".json.tmp") {
-            try FileSystem.remove(layout.recordings + "/" + name)
+        // is intact, the temporary is garbage (found by Tools/powerloss). Garbage only on proof
+        // that no one is writing it: a move writes its note under the mutation lock this open
+        // holds, a finishing capture keeps its take with a note while it holds `capturing`.
+        // Removed beside a running capture, a finishing take's note lost its temporary before
+        // the rename, and its `record` failed (the fleet run, 1 take in 160, twice).
+        let temporaries = files.filter { $0.hasSuffix(".json.tmp") }
+        if !temporaries.isEmpty, try !lock.heldByOthers().contains(.capturing) {
+            for name in temporaries { try FileSystem.remove(layout.recordings + "/" + name) }
         }
         for name in files where name.hasSuffix(".json") {
             let notePath = layout.recordings + "/" + name
