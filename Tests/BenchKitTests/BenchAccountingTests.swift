@@ -85,6 +85,8 @@ final class AcceptingWriter: FrameWriter {
         #expect(Array(recorder.dropTimes.prefix(recorder.dropCount)) == [40 * ms, 160 * ms])
         // Frames 1–3 waited for frame 0's hand-over, not for the thread to wake.
         #expect(recorder.latestWakeUp == 0)
+        // Frame 1 waited longest for the thread, 110 ms: a queue of 3 frames (120 ms) would have kept it.
+        #expect(recorder.latestTurn == 110 * ms)
     }
 
     @Test func aThreadThatWakesLateIsMeasuredApartFromItsHandOvers() throws {
@@ -105,6 +107,7 @@ final class AcceptingWriter: FrameWriter {
             try recorder.run(writer: writer, source: bytes, clock: clock, start: clock.time)
         }
         #expect(recorder.latestWakeUp == 30_000_000)
+        #expect(recorder.latestTurn == 30_000_000)
         #expect(recorder.appendLatency.prefix(recorder.sampleCount).allSatisfy { $0 == 0 })
         #expect(recorder.accounting.onTime == 5)
     }

@@ -214,6 +214,7 @@ import Testing
                 let passed = streams <= (confirming ? long : short)
                 return Sizing.Trial(streams: streams, passed: passed, framesDropped: passed ? 0 : 2, framesLate: 0,
                                     firstDropSecond: passed ? nil : dropSecond(streams),
+                                    firstRefusalSecond: passed ? nil : dropSecond(streams),
                                     appendLatencyNs: Percentiles.summary([1_000_000]), frameIntervalNs: 33_366_700,
                                     seconds: passed ? (confirming ? 300 : 30) : Double(dropSecond(streams) + 5), steady: true,
                                     deviceBytesPerSecond: nil, segments: 1, lateSwitches: 0, ended: passed ? "steady" : "dropped",
@@ -260,8 +261,47 @@ import Testing
         #expect(Sizing.failure(of: disk, queueFrames: 2) == "dropped 1 frame at 49 s (every one refused with every buffer "
                 + "in flight: the disk fell behind)")
         let mixed = trial(dropped: 5, awaitingGrant: 2, overwritten: 1)
-        #expect(mixed.dropCause == .mixed && Sizing.failure(of: mixed, queueFrames: 2) == "dropped 5 frames at 49 s")
+        #expect(mixed.dropCause == .mixed && Sizing.failure(of: mixed, queueFrames: 2) == "dropped 5 frames at 49 s (4 "
+                + "refused by the writers, 2 of them awaiting a grant; 1 overwritten in the card's queue)")
         #expect(trial(dropped: 0).dropCause == nil)
+    }
+
+    /// The storage's limit and the host's are two answers: a trial whose only drops were
+    /// overwritten in the card's queue (the recorder's thread late) counts for the storage's
+    /// number and against the recorder's. Against a storage that carries 12 streams and a host
+    /// whose recorder, with 2 frames of queue, holds 10, the search finds 12 (13 refused frames),
+    /// the recorder held 10, and 12 needed 3 frames of queue (95.3 ms at 33.4 ms a frame).
+    @Test func theStoragesLimitAndTheHostsAreToldApart() {
+        let settings = Sizing.Settings(codec: nil, bitrate: 884_000_000, fps: 29.97, streams: 1...64,
+                                       minimumTrial: 30_000_000_000, maximumTrial: 150_000_000_000)
+        func trial(_ streams: Int, _ confirming: Bool) -> Sizing.Trial {
+            let refused = streams > 12 ? 7 : 0, overwritten = streams > 10 ? 4 : 0
+            return Sizing.Trial(streams: streams, passed: refused + overwritten == 0, framesDropped: refused + overwritten,
+                                framesOverwritten: overwritten, latestWakeUpNs: overwritten > 0 ? 79_000_000 : 20_000_000,
+                                latestTurnNs: overwritten > 0 ? 95_300_000 : 30_000_000, framesLate: 0,
+                                firstDropSecond: overwritten > 0 ? 12 : nil, firstRefusalSecond: refused > 0 ? 20 : nil,
+                                appendLatencyNs: Percentiles.summary([1_000_000]), frameIntervalNs: 33_366_700, seconds: 30,
+                                steady: true, deviceBytesPerSecond: nil, segments: 1, lateSwitches: 0,
+                                ended: refused > 0 ? "refused" : "steady", confirming: confirming)
+        }
+        let result = Sizing.search(settings, estimate: 17, trial: trial)
+        #expect(result.trials.map(\.streams) == [17, 13, 10, 11, 12])
+        #expect(result.passed == 12 && result.failed == 13)
+        #expect(trial(11, false).storagePassed && !trial(11, false).passed && trial(11, false).dropCause == .late)
+        let host = Sizing.hostLimit(trials: result.trials, storage: 12, confirmed: false)
+        #expect(host.held == 10 && host.queueNeeded == 3 && host.turnNs == 95_300_000 && host.wakeUpNs == 79_000_000)
+        #expect(Sizing.hostClause(host, storage: trial(12, false), name: "prores", queueFrames: 2)
+                == "the storage carries 12 streams of prores (no frame refused over 30 s); on this host the recorder's "
+                + "thread woke up to 79.0 ms late and turned to a frame up to 95.3 ms after it was due, so a recorder "
+                + "needs an input queue of at least 3 frames for 12; with 2 frames it held 10")
+        // A recorder that held the storage's number too: the plain answer.
+        let quiet = Sizing.hostLimit(trials: [trial(9, false), trial(10, false)], storage: 10, confirmed: false)
+        #expect(quiet.held == 10 && quiet.queueNeeded == 1)
+        #expect(Sizing.hostClause(quiet, storage: trial(10, false), name: "prores", queueFrames: 2) == nil)
+        // A capture that failed fails the storage, whatever was dropped.
+        var failed = trial(5, false)
+        failed.ended = "a capture failed: the pool has no remaining capacity"
+        #expect(!failed.storagePassed)
     }
 
     /// Confirmations after the first start only if they can end by the deadline: the search

@@ -38,6 +38,9 @@ package struct ModeRun: Sendable {
     package var cpuWaitCounted = false
     /// The longest any stream's thread woke after a frame was due, in nanoseconds.
     package var latestWakeUp: UInt64 = 0
+    /// The longest any stream's frame waited past its due time for its thread, in nanoseconds
+    /// (`SimulatedRecorder.latestTurn`).
+    package var latestTurn: UInt64 = 0
     /// Each stream's write completion latency, merged with `Percentiles.worst`.
     package var completionLatency: LatencySummary
 }

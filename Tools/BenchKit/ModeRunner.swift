@@ -8,6 +8,8 @@ package enum ModeRunner {
     package final class Progress: Sendable {
         package let frames = Atomic<Int>(0)
         package let dropped = Atomic<Int>(0)
+        /// Of `dropped`, the frames the writers refused (the rest were overwritten in the card's queue).
+        package let refused = Atomic<Int>(0)
         /// Set to end every stream at its next frame (a sizing trial that has seen enough).
         package let stopRequested = Atomic<Bool>(false)
         package init() {}
@@ -77,9 +79,10 @@ package enum ModeRunner {
                     if let priority = plan.realtimePriority { try RealtimePriority.apply(priority) }
                     try stream.recorder.run(writer: stream.writer, source: UnsafeRawBufferPointer(shared.source.bytes),
                                             clock: shared.clock, start: streamStart,
-                                            stopped: { progress.stopRequested.load(ordering: .relaxed) }) { dropped in
+                                            stopped: { progress.stopRequested.load(ordering: .relaxed) }) { fate in
                         progress.frames.add(1, ordering: .relaxed)
-                        if dropped { progress.dropped.add(1, ordering: .relaxed) }
+                        if fate != .handedOver { progress.dropped.add(1, ordering: .relaxed) }
+                        if fate == .refused { progress.refused.add(1, ordering: .relaxed) }
                     }
                 } catch { stream.error = error }
                 do { try stream.writer.close() } catch { stream.error = stream.error ?? error }
@@ -118,6 +121,7 @@ package enum ModeRunner {
         run.framesAwaitingGrant = streams.reduce(0) { $0 + $1.writer.grantRefusals }
         run.drops = streams.flatMap { $0.recorder.dropTimes.prefix($0.recorder.dropCount) }.sorted()
         run.latestWakeUp = streams.map(\.recorder.latestWakeUp).max() ?? 0
+        run.latestTurn = streams.map(\.recorder.latestTurn).max() ?? 0
         run.cpuWaitCounted = streams.allSatisfy(\.recorder.cpuWaitCounted)
         return run
     }

@@ -27,6 +27,10 @@ package final class SimulatedRecorder {
     /// still handing over an earlier frame), in nanoseconds: a frame can be late with every
     /// hand-over fast when the thread itself did not run.
     package private(set) var latestWakeUp: UInt64 = 0
+    /// The longest any frame waited past its due time before the thread turned to it, in
+    /// nanoseconds (late wake-ups and long hand-overs of earlier frames together): a card's
+    /// queue of fewer frames than this spans overwrites one (`FrameAccounting.isStillQueued`).
+    package private(set) var latestTurn: UInt64 = 0
 
     /// - Parameter inputQueueFrames: frames the capture card holds while the recorder is busy.
     package init(sizes: FrameSizes, fps: Double, inputQueueFrames: Int) {
@@ -46,11 +50,11 @@ package final class SimulatedRecorder {
     /// Runs the stream: frame `i` is due at `start + offset(of: i)` (ns on `clock`).
     /// - Parameters:
     ///   - source: at least `sizes.largest` bytes; each frame is its first `size` bytes.
-    ///   - onFrame: called after every frame (progress), with whether it was dropped.
+    ///   - onFrame: called after every frame (progress), with what became of it.
     ///   - stopped: checked before each frame; true ends the stream there (a sizing trial that
     ///     has seen enough).
     package func run(writer: FrameWriter, source: UnsafeRawBufferPointer, clock: BenchClock, start: UInt64,
-                    stopped: () -> Bool = { false }, onFrame: (Bool) -> Void = { _ in }) throws {
+                    stopped: () -> Bool = { false }, onFrame: (FrameFate) -> Void = { _ in }) throws {
         let delay = RunQueueDelay()
         cpuWaitCounted = delay != nil
         var idleSince: UInt64 = 0
@@ -61,12 +65,13 @@ package final class SimulatedRecorder {
             let begin = clock.now()
             let ready = max(due, idleSince)
             latestWakeUp = max(latestWakeUp, begin &- min(begin, ready))
+            latestTurn = max(latestTurn, begin &- min(begin, due))
             defer { idleSince = clock.now() }
             let (waitedBefore, ranBefore) = (delay?.nanoseconds() ?? 0, ThreadCPUTime.nanoseconds())
             guard accounting.isStillQueued(due: due, now: begin) else {
                 dropTimes[dropCount] = due - start
                 dropCount += 1
-                onFrame(true)
+                onFrame(.overwritten)
                 continue
             }
             let accepted = try writer.append(UnsafeRawBufferPointer(rebasing: source[0..<size]))
@@ -83,7 +88,16 @@ package final class SimulatedRecorder {
                 dropTimes[dropCount] = due - start
                 dropCount += 1
             }
-            onFrame(!accepted)
+            onFrame(accepted ? .handedOver : .refused)
         }
     }
+}
+
+/// What became of one frame of a `SimulatedRecorder`.
+package enum FrameFate: Sendable {
+    case handedOver
+    /// The writer refused it (every buffer in flight, or its take not granted that far).
+    case refused
+    /// The card's queue overwrote it before the recorder's thread turned to it.
+    case overwritten
 }

@@ -96,8 +96,9 @@ package enum Sizing {
     /// One trial: `streams` captures at once.
     package struct Trial: Codable, Sendable {
         package var streams: Int
-        /// No frame dropped, no capture failed, and the append p99.9 over every stream's appends
-        /// under one frame interval.
+        /// The recorder held: no frame dropped (refused, or overwritten in the card's queue), no
+        /// capture failed, and the append p99.9 over every stream's appends under one frame
+        /// interval. The storage's verdict is `storagePassed`.
         package var passed: Bool
         package var framesDropped: Int
         /// Of the frames dropped, those refused because their take's file was not yet granted
@@ -110,12 +111,17 @@ package enum Sizing {
         package var framesOverwritten: Int = 0
         /// The latest the recorder's thread began a frame after it was due, nanoseconds.
         package var latestWakeUpNs: UInt64 = 0
+        /// The longest a frame waited past its due time for the recorder's thread, nanoseconds
+        /// (`SimulatedRecorder.latestTurn`): the card's queue it would have needed.
+        package var latestTurnNs: UInt64 = 0
         /// The share of CPU time the hypervisor stole over the trial (`CPUSteal`), 0 to 1; nil
         /// where the kernel does not say.
         package var cpuStolen: Double?
         package var framesLate: Int
         /// Seconds from the first frame to the first drop, to one second.
         package var firstDropSecond: Int?
+        /// Seconds from the first frame to the first frame a writer refused, to one second.
+        package var firstRefusalSecond: Int?
         package var appendLatencyNs: LatencySummary
         package var frameIntervalNs: UInt64
         package var seconds: Double
@@ -128,13 +134,22 @@ package enum Sizing {
         /// Takes recorded, and switches that found the next capture not ready.
         package var segments: Int
         package var lateSwitches: Int
-        /// "steady", "dropped", "longest trial", or "a capture failed: …" (a take that could
-        /// not start, a full pool).
+        /// "steady", "refused" (five seconds after a writer refused a frame), "longest trial",
+        /// or "a capture failed: …" (a take that could not start, a full pool).
         package var ended: String
         /// Whether this trial confirmed the search's answer at length (`confirmationTrial`).
         package var confirming = false
         /// Its grants' latencies and leads at landing, every stream's together (issue 44).
         package var grants: GrantSummary?
+
+        /// Of the frames dropped, those the writers refused: the storage's, where the rest are
+        /// the recorder's thread's.
+        package var framesRefused: Int { framesDropped - framesOverwritten }
+
+        /// The storage kept up: no capture failed and no frame was refused, whatever the
+        /// recorder's thread lost in the card's queue (a trial whose only drops are from late
+        /// wake-ups counts for the storage and against the host).
+        package var storagePassed: Bool { !ended.hasPrefix("a capture failed") && framesRefused == 0 }
 
         /// What the dropped frames waited for; nil when none dropped.
         package var dropCause: DropCause? {
@@ -145,11 +160,11 @@ package enum Sizing {
             return .mixed
         }
 
-        /// A failure in the last three quarters of a confirmation of `length` nanoseconds: a
-        /// stall that rare puts the number just over what the machine holds, so once a smaller
-        /// number has held, one fewer is tried next (`nextConfirmation`).
+        /// A storage failure in the last three quarters of a confirmation of `length`
+        /// nanoseconds: a stall that rare puts the number just over what the storage holds, so
+        /// once a smaller number has held, one fewer is tried next (`nextConfirmation`).
         func failedLate(length: UInt64) -> Bool {
-            guard !passed, let second = firstDropSecond else { return false }
+            guard !storagePassed, let second = firstRefusalSecond else { return false }
             return UInt64(second) * 4_000_000_000 >= length
         }
     }
@@ -176,10 +191,17 @@ package enum Sizing {
         package var bandwidth: BandwidthMeasurement
         /// Streams the sustained bandwidth carries at the stream's rate, before any trial.
         package var estimate: Int
-        /// The largest number of streams that passed (0: none did).
+        /// The largest number of streams the storage carried (`Trial.storagePassed`; 0: none).
         package var streams: Int
-        /// The smallest number that failed, nil when every number tried passed.
+        /// The smallest number the storage failed, nil when it carried every number tried.
         package var failedAt: Int?
+        /// The largest number, at most `streams`, whose trial the recorder held with
+        /// `inputQueueFrames` of queue (`Trial.passed`), among the trials that gave `streams`
+        /// (the confirmations when they ran); nil when none did.
+        package var recorderHeld: Int?
+        /// Frames of card queue the trials at `streams` needed to lose none: their longest
+        /// wait for the recorder's thread in frame intervals, rounded up (nil: no such trial).
+        package var inputQueueNeeded: Int?
         package var searched: ClosedRange<Int>
         /// Whether `streams` held through a confirmation trial; nil when none ran.
         package var confirmed: Bool?
@@ -213,11 +235,12 @@ package enum Sizing {
         }
     }
 
-    /// The search's decisions, apart from running trials: bisection with `trial(streams, false)`,
-    /// then confirmations with `trial(streams, true)` from the largest pass (`nextConfirmation`),
-    /// those after the first only while they can end by `settings.deadline` on `now`.
-    /// `passed` is the largest number that passed (that held, when confirmations run), `failed`
-    /// the smallest that failed, the confirmations' failures included.
+    /// The search for the storage's limit, apart from running trials: bisection with
+    /// `trial(streams, false)`, then confirmations with `trial(streams, true)` from the largest
+    /// pass (`nextConfirmation`), those after the first only while they can end by
+    /// `settings.deadline` on `now`. `passed` is the largest number the storage carried
+    /// (`Trial.storagePassed`; held, when confirmations run), `failed` the smallest it did not,
+    /// the confirmations' failures included.
     package static func search(_ settings: Settings, estimate: Int, now: () -> UInt64 = MonotonicClock.nanoseconds,
                                trial: (_ streams: Int, _ confirming: Bool) throws -> Trial)
         rethrows -> (trials: [Trial], passed: Int?, failed: Int?, confirmed: Bool?, budgetRanOut: Bool) {
@@ -226,7 +249,7 @@ package enum Sizing {
         while let streams = nextCandidate(passed: passed, failed: failed, range: settings.streams, estimate: estimate) {
             let result = try trial(streams, false)
             trials.append(result)
-            if result.passed { passed = max(passed ?? 0, streams) } else { failed = min(failed ?? .max, streams) }
+            if result.storagePassed { passed = max(passed ?? 0, streams) } else { failed = min(failed ?? .max, streams) }
         }
         guard settings.confirmationTrial > 0, var candidate = passed else { return (trials, passed, failed, nil, false) }
         var held: Int?
@@ -237,7 +260,7 @@ package enum Sizing {
             }
             let result = try trial(candidate, true)
             trials.append(result)
-            if result.passed { held = candidate } else { failed = min(failed ?? .max, candidate) }
+            if result.storagePassed { held = candidate } else { failed = min(failed ?? .max, candidate) }
             guard let next = nextConfirmation(held: held, failed: failed, lastFailedLate:
                                                 result.failedLate(length: settings.confirmationTrial),
                                               floor: settings.streams.lowerBound) else { break }
@@ -292,8 +315,12 @@ package enum Sizing {
         let best = passed.flatMap { count in trials.last { $0.streams == count } }
         let worst = failed.flatMap { count in trials.last { $0.streams == count } }
         let unconfirmed = trials.filter(\.confirming).map(\.streams)
-        var answer = best.map { "\($0.streams) stream\($0.streams == 1 ? "" : "s") of \(name): 0 dropped over "
-            + minutes($0.seconds) }
+        let host = passed.map { hostLimit(trials: trials, storage: $0, confirmed: confirmed != nil) }
+        var answer = best.map { best in
+            host.flatMap { host in
+                hostClause(host, storage: best, name: name, queueFrames: settings.inputQueueFrames)
+            } ?? "\(best.streams) stream\(best.streams == 1 ? "" : "s") of \(name): 0 dropped over " + minutes(best.seconds)
+        }
             ?? (confirmed == false ? "no number of streams of \(name) held through "
                 + "\(minutes(Double(settings.confirmationTrial) / 1e9)) (tried "
                 + unconfirmed.map(String.init).joined(separator: ", ") + " after shorter trials passed \(unconfirmed.first ?? 0))"
@@ -308,12 +335,43 @@ package enum Sizing {
         }
         let report = Report(codec: settings.codec, bitrate: settings.bitrate, fps: settings.fps, noise: noise,
                             bandwidth: bandwidth, estimate: estimate, streams: passed ?? 0, failedAt: failed,
+                            recorderHeld: host?.held, inputQueueNeeded: host?.queueNeeded,
                             searched: settings.streams, confirmed: confirmed, budgetRanOut: budgetRanOut,
                             mountedWithDiscard: StorageFacts.mountedWithDiscard(pool.path),
                             realtimePriority: settings.realtimePriority, inputQueueFrames: settings.inputQueueFrames,
                             trials: trials,
                             seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, answer: answer)
         return (report, [passed, failed].compactMap { $0.flatMap { runs[$0] } })
+    }
+
+    /// What the recorder's thread held on this host beside the storage's `storage` streams:
+    /// the largest number at most `storage` whose trial it held (`Trial.passed`) among the
+    /// confirmations (`confirmed`) or the search's trials, and the card's queue, in frames,
+    /// that the trials at `storage` needed to lose no frame.
+    static func hostLimit(trials: [Trial], storage: Int, confirmed: Bool)
+        -> (held: Int?, queueNeeded: Int, turnNs: UInt64, wakeUpNs: UInt64) {
+        let kind = trials.filter { $0.confirming == confirmed }
+        let atStorage = kind.filter { $0.streams == storage }
+        let turn = atStorage.map(\.latestTurnNs).max() ?? 0
+        let interval = atStorage.first?.frameIntervalNs ?? 1
+        return (kind.filter { $0.passed && $0.streams <= storage }.map(\.streams).max(),
+                max(1, Int((turn + interval - 1) / interval)), turn, atStorage.map(\.latestWakeUpNs).max() ?? 0)
+    }
+
+    /// The answer's first clause when the recorder's thread, not the storage, lost frames at the
+    /// storage's number: "the storage carries 12 streams of …; on this host …, so a recorder
+    /// needs an input queue of at least 4 frames for 12; with 2 frames it held 10". Nil when the
+    /// recorder held the storage's number too.
+    static func hostClause(_ host: (held: Int?, queueNeeded: Int, turnNs: UInt64, wakeUpNs: UInt64), storage: Trial,
+                           name: String, queueFrames: Int) -> String? {
+        guard host.held != storage.streams else { return nil }
+        let count = storage.streams
+        let held = host.held.map { "it held \($0)" } ?? "it held none of the numbers tried"
+        return "the storage carries \(count) stream\(count == 1 ? "" : "s") of \(name) (no frame refused over "
+            + "\(minutes(storage.seconds))); on this host the recorder's thread woke up to \(milliseconds(host.wakeUpNs)) "
+            + "late and turned to a frame up to \(milliseconds(host.turnNs)) after it was due, so a recorder needs an input "
+            + "queue of at least \(host.queueNeeded) frames for \(count); with \(queueFrames) frame\(queueFrames == 1 ? "" : "s") "
+            + held
     }
 
     /// How the smallest failing trial failed, for the answer: "dropped 4 frames at 49 s (every
@@ -335,13 +393,16 @@ package enum Sizing {
                 + "thread was behind: it woke up to \(milliseconds(trial.latestWakeUpNs)) late, and its longest append took "
                 + "\(milliseconds(trial.appendLatencyNs.max))\(stolen ?? ""); no frame was refused for want of a buffer)"
         case .disk: return dropped + " (every one refused with every buffer in flight: the disk fell behind)"
-        case .mixed, nil: return dropped
+        case .mixed, nil:
+            return dropped + " (\(trial.framesRefused) refused by the writers, \(trial.framesAwaitingGrant) of them awaiting a "
+                + "grant; \(trial.framesOverwritten) overwritten in the card's queue)"
         }
     }
 
     /// One trial of `streams` captures, ended once the device settled past `minimumTrial`,
-    /// five seconds after the first drop, or at `maximumTrial`; a confirmation lasts
-    /// `confirmationTrial` unless it drops.
+    /// five seconds after a writer first refused a frame, or at `maximumTrial`; a confirmation
+    /// lasts `confirmationTrial` unless a writer refuses. Frames overwritten in the card's queue
+    /// do not end a trial: the storage's verdict needs the whole of it.
     static func trial(streams: Int, confirming: Bool, settings: Settings, pool: Pool, directory: String,
                       log: (String) -> Void) throws -> (Trial, ModeRun) {
         let (minimumTrial, maximumTrial) = confirming ? (settings.confirmationTrial, settings.confirmationTrial)
@@ -364,7 +425,7 @@ package enum Sizing {
         let progress = ModeRunner.Progress()
         // Nanoseconds from here on the monotonic clock (ticks come about once a second, not exactly).
         let started = MonotonicClock.nanoseconds()
-        var elapsed: UInt64 = 0, stoppedAt: UInt64?, firstDrop: Int?, ended = "longest trial", lastLog = 0
+        var elapsed: UInt64 = 0, stoppedAt: UInt64?, firstDrop: Int?, firstRefusal: Int?, ended = "longest trial", lastLog = 0
         func failure() -> Error? { writers.lazy.compactMap(\.failure).first }
         let run = try ModeRunner.run(.pool, plan: plan, pool: pool, progress: progress, writers: { index in
             // Each stream's first take is a share of one, so the streams switch takes in turn.
@@ -380,6 +441,7 @@ package enum Sizing {
             if let device, let bytes = device.bytes() { rate.record(time: elapsed, bytes: bytes - deviceStart) }
             let dropped = progress.dropped.load(ordering: .relaxed)
             if dropped > 0 && firstDrop == nil { firstDrop = second }
+            if progress.refused.load(ordering: .relaxed) > 0 && firstRefusal == nil { firstRefusal = second }
             if second / 10 > lastLog / 10 {
                 lastLog = second
                 log("  \(streams) stream(s): \(second) s, \(dropped) dropped"
@@ -389,8 +451,8 @@ package enum Sizing {
             stealLatest = CPUSteal.read() ?? stealLatest
             if let failure = failure() {
                 ended = "a capture failed: \(failure)"
-            } else if let firstDrop, second >= firstDrop + 5 {
-                ended = "dropped"
+            } else if let firstRefusal, second >= firstRefusal + 5 {
+                ended = "refused"
             } else if elapsed >= minimumTrial && (device == nil || rate.steady != nil) {
                 ended = "steady"
             } else {
@@ -410,8 +472,9 @@ package enum Sizing {
                           framesDropped: run.accounting.dropped,
                           framesAwaitingGrant: Int(writers.reduce(0) { $0 + $1.grantRefusals }),
                           framesOverwritten: run.accounting.overwritten, latestWakeUpNs: run.latestWakeUp,
+                          latestTurnNs: run.latestTurn,
                           cpuStolen: stealBefore.flatMap { before in stealLatest?.share(since: before) },
-                          framesLate: run.accounting.late, firstDropSecond: firstDrop,
+                          framesLate: run.accounting.late, firstDropSecond: firstDrop, firstRefusalSecond: firstRefusal,
                           appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
                           segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },

@@ -251,12 +251,14 @@ enum BenchCommands {
             if (try? svg.write(toFile: plotPath, atomically: true, encoding: .utf8)) != nil { log("wrote \(plotPath)") }
         }
         if json { return try CommandLineProgram.printJSON(report) }
-        let header = ["streams", "trial", "result", "dropped", "cause", "first drop", "append p99.9", "max", "seconds", "device MB/s (all writers)",
-                      "ended"]
+        let header = ["streams", "trial", "storage", "recorder", "dropped", "refused", "cause", "first drop", "queue needed",
+                      "append p99.9", "max", "seconds", "device MB/s (all writers)", "ended"]
         let rows = report.trials.map { trial in
-            ["\(trial.streams)", trial.confirming ? "confirm" : "search", trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)",
-             trial.dropCause?.rawValue ?? "-",
-             trial.firstDropSecond.map { "\($0) s" } ?? "-", Sizing.milliseconds(trial.appendLatencyNs.p999),
+            ["\(trial.streams)", trial.confirming ? "confirm" : "search", trial.storagePassed ? "pass" : "FAIL",
+             trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)", "\(trial.framesRefused)", trial.dropCause?.rawValue ?? "-",
+             trial.firstDropSecond.map { "\($0) s" } ?? "-",
+             "\(max(1, (trial.latestTurnNs + trial.frameIntervalNs - 1) / trial.frameIntervalNs))",
+             Sizing.milliseconds(trial.appendLatencyNs.p999),
              Sizing.milliseconds(trial.appendLatencyNs.max), String(format: "%.0f", trial.seconds),
              trial.deviceBytesPerSecond.map { String(format: "%.0f", $0 / 1e6) } ?? "-", trial.ended]
         }
@@ -275,7 +277,8 @@ enum BenchCommands {
                   + "with `nodiscard` and fstrim.timer the answer can be larger: Docs/BENCHMARKS.md, "
                   + "\"Online discard costs the recorder\")")
         }
-        print(String(format: "(pass: 0 dropped and append p99.9 under the frame interval, %.1f ms; a recorder that holds "
+        print(String(format: "(the storage passes a trial when no capture failed and no frame was refused; the recorder "
+                     + "when none was dropped and its append p99.9 was under the frame interval, %.1f ms, holding "
                      + "%d frame(s) between its capture card and its writer (--input-queue); recorder threads %@; "
                      + "sustained bandwidth %@, %d stream(s) by arithmetic, not a trial; %.0f s in all)", 1e3 / fps, inputQueue,
                      realtime.map { "SCHED_FIFO \($0)" } ?? "SCHED_OTHER", BitRateFormat.human(bandwidth.sustained),
