@@ -7,9 +7,13 @@ import Synchronization
 /// boundary past the segment's end the recorder switches to it and the finished one is
 /// cancelled (its capacity returns). A sizing trial thus runs for minutes in a pool that holds
 /// seconds of each stream. Capture starts and cancels never run on the recorder's thread but on
-/// a thread of the writer's own, started with it: a dispatch queue's `async` once took 810 ms
+/// two threads of the writer's own, started with it: a dispatch queue's `async` once took 810 ms
 /// inside an append, likely creating a worker thread whose stack `mmap` waited for the mmap lock
-/// behind another take's 330 MB buffer populate. When the next capture is not ready at the
+/// behind another take's 330 MB buffer populate. Starts and cancels have a thread each, as a
+/// recorder starts its next file apart from finishing the last: a cancel gives its take back
+/// in steps, each behind a cut of the filesystem (seconds with online discard), and a start
+/// queued behind it made 1,948 switches of 213 late in a 12-stream trial, each late take
+/// holding more of the pool. When the next capture is not ready at the
 /// boundary the recorder goes on in the current one and the switch is counted late. A take that
 /// cannot start, or an append that fails other than by an overrun (a full pool), is kept in
 /// `failure` (readable from any thread): the recorder goes on where it can, and frames it cannot
@@ -21,7 +25,8 @@ package final class SegmentedPoolWriter: FrameWriter {
     private let segmentBytes: Int64
     /// Bytes before a segment's end at which the next capture is started.
     private let leadBytes: Int64
-    private let worker: TakeWorker
+    private let starter: TakeWorker
+    private let canceller: TakeWorker
     private var current: Capture
     private var written: Int64 = 0
     private var segmentEnd: Int64
@@ -57,7 +62,8 @@ package final class SegmentedPoolWriter: FrameWriter {
         segmentEnd = firstSegmentBytes
         current = try pool.startCapture(to: destination + ".0", options: options)
         completion = LatencySummary(p50: 0, p99: 0, p999: 0, max: 0)
-        worker = TakeWorker(pool: pool, destination: destination, options: options, handoff: handoff)
+        starter = TakeWorker(pool: pool, destination: destination, options: options, handoff: handoff, name: "take starts")
+        canceller = TakeWorker(pool: pool, destination: destination, options: options, handoff: handoff, name: "take cancels")
     }
 
     package var engine: String { current.statistics.engine }
@@ -79,13 +85,13 @@ package final class SegmentedPoolWriter: FrameWriter {
 
     private func fail(_ error: Error) { handoff.failure.withLock { $0 = $0 ?? error } }
 
-    /// Has the worker start the next capture.
+    /// Has the starter start the next capture.
     private func prepareNext() {
         preparing = true
-        worker.submit { $0.start = self.segments }
+        starter.submit { $0.start = self.segments }
     }
 
-    /// Switches to the next capture if it is ready; the finished one is cancelled on the queue.
+    /// Switches to the next capture if it is ready; the finished one is cancelled by the canceller.
     /// A next capture that could not start is a failure; the stream goes on in the current one
     /// and tries again an eighth of a take later.
     private func switchCapture() {
@@ -111,7 +117,7 @@ package final class SegmentedPoolWriter: FrameWriter {
         segments += 1
         preparing = false
         segmentEnd = written + segmentBytes
-        worker.submit { $0.cancels.append(finished) }
+        canceller.submit { $0.cancels.append(finished) }
     }
 
     package func close() throws {
@@ -120,8 +126,11 @@ package final class SegmentedPoolWriter: FrameWriter {
         grantTimings.merge(current.grantTimings)
         var failure: Error?
         do { try current.cancel() } catch { failure = error }
-        // Whatever the worker still starts or cancels ends before close returns.
-        if !worker.finish() { failure = failure ?? BenchError("a take's start or cancel took over \(TakeWorker.finishLimit) s") }
+        // Whatever the workers still start or cancel ends before close returns.
+        let finished = [starter, canceller].map { $0.finish() }
+        if finished.contains(false) {
+            failure = failure ?? BenchError("a take's start or cancel took over \(TakeWorker.finishLimit) s")
+        }
         if let pending = handoff.next.withLock({ value -> Result<Capture, Error>? in
             defer { value = nil }
             return value
@@ -142,8 +151,8 @@ private final class SegmentedPoolWriterHandoff: Sendable {
     let failure = Mutex<Error?>(nil)
 }
 
-/// The thread that starts and cancels a `SegmentedPoolWriter`'s takes. The recorder's thread
-/// only stores a request and signals: the cancels' array keeps room for four, so no request
+/// A thread that starts or cancels a `SegmentedPoolWriter`'s takes. The recorder's thread
+/// only stores a request and signals: the cancels' array keeps room for sixteen, so no request
 /// allocates.
 private final class TakeWorker: @unchecked Sendable {
     struct Requests {
@@ -160,10 +169,10 @@ private final class TakeWorker: @unchecked Sendable {
     private var requests = Requests()
     private var finished = false
 
-    init(pool: Pool, destination: String, options: CaptureOptions, handoff: SegmentedPoolWriterHandoff) {
-        requests.cancels.reserveCapacity(4)
+    init(pool: Pool, destination: String, options: CaptureOptions, handoff: SegmentedPoolWriterHandoff, name: String) {
+        requests.cancels.reserveCapacity(16)
         let thread = Thread { [self] in run(pool: pool, destination: destination, options: options, handoff: handoff) }
-        thread.name = "takes"
+        thread.name = name
         thread.start()
     }
 

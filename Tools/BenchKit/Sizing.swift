@@ -137,6 +137,9 @@ package enum Sizing {
         /// "steady", "refused" (five seconds after a writer refused a frame), "longest trial",
         /// or "a capture failed: …" (a take that could not start, a full pool).
         package var ended: String
+        /// Whether the capture that failed found the pool's reserve empty (`.notEnoughSpace`,
+        /// `.storageFull`): the takes given back had not reached it yet.
+        package var reserveRanOut = false
         /// Whether this trial confirmed the search's answer at length (`confirmationTrial`).
         package var confirming = false
         /// Its grants' latencies and leads at landing, every stream's together (issue 44).
@@ -377,6 +380,12 @@ package enum Sizing {
     /// How the smallest failing trial failed, for the answer: "dropped 4 frames at 49 s (every
     /// one …)" naming the cause when every drop had the same one.
     static func failure(of trial: Trial, queueFrames: Int) -> String {
+        if trial.reserveRanOut {
+            let cuts = trial.grants.map { " (the reserve's cuts ran up to \(String(format: "%.1f s", Double($0.cutNs.max) / 1e9)) "
+                + "behind; on a `discard` mount each waits for the device's discards)" } ?? ""
+            return "ran the pool's reserve out at \(String(format: "%.0f", trial.seconds)) s: the bytes of the takes given back "
+                + "were still on their way to it\(cuts), so a take could not start or grow"
+        }
         if trial.ended.hasPrefix("a capture failed") { return "failed: " + trial.ended.dropFirst("a capture failed: ".count) }
         guard trial.framesDropped > 0 else {
             return "dropped none but an append p99.9 took \(milliseconds(trial.appendLatencyNs.p999)), over one frame interval"
@@ -478,7 +487,9 @@ package enum Sizing {
                           appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
                           segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },
-                          ended: ended, confirming: confirming,
+                          ended: ended,
+                          reserveRanOut: (failure() as? ProVideoError).map { [.notEnoughSpace, .storageFull].contains($0.code) } ?? false,
+                          confirming: confirming,
                           grants: GrantSummary(writers.reduce(into: GrantTimings()) { $0.merge($1.grantTimings) }))
         log("  \(streams) stream(s): \(trial.passed ? "passed" : "failed"), \(trial.framesDropped) dropped"
             + (trial.framesAwaitingGrant > 0 ? " (\(trial.framesAwaitingGrant) awaiting a grant)" : "")
