@@ -142,10 +142,10 @@ import Testing
         #expect(passed == 11 && failed == 12 && trials <= 6, "\(trials) trials")
     }
 
-    /// The answer is confirmed at length, bisecting again below the search's answer: against a
-    /// machine whose short trials pass 8 streams but whose long ones hold only 2 (this VM beside
-    /// the noise writer), the confirmations run 8, 4, 2 and 3, and the answer is 2 with 3 the
-    /// smallest failure.
+    /// The answer is confirmed at length, stepping down a quarter and bisecting again below the
+    /// search's answer: against a machine whose short trials pass 8 streams but whose long ones
+    /// hold only 5, the confirmations run 8, 6 and 5, and the answer is 5 with 6 the smallest
+    /// failure.
     @Test func theAnswerIsConfirmedAtLength() {
         var settings = Sizing.Settings(codec: nil, bitrate: 884_000_000, fps: 29.97, streams: 1...64,
                                        minimumTrial: 30_000_000_000, maximumTrial: 150_000_000_000)
@@ -171,12 +171,12 @@ import Testing
         #expect(confirmations(unconfirmed).isEmpty)
 
         settings.confirmationTrial = 300_000_000_000
-        let host = Sizing.search(settings, estimate: 17, trial: machine(short: 8, long: 2))
-        #expect(host.passed == 2 && host.failed == 3 && host.confirmed == true)
-        #expect(confirmations(host) == [8, 4, 2, 3])
+        let host = Sizing.search(settings, estimate: 17, trial: machine(short: 8, long: 5))
+        #expect(host.passed == 5 && host.failed == 6 && host.confirmed == true)
+        #expect(confirmations(host) == [8, 6, 5])
         // Every confirmation comes after the search, which found 8 passing and 9 failing.
         let searched = host.trials.prefix { !$0.confirming }
-        #expect(searched.count + 4 == host.trials.count)
+        #expect(searched.count + 3 == host.trials.count)
         #expect(searched.contains { $0.streams == 8 && $0.passed } && searched.contains { $0.streams == 9 && !$0.passed })
 
         // A long trial that holds what the short ones passed: one confirmation.
@@ -184,14 +184,14 @@ import Testing
         #expect(atOnce.passed == 11 && atOnce.failed == 12 && atOnce.confirmed == true)
         #expect(confirmations(atOnce) == [11])
 
-        // Four confirmations at most: 9 held and 11 failed, 10 was not tried.
-        let capped = Sizing.search(settings, estimate: 17, trial: machine(short: 11, long: 9))
-        #expect(capped.passed == 9 && capped.failed == 11 && confirmations(capped) == [11, 5, 8, 9])
+        // Four confirmations at most: 10 held and 12 failed, 11 was not tried.
+        let capped = Sizing.search(settings, estimate: 17, trial: machine(short: 16, long: 10))
+        #expect(capped.passed == 10 && capped.failed == 12 && confirmations(capped) == [16, 12, 9, 10])
 
-        // None holds: down to --streams-min, and no further.
+        // None holds: four confirmations a quarter apart, the answer none.
         let never = Sizing.search(settings, estimate: 17, trial: machine(short: 11, long: 0))
-        #expect(never.passed == nil && never.failed == 1 && never.confirmed == false)
-        #expect(confirmations(never) == [11, 5, 2, 1])
+        #expect(never.passed == nil && never.failed == 6 && never.confirmed == false)
+        #expect(confirmations(never) == [11, 9, 7, 6])
         settings.streams = 2...64
         let floor = Sizing.search(settings, estimate: 2, trial: machine(short: 3, long: 0))
         #expect(confirmations(floor) == [3, 2] && floor.confirmed == false && floor.failed == 2)
@@ -202,8 +202,7 @@ import Testing
 
     /// Once a number has held, a confirmation that drops late (in the last three quarters of
     /// 300 s, from 75 s) was just over the limit: one fewer is tried next, not the midpoint.
-    /// With none held yet, even a late drop halves (one-fewer steps walked 6, 5 and 4 down
-    /// here, each dropping at 75–106 s, where 2 held).
+    /// With none held yet, a late drop steps down a quarter as an early one does.
     @Test func aLateDropTriesOneFewerOnceANumberHeld() {
         var settings = Sizing.Settings(codec: nil, bitrate: 884_000_000, fps: 29.97, streams: 1...64,
                                        minimumTrial: 30_000_000_000, maximumTrial: 150_000_000_000)
@@ -223,16 +222,16 @@ import Testing
         }
         func confirmations(_ result: (trials: [Sizing.Trial], passed: Int?, failed: Int?, confirmed: Bool?, budgetRanOut: Bool))
             -> [Int] { result.trials.filter(\.confirming).map(\.streams) }
-        // 12 drops early (half: 6), 6 holds, 9 and 8 drop late, each followed by one fewer (the
-        // midpoints would be 7, then 8), and 7 holds.
-        let late = Sizing.search(settings, estimate: 12, trial: machine(short: 12, long: 7) { $0 >= 10 ? 10 : $0 == 9 ? 75 : 200 })
-        #expect(confirmations(late) == [12, 6, 9, 8, 7] && late.passed == 7 && late.failed == 8 && late.confirmed == true)
-        // 9 dropping at 74 s is early: the midpoint 7 next, then 8.
-        let early = Sizing.search(settings, estimate: 12, trial: machine(short: 12, long: 7) { $0 >= 10 ? 10 : $0 == 9 ? 74 : 200 })
-        #expect(confirmations(early) == [12, 6, 9, 7, 8] && early.passed == 7 && early.failed == 8)
-        // None held: 6 dropping at 225 s still halves, to 3.
-        let none = Sizing.search(settings, estimate: 6, trial: machine(short: 6, long: 5) { _ in 225 })
-        #expect(confirmations(none) == [6, 3, 4, 5] && none.passed == 5 && none.failed == 6)
+        // 24 drops early (a quarter fewer: 18), 18 holds, 21 and 20 drop late, each followed by
+        // one fewer (the midpoints would be 19, then 20), and 19 holds.
+        let late = Sizing.search(settings, estimate: 24, trial: machine(short: 24, long: 19) { $0 >= 22 ? 10 : $0 == 21 ? 75 : 200 })
+        #expect(confirmations(late) == [24, 18, 21, 20, 19] && late.passed == 19 && late.failed == 20 && late.confirmed == true)
+        // 21 dropping at 74 s is early: the midpoint 19 next, then 20.
+        let early = Sizing.search(settings, estimate: 24, trial: machine(short: 24, long: 19) { $0 >= 22 ? 10 : $0 == 21 ? 74 : 200 })
+        #expect(confirmations(early) == [24, 18, 21, 19, 20] && early.passed == 19 && early.failed == 20)
+        // None held: 8 dropping at 225 s steps a quarter down, to 6, as an early drop would.
+        let none = Sizing.search(settings, estimate: 8, trial: machine(short: 8, long: 5) { _ in 225 })
+        #expect(confirmations(none) == [8, 6, 5] && none.passed == 5 && none.failed == 6)
     }
 
     /// The answer names what the dropped frames waited for when every one waited for the same:
@@ -326,7 +325,7 @@ import Testing
         settings.confirmationTrial = 300_000_000_000
         var clock: UInt64 = 0
         func trial(_ streams: Int, _ confirming: Bool) -> Sizing.Trial {
-            let passed = streams <= (confirming ? 2 : 8)
+            let passed = streams <= (confirming ? 5 : 8)
             let seconds: Double = passed ? (confirming ? 300 : 30) : 45
             clock += UInt64(seconds * 1e9)
             return Sizing.Trial(streams: streams, passed: passed, framesDropped: passed ? 0 : 2, framesLate: 0,
@@ -334,9 +333,9 @@ import Testing
                                 frameIntervalNs: 33_366_700, seconds: seconds, steady: true, deviceBytesPerSecond: nil,
                                 segments: 1, lateSwitches: 0, ended: passed ? "steady" : "dropped", confirming: confirming)
         }
-        // Unlimited: 8 fails, 4 fails, 2 holds, 3 fails.
+        // Unlimited: 8 fails, 6 fails, 5 holds.
         let unlimited = Sizing.search(settings, estimate: 8, now: { clock }, trial: trial)
-        #expect(unlimited.trials.filter(\.confirming).map(\.streams) == [8, 4, 2, 3] && !unlimited.budgetRanOut)
+        #expect(unlimited.trials.filter(\.confirming).map(\.streams) == [8, 6, 5] && !unlimited.budgetRanOut)
         // The search (8 passes, 9 and 10 fail: 120 s) and 8's failure (45 s) leave 195 s of 6 min,
         // less than a confirmation and its 20 s of overhead.
         clock = 0
@@ -349,7 +348,7 @@ import Testing
         clock = 0
         settings.deadline = 165_000_000_000 + 320_000_000_000
         let exact = Sizing.search(settings, estimate: 8, now: { clock }, trial: trial)
-        #expect(exact.trials.filter(\.confirming).map(\.streams) == [8, 4] && exact.budgetRanOut)
+        #expect(exact.trials.filter(\.confirming).map(\.streams) == [8, 6] && exact.budgetRanOut)
         clock = 0
         settings.deadline! -= 1
         #expect(Sizing.search(settings, estimate: 8, now: { clock }, trial: trial).trials.filter(\.confirming).count == 1)

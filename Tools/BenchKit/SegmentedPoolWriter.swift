@@ -38,6 +38,10 @@ package final class SegmentedPoolWriter: FrameWriter {
     package private(set) var segments = 1
     /// Switches that found the next capture not started yet.
     package private(set) var lateSwitches = 0
+    /// Starts of the next take refused for want of capacity (`.notEnoughSpace`: the takes given
+    /// back not yet in the reserve). The stream goes on in its take, as a recorder does when it
+    /// cannot open its next file; only a frame the take then cannot place is lost.
+    package private(set) var startsRefused = 0
     /// Frames refused because their take's file was not yet granted that far (the filesystem's
     /// fallocate behind the stream), over the takes ended so far; read once the writer closed.
     package private(set) var grantRefusals: Int64 = 0
@@ -92,8 +96,9 @@ package final class SegmentedPoolWriter: FrameWriter {
     }
 
     /// Switches to the next capture if it is ready; the finished one is cancelled by the canceller.
-    /// A next capture that could not start is a failure; the stream goes on in the current one
-    /// and tries again an eighth of a take later.
+    /// A next capture that could not start is a failure unless the pool lacked the capacity
+    /// (`startsRefused`); either way the stream goes on in the current one and tries again an
+    /// eighth of a take later.
     private func switchCapture() {
         guard let ready = handoff.next.withLock({ value -> Result<Capture, Error>? in
             defer { value = nil }
@@ -104,7 +109,9 @@ package final class SegmentedPoolWriter: FrameWriter {
             return
         }
         guard case .success(let next) = ready else {
-            if case .failure(let error) = ready { fail(error) }
+            if case .failure(let error) = ready {
+                if (error as? ProVideoError)?.code == .notEnoughSpace { startsRefused += 1 } else { fail(error) }
+            }
             preparing = false
             segmentEnd += max(segmentBytes / 8, 1)
             return

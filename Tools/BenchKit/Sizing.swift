@@ -134,6 +134,9 @@ package enum Sizing {
         /// Takes recorded, and switches that found the next capture not ready.
         package var segments: Int
         package var lateSwitches: Int
+        /// Starts of a next take the pool refused for want of capacity (the stream went on in
+        /// its take: `SegmentedPoolWriter.startsRefused`).
+        package var startsRefused = 0
         /// "steady", "refused" (five seconds after a writer refused a frame), "longest trial",
         /// or "a capture failed: …" (a take that could not start, a full pool).
         package var ended: String
@@ -272,18 +275,21 @@ package enum Sizing {
         return (trials, held, failed, held != nil, false)
     }
 
-    /// The next number to confirm, nil when the answer is known. With no number held yet,
-    /// half the last failure, never below `floor` (a neighbour's stalls can take a half or more
-    /// of what the short trials passed: one-fewer steps walked 6, 5, 4, each dropping at
-    /// 75–106 s, where 2 held). Once one has held: one fewer than a late failure
-    /// (`Trial.failedLate`), which closes the gap at once if that number holds; else halfway.
+    /// The next number to confirm, nil when the answer is known. With no number held yet, a
+    /// quarter fewer than the last failure (at least one), never below `floor`, as the search
+    /// steps down: the storage held at length three quarters or more of what its short trials
+    /// passed (16 and 15 failed, 12 held, beside the noise writer, 2026-12-07), and halving
+    /// made two runs answer 12 and 7 within the budget. (Halving was for the host's stalls,
+    /// which took half of that and more, and which no longer fail the storage's trials.) Once
+    /// one has held: one fewer than a late failure (`Trial.failedLate`), which closes the gap
+    /// at once if that number holds; else halfway.
     static func nextConfirmation(held: Int?, failed: Int?, lastFailedLate: Bool, floor: Int) -> Int? {
         switch (held, failed) {
         case let (held?, failed?):
             guard failed - held > 1 else { return nil }
             return lastFailedLate ? failed - 1 : (held + failed) / 2
         case let (nil, failed?):
-            return failed > floor ? max(floor, failed / 2) : nil
+            return failed > floor ? max(floor, failed - max(1, failed / 4)) : nil
         default: return nil
         }
     }
@@ -487,6 +493,7 @@ package enum Sizing {
                           appendLatencyNs: append, frameIntervalNs: interval, seconds: seconds,
                           steady: device == nil || rate.steady != nil, deviceBytesPerSecond: rate.lastWindow,
                           segments: writers.reduce(0) { $0 + $1.segments }, lateSwitches: writers.reduce(0) { $0 + $1.lateSwitches },
+                          startsRefused: writers.reduce(0) { $0 + $1.startsRefused },
                           ended: ended,
                           reserveRanOut: (failure() as? ProVideoError).map { [.notEnoughSpace, .storageFull].contains($0.code) } ?? false,
                           confirming: confirming,
@@ -498,7 +505,8 @@ package enum Sizing {
                 + "\(milliseconds(trial.appendLatencyNs.max)))" : "")
             + (trial.cpuStolen.map { String(format: ", CPU stolen %.1f %%", $0 * 100) } ?? "") + ", append p99.9 "
             + "\(milliseconds(append.p999)) (frame interval \(milliseconds(interval))), \(String(format: "%.0f", trial.seconds)) s, "
-            + "ended: \(ended)" + (trial.grants.map { "\n    \($0.line)" } ?? ""))
+            + "\(trial.segments) takes (\(trial.lateSwitches) switches late, \(trial.startsRefused) starts refused for want of "
+            + "capacity), ended: \(ended)" + (trial.grants.map { "\n    \($0.line)" } ?? ""))
         return (trial, run)
     }
 
