@@ -362,6 +362,8 @@ import Testing
         #expect(Sizing.budgetClause(held: 3, failed: 5, floor: 1) == "the time budget (--budget-minutes) left 4 unconfirmed")
         #expect(Sizing.budgetClause(held: nil, failed: 8, floor: 1) == "the time budget (--budget-minutes) left 1 to 7 unconfirmed")
         #expect(Sizing.budgetClause(held: nil, failed: 2, floor: 1) == "the time budget (--budget-minutes) left 1 unconfirmed")
+        #expect(Sizing.budgetClause(held: 10, failed: 12, floor: 1, by: "the 4 confirmations allowed")
+                == "the 4 confirmations allowed left 11 unconfirmed")
     }
 
     /// A stream split into takes: it switches captures, never holds more than its takes, and

@@ -294,12 +294,13 @@ package enum Sizing {
         }
     }
 
-    /// What a budget that stopped the confirmations left, for the answer: the numbers between
-    /// the largest that held (or below `floor`) and the smallest that failed.
-    static func budgetClause(held: Int?, failed: Int?, floor: Int) -> String {
+    /// What stopped the confirmations (`by`: the budget, or their number) left, for the answer:
+    /// the numbers between the largest that held (or below `floor`) and the smallest that failed.
+    static func budgetClause(held: Int?, failed: Int?, floor: Int, by limit: String = "the time budget (--budget-minutes)")
+        -> String {
         let low = held.map { $0 + 1 } ?? floor, high = (failed ?? low + 1) - 1
         let numbers = high <= low ? "\(low)" : "\(low) to \(high)"
-        return "the time budget (--budget-minutes) left \(numbers) unconfirmed"
+        return "\(limit) left \(numbers) unconfirmed"
     }
 
     /// Runs the search. `bandwidth` is the pool's measurement, `directory` a scratch directory
@@ -341,6 +342,9 @@ package enum Sizing {
         }
         if budgetRanOut {
             answer += "; " + budgetClause(held: passed, failed: failed, floor: settings.streams.lowerBound)
+        } else if unconfirmed.count == settings.confirmations, let held = passed, let failed, failed - held > 1 {
+            answer += "; " + budgetClause(held: held, failed: failed, floor: settings.streams.lowerBound,
+                                          by: "the \(settings.confirmations) confirmations allowed")
         }
         let report = Report(codec: settings.codec, bitrate: settings.bitrate, fps: settings.fps, noise: noise,
                             bandwidth: bandwidth, estimate: estimate, streams: passed ?? 0, failedAt: failed,
