@@ -11,9 +11,10 @@ import Synchronization
 /// inside an append, likely creating a worker thread whose stack `mmap` waited for the mmap lock
 /// behind another take's 330 MB buffer populate. Starts and cancels have a thread each, as a
 /// recorder starts its next file apart from finishing the last: a cancel gives its take back
-/// in steps, each behind a cut of the filesystem (seconds with online discard), and a start
-/// queued behind it made 1,948 switches of 213 late in a 12-stream trial, each late take
-/// holding more of the pool. When the next capture is not ready at the
+/// in steps, each behind a cut of the filesystem (seconds with online discard), and with one
+/// thread 1,948 switches of 213 came late in a 12-stream trial, each late take holding more of
+/// the pool (with two, 64–223 per trial of 29–362 takes: the start itself is the rest of the
+/// wait, Docs/BENCHMARKS.md "Two limits told apart"). When the next capture is not ready at the
 /// boundary the recorder goes on in the current one and the switch is counted late. A take that
 /// cannot start, or an append that fails other than by an overrun (a full pool), is kept in
 /// `failure` (readable from any thread): the recorder goes on where it can, and frames it cannot

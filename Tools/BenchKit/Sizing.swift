@@ -152,6 +152,11 @@ package enum Sizing {
         /// the recorder's thread's.
         package var framesRefused: Int { framesDropped - framesOverwritten }
 
+        /// Frames of card queue that would have kept every frame of this trial: its longest wait
+        /// for the recorder's thread in frame intervals, rounded up (a floor: a recorder that
+        /// had queued the overwritten frames would have had more to write).
+        package var inputQueueNeeded: Int { max(1, Int((latestTurnNs + frameIntervalNs - 1) / max(frameIntervalNs, 1))) }
+
         /// The storage kept up: no capture failed and no frame was refused, whatever the
         /// recorder's thread lost in the card's queue (a trial whose only drops are from late
         /// wake-ups counts for the storage and against the host).
@@ -357,26 +362,32 @@ package enum Sizing {
         return (report, [passed, failed].compactMap { $0.flatMap { runs[$0] } })
     }
 
-    /// What the recorder's thread held on this host beside the storage's `storage` streams:
-    /// the largest number at most `storage` whose trial it held (`Trial.passed`) among the
-    /// confirmations (`confirmed`) or the search's trials, and the card's queue, in frames,
-    /// that the trials at `storage` needed to lose no frame.
-    static func hostLimit(trials: [Trial], storage: Int, confirmed: Bool)
-        -> (held: Int?, queueNeeded: Int, turnNs: UInt64, wakeUpNs: UInt64) {
+    /// What the recorder's thread held on this host beside the storage's number.
+    struct HostLimit {
+        /// The largest number, at most the storage's, whose trial the recorder held; nil: none.
+        var held: Int?
+        /// The card's queue, in frames, that the trials at the storage's number needed.
+        var queueNeeded: Int
+        /// Their longest wait of a frame for the thread, and latest wake-up, nanoseconds.
+        var turnNs: UInt64
+        var wakeUpNs: UInt64
+    }
+
+    /// The host's limit beside the storage's `storage` streams, from the confirmations
+    /// (`confirmed`) or else the search's trials.
+    static func hostLimit(trials: [Trial], storage: Int, confirmed: Bool) -> HostLimit {
         let kind = trials.filter { $0.confirming == confirmed }
         let atStorage = kind.filter { $0.streams == storage }
-        let turn = atStorage.map(\.latestTurnNs).max() ?? 0
-        let interval = atStorage.first?.frameIntervalNs ?? 1
-        return (kind.filter { $0.passed && $0.streams <= storage }.map(\.streams).max(),
-                max(1, Int((turn + interval - 1) / interval)), turn, atStorage.map(\.latestWakeUpNs).max() ?? 0)
+        return HostLimit(held: kind.filter { $0.passed && $0.streams <= storage }.map(\.streams).max(),
+                         queueNeeded: atStorage.map(\.inputQueueNeeded).max() ?? 1,
+                         turnNs: atStorage.map(\.latestTurnNs).max() ?? 0, wakeUpNs: atStorage.map(\.latestWakeUpNs).max() ?? 0)
     }
 
     /// The answer's first clause when the recorder's thread, not the storage, lost frames at the
     /// storage's number: "the storage carries 12 streams of …; on this host …, so a recorder
     /// needs an input queue of at least 4 frames for 12; with 2 frames it held 10". Nil when the
     /// recorder held the storage's number too.
-    static func hostClause(_ host: (held: Int?, queueNeeded: Int, turnNs: UInt64, wakeUpNs: UInt64), storage: Trial,
-                           name: String, queueFrames: Int) -> String? {
+    static func hostClause(_ host: HostLimit, storage: Trial, name: String, queueFrames: Int) -> String? {
         guard host.held != storage.streams else { return nil }
         let count = storage.streams
         let held = host.held.map { "it held \($0)" } ?? "it held none of the numbers tried"

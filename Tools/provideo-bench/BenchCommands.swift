@@ -257,7 +257,7 @@ enum BenchCommands {
             ["\(trial.streams)", trial.confirming ? "confirm" : "search", trial.storagePassed ? "pass" : "FAIL",
              trial.passed ? "pass" : "FAIL", "\(trial.framesDropped)", "\(trial.framesRefused)", trial.dropCause?.rawValue ?? "-",
              trial.firstDropSecond.map { "\($0) s" } ?? "-",
-             "\(max(1, (trial.latestTurnNs + trial.frameIntervalNs - 1) / trial.frameIntervalNs))",
+             "\(trial.inputQueueNeeded)",
              Sizing.milliseconds(trial.appendLatencyNs.p999),
              Sizing.milliseconds(trial.appendLatencyNs.max), String(format: "%.0f", trial.seconds),
              trial.deviceBytesPerSecond.map { String(format: "%.0f", $0 / 1e6) } ?? "-", trial.ended]
