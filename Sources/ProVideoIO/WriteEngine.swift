@@ -1,4 +1,3 @@
-import CProVideo
 import Glibc
 import ProVideoSystem
 
