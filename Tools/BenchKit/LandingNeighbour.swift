@@ -41,8 +41,11 @@ package final class LandingNeighbour {
         process.executableURL = URL(fileURLWithPath: try FileManager.default.destinationOfSymbolicLink(atPath: "/proc/self/exe"))
         process.arguments = ["land-neighbour", poolDirectory]
         childLog = directory + "/land-neighbour.log"
-        FileManager.default.createFile(atPath: childLog, contents: nil)
-        process.standardError = FileHandle(forWritingAtPath: childLog)
+        guard FileManager.default.createFile(atPath: childLog, contents: nil),
+              let logFile = FileHandle(forWritingAtPath: childLog) else {
+            throw BenchError("the landing neighbour's log \(childLog) cannot be created")
+        }
+        process.standardError = logFile
         try process.run()
         log("landing neighbour: landing it at \(destination) (process \(process.processIdentifier))")
     }
