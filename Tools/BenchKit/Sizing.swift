@@ -155,7 +155,10 @@ package enum Sizing {
         /// Frames of card queue that would have kept every frame of this trial: its longest wait
         /// for the recorder's thread in frame intervals, rounded up (a floor: a recorder that
         /// had queued the overwritten frames would have had more to write).
-        package var inputQueueNeeded: Int { max(1, Int((latestTurnNs + frameIntervalNs - 1) / max(frameIntervalNs, 1))) }
+        package var inputQueueNeeded: Int {
+            let interval = max(frameIntervalNs, 1)
+            return max(1, Int((latestTurnNs + interval - 1) / interval))
+        }
 
         /// The storage kept up: no capture failed and no frame was refused, whatever the
         /// recorder's thread lost in the card's queue (a trial whose only drops are from late
