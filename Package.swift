@@ -50,7 +50,8 @@ let package = Package(
         // libfuse 3 (Debian's libfuse3-dev), in a module of its own so that the library does
         // not link libfuse.
         .target(name: "CProVideoMount", path: "Sources/CProVideoMount", linkerSettings: [.linkedLibrary("fuse3")]),
-        .target(name: "ProVideoMount", dependencies: ["ProVideoStorage", "CProVideoMount"], path: "Sources/ProVideoMount"),
+        .target(name: "ProVideoMount", dependencies: ["ProVideoStorage", "CProVideoMount", "CommandLineSupport"],
+                path: "Sources/ProVideoMount"),
         .target(name: "CommandLineSupport", dependencies: ["ProVideoStorage"], path: "Tools/CommandLineSupport"),
         .executableTarget(
             name: "provideo", dependencies: ["ProVideoStorage", "ProVideoMount", "CommandLineSupport"],

@@ -40,6 +40,27 @@ extension ProVideoError.Code {
     }
 }
 
+extension [ProVideoError.Remedy] {
+    /// What deals with an error, for a C program's message (provideo.h: "what happened and
+    /// what to do"): the C call where there is one, else the administrator's `provideo`
+    /// command; "" when none is open to a C program (a capture over the bandwidth: the C API
+    /// has no option for it).
+    var cText: String {
+        let words = compactMap { remedy -> String? in
+            switch remedy {
+            case .create: "provideo_pool_create()"
+            case .replenish: "provideo_pool_replenish()"
+            case .resize: "provideo_pool_resize()"
+            case .salvageWithoutJournal: "`provideo recover --salvage-to DIR`"
+            case .createOnUnmountedFilesystem: "`provideo create --force`"
+            case .admitOverBandwidth: nil
+            default: "`provideo \(remedy.rawValue)`"
+            }
+        }
+        return words.isEmpty ? "" : "; remedy: " + words.joined(separator: " or ")
+    }
+}
+
 /// Runs one C call: every Swift error becomes a code and a message in the caller's
 /// `provideo_error` (filled on success too, so a reused struct never shows a stale error).
 /// Nothing is thrown across the C boundary.
@@ -49,7 +70,7 @@ func apiCall(_ err: UnsafeMutablePointer<provideo_error>?, _ body: () throws -> 
         try body()
         (code, errno, message) = (PROVIDEO_OK, 0, "")
     } catch let error as ProVideoError {
-        (code, errno, message) = (error.code.c, error.errno ?? 0, error.message)
+        (code, errno, message) = (error.code.c, error.errno ?? 0, error.message + error.remedies.cText)
     } catch let error as APIError {
         (code, errno, message) = (error.code, 0, error.message)
     } catch {

@@ -1,4 +1,5 @@
 import CProVideoMount
+import CommandLineSupport
 import Foundation
 import Glibc
 import ProVideoStorage
@@ -124,7 +125,7 @@ enum MountOperations {
         } catch {
             // The writer sees only an errno: the daemon's log says why.
             mount.report(MountEvent(.notRecorded, name: name, message: "cannot record \(name) for user \(pv_fuse_uid()): "
-                                    + "\(error)", uid: pv_fuse_uid(), error: error))
+                                    + "\((error as? ProVideoError)?.advised ?? "\(error)")", uid: pv_fuse_uid(), error: error))
             throw error
         }
         info.pointee.fh = mount.add(.capture(mounted, writing: true))

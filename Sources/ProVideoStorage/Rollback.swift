@@ -7,14 +7,17 @@ import ProVideoSystem
 enum Rollback {
     /// Runs `undo` after `error`.
     /// - Returns: `error`; when `undo` failed, as a `ProVideoError` (`.ioError` for another
-    ///   error) whose message adds that `what` could not be restored, and why.
-    static func keepingFirst(_ error: Error, restoring what: String, _ undo: () throws -> Void) -> Error {
+    ///   error) whose message adds that `what` could not be restored, and why, and whose
+    ///   remedies add `remedy`, the operation that restores it.
+    static func keepingFirst(_ error: Error, restoring what: String, remedy: ProVideoError.Remedy? = nil,
+                             _ undo: () throws -> Void) -> Error {
         do {
             try undo()
             return error
         } catch let failed {
             var first = error as? ProVideoError ?? ProVideoError(.ioError, "\(error)")
             first.message += "; and \(what) could not be restored: \((failed as? ProVideoError)?.message ?? "\(failed)")"
+            if let remedy, !first.remedies.contains(remedy) { first.remedies.append(remedy) }
             return first
         }
     }

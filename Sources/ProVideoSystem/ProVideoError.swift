@@ -1,7 +1,7 @@
 import Glibc
 
 /// The one error type of ProVideoStorage: a code to switch on, a message that says what
-/// happened and what to do, and the cause (an errno value and the path involved) when a system
+/// happened, the operations that deal with it (`remedies`), and the cause (an errno value and the path involved) when a system
 /// call failed. Modelled on swift-nio's `FileSystemError`.
 public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What went wrong, to switch on. Extensible, as swift-nio's `FileSystemError.Code`: a later
@@ -30,8 +30,21 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
         public static let cancelled = Code(rawValue: "cancelled")
     }
 
+    /// An operation that deals with what went wrong, for a program to offer or run (the
+    /// library's own call of that name) and for a tool to word (`provideo`'s "run `provideo
+    /// replenish`" for `.replenish`): the error says which, the message only what happened.
+    /// Extensible as `Code`; the library's are ProVideoStorage's (`ProVideoErrorCodes.swift`).
+    public struct Remedy: RawRepresentable, Hashable, Sendable, CustomStringConvertible {
+        public let rawValue: String
+        public init(rawValue: String) { self.rawValue = rawValue }
+        public var description: String { rawValue }
+    }
+
     public var code: Code
+    /// What happened, with the numbers and paths involved; what to do is `remedies`.
     public var message: String
+    /// What deals with it, the first preferred; empty when only the message's facts help.
+    public var remedies: [Remedy]
     /// The errno value of the system call that failed, if one did.
     public var errno: Int32?
     /// The path the failing operation worked on, if any.
@@ -45,10 +58,11 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     /// error: for a bug report, not for the user.
     public var location: String?
 
-    public init(_ code: Code, _ message: String, errno: Int32? = nil, path: String? = nil,
+    public init(_ code: Code, _ message: String, errno: Int32? = nil, path: String? = nil, remedies: [Remedy] = [],
                 file: StaticString = #fileID, line: UInt = #line) {
         self.code = code
         self.message = message
+        self.remedies = remedies
         self.errno = errno
         self.path = path
         self.location = "\(file):\(line)"
@@ -57,7 +71,7 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     /// The same error: where it was raised is not part of what it is.
     public static func == (lhs: ProVideoError, rhs: ProVideoError) -> Bool {
         lhs.code == rhs.code && lhs.message == rhs.message && lhs.errno == rhs.errno && lhs.path == rhs.path
-            && lhs.cause == rhs.cause
+            && lhs.cause == rhs.cause && lhs.remedies == rhs.remedies
     }
 
     /// An error for a failed system call: `call` names it (e.g. "fallocate"), `errno` is positive.
@@ -75,7 +89,11 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
         return error
     }
 
-    public var description: String { message }
+    /// The message, then the remedies' names: "… (remedies: replenish, resize)".
+    public var description: String {
+        guard !remedies.isEmpty else { return message }
+        return "\(message) (\(remedies.count == 1 ? "remedy" : "remedies"): \(remedies.map(\.rawValue).joined(separator: ", ")))"
+    }
 }
 
 /// A system call that failed: its name and its errno (positive), with the C library's text.

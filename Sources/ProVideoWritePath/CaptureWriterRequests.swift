@@ -8,12 +8,12 @@ extension CaptureWriter {
     // MARK: Failure
 
     /// The capture's error for `error`, the first a call of this writer threw: a broken rule
-    /// of the write path is `.invariantViolated`; what was committed is said, with how to
-    /// salvage it. The capture then stops the requests (`stopRequests`).
+    /// of the write path is `.invariantViolated`; what was committed is said (the capture adds
+    /// the recovery that salvages it). The capture then stops the requests (`stopRequests`).
     package func failure(from error: Error) -> ProVideoError {
         var failure = (error as? WritePathViolation).map { violated($0.problem) }
             ?? error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: data.path)
-        failure.message += "; \(commits.committed) bytes are committed and safe: `provideo recover` salvages them"
+        failure.message += "; \(commits.committed) bytes are committed and safe"
         return failure
     }
 

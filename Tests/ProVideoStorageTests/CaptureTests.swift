@@ -217,6 +217,7 @@ func recordWaitingToLand(_ pool: Pool, to destination: String, _ bytes: [UInt8])
                 }
                 #expect(error?.code == .busy)
                 #expect(error?.message.contains("the take \(held) is waiting to land there") == true, "\(error?.message ?? "")")
+                #expect(error?.remedies == [.land])
                 _ = try pool.landPending()
                 #expect(TestSupport.readFile(remote + "/far.mov") == [4, 5])
             }

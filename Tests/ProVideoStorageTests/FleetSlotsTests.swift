@@ -37,8 +37,8 @@ import Testing
         }
     }
 
-    @Test func badBudgetsAreRefused() throws {
-        try TestSupport.withScratch { scratch in
+    @Test func badBudgetsAreRefused() {
+        TestSupport.withScratch { scratch in
             for (slots, rate) in [(0, Int64?.none), (FleetSlots.maximumSlots + 1, nil), (1, 0)] {
                 #expect(throws: ProVideoError.self) { try FleetSlots(file: scratch + "/fleet", slots: slots, rate: rate) }
             }

@@ -28,7 +28,7 @@ import Testing
                 #expect(try lander.lock(0, 1, wait: false))
                 #expect(throws: ProVideoError.self) { try pool.moveHeldRecording(held, to: scratch + "/moved.mov") }
                 do { try pool.moveHeldRecording(held, to: scratch + "/moved.mov") } catch let error as ProVideoError {
-                    #expect(error.code == .busy && error.message.contains("is landing"), "\(error)")
+                    #expect(error.code == .busy && error.message.contains("a landing is transferring \(held) now"), "\(error)")
                 }
                 #expect(FileSystem.exists(held) && !FileSystem.exists(scratch + "/moved.mov"))
                 lander.unlock(0, 1)

@@ -171,6 +171,7 @@ import Testing
             } else {
                 #expect(failure?.code == .notEnoughSpace, "\(String(describing: failure))")
                 #expect(failure?.message.contains("committed and safe") == true)
+                #expect(failure?.remedies == [.recover])
                 #expect(try spare.size() == 0, "the spare was released once")
             }
         }

@@ -139,8 +139,8 @@ import Testing
             let missing = try FS.provideo(dir + "/none", "status", "--json")
             #expect(missing.status == 1)
             let notFound = try errorObject(missing, "status of no pool")
-            #expect(notFound.code == "poolNotFound" && missing.stderr == "provideo: \(notFound.message ?? "?")\n",
-                    "\(missing.stderr)")
+            #expect(notFound.code == "poolNotFound" && missing.stderr == "provideo: \(notFound.message ?? "?"); run "
+                    + "`provideo --pool \(dir)/none create --capacity SIZE`\n", "\(missing.stderr)")
             #expect(try FS.provideo(dir + "/none", "status").stdout.isEmpty)
 
             let usage = try FS.provideo(pool, "list", "--json", "--bogus")
@@ -156,6 +156,27 @@ import Testing
             let bandwidth = try FS.provideo(pool, "set-bandwidth", "0", "--json")
             let zero = try errorObject(bandwidth, "a bandwidth of 0")
             #expect(bandwidth.status == 2 && zero.code == "usage")
+        }
+    }
+
+    /// The library's error names what deals with it (`remedies`); the tool words it: the
+    /// commands on standard error after the message, the operations' names in the JSON object.
+    @Test func aRefusalSaysWhichCommandsDealWithIt() throws {
+        try FS.withScratchPool(capacity: "8M") { dir, pool in
+            let text = try FS.provideo(pool, "create", "--capacity", "8M")
+            #expect(text.status == 1)
+            #expect(text.stderr == "provideo: a pool already exists at \(pool); run `provideo resize` or `provideo destroy`\n",
+                    "\(text.stderr)")
+            let json = try FS.provideo(pool, "create", "--capacity", "8M", "--json")
+            let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
+            let error = try #require(object["error"] as? [String: Any], "\(json.stdout)")
+            #expect(error["code"] as? String == "poolExists")
+            #expect(error["message"] as? String == "a pool already exists at \(pool)")
+            #expect(error["remedies"] as? [String] == ["resize", "destroy"], "\(json.stdout)")
+            // An error that names none has no `remedies` key.
+            let empty = try FS.provideo(pool, "record", dir + "/take.mov", "--json", stdin: Data())
+            let none = try #require(try JSONSerialization.jsonObject(with: Data(empty.stdout.utf8)) as? [String: Any])
+            #expect((none["error"] as? [String: Any])?.keys.sorted() == ["code", "message"], "\(empty.stdout)")
         }
     }
 

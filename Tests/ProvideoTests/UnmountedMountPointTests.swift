@@ -32,8 +32,9 @@ import Testing
             #expect(refused.stderr.hasPrefix("provideo: cannot create a pool at \(pool): \(table) mounts LABEL=rec (ext4) at "
                                              + "\(mountPoint), which is not mounted: \(pool) is on the filesystem beneath ("),
                     "\(refused.stderr)")
-            #expect(refused.stderr.contains("; mount it (`mount \(mountPoint)`) and create the pool again, or pass --force "
-                                            + "to create it on the filesystem beneath\n"), "\(refused.stderr)")
+            #expect(refused.stderr.contains("; mount it (`mount \(mountPoint)`) and create the pool again, or create it on "
+                                            + "the filesystem beneath; run `provideo --pool \(pool) create --capacity SIZE "
+                                            + "--force`\n"), "\(refused.stderr)")
             #expect(!FileManager.default.fileExists(atPath: pool))
 
             let forced = try provideo(table, "--pool", pool, "create", "--capacity", "16M", "--bandwidth", "1G", "--force")
@@ -60,7 +61,8 @@ import Testing
             #expect(!result.stderr.contains("create"))
             // The real table names no such mount point: the usual advice.
             let plain = try TestSupport.run("provideo", ["--pool", mountPoint + "/pool", "status"])
-            #expect(plain.stderr.contains("create one with `provideo --pool \(mountPoint)/pool create --capacity 64G`"))
+            #expect(plain.stderr.contains("no pool at \(mountPoint)/pool; run `provideo --pool \(mountPoint)/pool create --capacity SIZE`"),
+                    "\(plain.stderr)")
         }
     }
 

@@ -25,8 +25,8 @@ public enum CommandLineProgram {
         } catch let error as ProVideoError {
             // A message may quote a pool member's text (a destination, a journal's field): on
             // standard error it is escaped (`TerminalText`); the JSON report keeps it exact.
-            fail(ErrorReport(code: error.code.rawValue, message: error.message), words,
-                 "\(program.name): \(error.message.terminalSafe)", status: 1)
+            fail(ErrorReport(code: error.code.rawValue, message: error.message, remedies: error.remedies), words,
+                 "\(program.name): \(error.advised.terminalSafe)", status: 1)
         } catch {
             fail(ErrorReport(code: "error", message: "\(error)"), words, "\(program.name): \("\(error)".terminalSafe)",
                  status: 1)
@@ -35,15 +35,19 @@ public enum CommandLineProgram {
 
     /// What `--json` prints on standard output for a command that failed:
     /// `{"error": {"code": "busy", "message": "…"}}`. `code` is the `ProVideoError` code's name,
-    /// or "usage" for a usage error (exit status 2).
+    /// or "usage" for a usage error (exit status 2); `remedies`, when the error names any, the
+    /// operations that deal with it (`ProVideoError.Remedy`: "replenish", "resize", …).
     struct ErrorReport: Encodable {
         struct Detail: Encodable {
             var code: String
             var message: String
+            var remedies: [String]?
         }
         var error: Detail
 
-        init(code: String, message: String) { error = Detail(code: code, message: message) }
+        init(code: String, message: String, remedies: [ProVideoError.Remedy] = []) {
+            error = Detail(code: code, message: message, remedies: remedies.isEmpty ? nil : remedies.map(\.rawValue))
+        }
     }
 
     /// Whether this run printed a JSON document (`printJSON`): a command that printed its report

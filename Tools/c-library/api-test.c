@@ -214,6 +214,8 @@ int main(int argc, char **argv) {
         provideo_pool *again = NULL;
         FAILS(PROVIDEO_E_POOL_EXISTS, provideo_pool_create(made, 8 << 20, &options, &again, &err));
         CHECK(again == NULL, "out is NULL on failure");
+        CHECK(strstr(err.message, "; remedy: provideo_pool_resize() or `provideo destroy`") != NULL,
+              "the message names what deals with it: %s", err.message);
         provideo_pool_status made_status;
         OK(provideo_pool_get_status(created, &made_status, &err));
         CHECK(made_status.initial_capacity == 8 << 20 && made_status.remaining_capacity == 8 << 20,
@@ -265,7 +267,8 @@ int main(int argc, char **argv) {
     snprintf(missing, sizeof missing, "%s/no-pool-here", scratch);
     FAILS(PROVIDEO_E_POOL_NOT_FOUND, provideo_pool_open(missing, &pool, &err));
     CHECK(pool == NULL, "out is NULL on failure");
-    CHECK(strstr(err.message, "provideo") != NULL, "the message says how to create one: %s", err.message);
+    CHECK(strstr(err.message, "; remedy: provideo_pool_create()") != NULL, "the message says how to create one: %s",
+          err.message);
     OK(provideo_pool_open(pool_path, &pool, &err));
     CHECK(pool != NULL, "pool handle");
 

@@ -415,6 +415,18 @@ MUTATIONS = [
      "        if !temporaries.isEmpty, try !lock.heldByOthers().contains(.capturing) {\n",
      "        if !temporaries.isEmpty {\n",
      "aNotesTemporaryGoesOnlyWhenNoCaptureCouldBeWritingIt"),
+    ("the tool words no remedy", "Tools/CommandLineSupport/RemedyText.swift",
+     "        guard !remedies.isEmpty else { return message }\n",
+     "        guard remedies.isEmpty else { return message }\n",
+     "aRefusalSaysWhichCommandsDealWithIt|theCommandsFollowTheMessageInOrder"),
+    ("the C API's message names no remedy", "Sources/ProVideoC/Errors.swift",
+     "error.message + error.remedies.cText)",
+     "error.message)",
+     "CLibraryTests"),
+    ("a failed capture's error names no recovery", S + "Capture/Capture.swift",
+     "            if !failure.remedies.contains(.recover) { failure.remedies.append(.recover) }\n",
+     "",
+     "WriteFaultTests"),
 ]
 
 

@@ -270,9 +270,9 @@ enum Commands {
         }
         for refused in pool.unsalvageable {
             // `.busy`: its recorder may be alive, so it is not known to be left by one that died.
-            CommandLineProgram.printError(refused.code == .busy ? "warning: \(refused.message.terminalSafe)"
+            CommandLineProgram.printError(refused.code == .busy ? "warning: \(refused.advised.terminalSafe)"
                                           : "warning: a capture left by a recorder that died cannot be salvaged: "
-                                          + refused.message.terminalSafe)
+                                          + refused.advised.terminalSafe)
         }
         if let failure = pool.repairFailure {
             CommandLineProgram.printError("warning: a capture left by a recorder that died is not recovered yet: "
@@ -302,7 +302,7 @@ enum Commands {
         }
         // One whose recorder may be alive is left for later, and said; the others are failures.
         for undecided in left where undecided.code == .busy {
-            CommandLineProgram.printError("note: \(undecided.message.terminalSafe)")
+            CommandLineProgram.printError("note: \(undecided.advised.terminalSafe)")
         }
         let refused = left.filter { $0.code != .busy }
         if let refused = refused.first {
@@ -337,7 +337,7 @@ enum Commands {
         do {
             return try pool.recoveredRecordings().count
         } catch {
-            let message = (error as? ProVideoError)?.message ?? "\(error)"
+            let message = (error as? ProVideoError)?.advised ?? "\(error)"
             CommandLineProgram.printError("warning: \(message.terminalSafe); recoveries made earlier are not counted")
             return nil
         }

@@ -17,7 +17,8 @@ enum MetricsFile {
                               + ".XXXXXX").utf8CString)
         let fd = mkstemp(&template)
         guard fd >= 0 else { throw failure(errno, output, "cannot make a temporary file in \(directory.isEmpty ? "." : directory)") }
-        let temporary = String(cString: template)
+        // mkstemp filled in the name; the array still ends in its NUL.
+        let temporary = String(decoding: template.dropLast().map { UInt8(bitPattern: $0) }, as: UTF8.self)
         var published = false
         defer {
             close(fd)

@@ -23,8 +23,13 @@ let destination = CommandLine.arguments.dropFirst().first ?? "take.mov"
 do {
     let recording = try await record(frames: 25, frameBytes: 500_000, to: destination)
     print("recorded \(recording.length) bytes at \(recording.path)")
+} catch let error as ProVideoError {
+    // The error says what failed and names what deals with it (`remedies`): no pool, `.create`.
+    let remedies = error.remedies.map { "`provideo \($0)`" }.joined(separator: " or ")
+    let advice = remedies.isEmpty ? "" : "; see \(remedies)"
+    FileHandle.standardError.write(Data("swift-api-example: \(error.message)\(advice)\n".utf8))
+    exit(1)
 } catch {
-    // A ProVideoError says what failed and what to do (no pool: the command that makes one).
     FileHandle.standardError.write(Data("swift-api-example: \(error)\n".utf8))
     exit(1)
 }

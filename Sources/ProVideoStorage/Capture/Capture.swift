@@ -259,6 +259,8 @@ public final class Capture {
             return try body()
         } catch {
             var failure = writer.failure(from: error)
+            // What was committed is salvaged by a recovery, once this capture lets go of it.
+            if !failure.remedies.contains(.recover) { failure.remedies.append(.recover) }
             if writer.stopRequests() {
                 _ = granter.stop()
                 claim.release()

@@ -28,7 +28,7 @@ package struct CaptureAdmission {
             let who = running.map { "process \($0.journal.pid) is recording to \($0.journal.destination)" }
                 .joined(separator: ", ")
             throw ProVideoError(.busy, "cannot start a capture: the pool is busy (capturing); \(who). This pool takes "
-                                + "\(limit) capture(s) at a time (`provideo create --max-captures`): record the stream "
+                                + "\(limit) capture(s) at a time (the limit it was created with): record the stream "
                                 + "into another pool, or create the pool again without the limit", path: poolPath)
         }
         // A capture alone has the device to itself and is admitted whatever its bitrate: the
@@ -39,7 +39,8 @@ package struct CaptureAdmission {
                 throw ProVideoError(.bandwidthExceeded, "cannot count the bandwidth in use: \(undecided.count) entr"
                                     + "\(undecided.count == 1 ? "y" : "ies") of \(capturesDirectory) may be running and cannot be "
                                     + "read (\(first.id): \(first.reason)); remove what is not a capture, or start it anyway "
-                                    + "(`record --force`) and risk dropped frames", path: capturesDirectory + "/" + first.id)
+                                    + "and risk dropped frames", path: capturesDirectory + "/" + first.id,
+                                    remedies: [.admitOverBandwidth])
             }
             journal.admittedOverBandwidth = true
         }
@@ -56,8 +57,8 @@ package struct CaptureAdmission {
                                 + "(\(Int(Self.admissibleShare * 100))% of the pool's bandwidth, \(BitRateFormat.human(bandwidth))), "
                                 + "and this one would take them to "
                                 + "\(BitRateFormat.human([declared, options.bitrate].saturatingSum())). Record it into another "
-                                + "pool, lower its bitrate, or start it anyway (`record --force`) and risk dropped frames",
-                                path: poolPath)
+                                + "pool, lower its bitrate, or start it anyway and risk dropped frames",
+                                path: poolPath, remedies: [.admitOverBandwidth])
         }
         journal.admittedOverBandwidth = true
     }

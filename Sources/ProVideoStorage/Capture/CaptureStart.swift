@@ -92,7 +92,7 @@ struct CaptureStart {
                 guard reserveSize > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
                                         + (census.running.isEmpty ? "" : " (\(census.running.count) running capture(s) hold it)")
-                                        + "; run `provideo replenish` or `provideo resize`" + landingHint(), path: path)
+                                        + landingHint(), path: path, remedies: Self.fullPoolRemedies(landingHint()))
                 }
                 try createCaptureFiles(files, journal, claim: claim, owner: owner, btrfs: current.storage.isBtrfs)
                 CrashPoint.hit("capture.journaled")
@@ -111,7 +111,7 @@ struct CaptureStart {
                 if granted > 0, try grants.allocate(granted, to: data, granted: 0) { uncut = granted }
                 guard granted > 0 else {
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity: the running captures "
-                                        + "hold it; run `provideo replenish` or `provideo resize`", path: path)
+                                        + "hold it", path: path, remedies: Self.fullPoolRemedies(""))
                 }
                 try FileSystem.syncDirectory(files.directory, calls)
                 try FileSystem.syncDirectory(layout.captures, calls)
@@ -172,8 +172,8 @@ struct CaptureStart {
                 try grants.cut(uncut)
             }
         }
-        failure = Rollback.keepingFirst(failure, restoring: "the pool without the capture's files (\(files.directory); "
-                                        + "`provideo recover` discards them)") {
+        failure = Rollback.keepingFirst(failure, restoring: "the pool without the capture's files (\(files.directory))",
+                                        remedy: .recover) {
             if try FileSystem.isPresent(files.directory) { try completion.discard(files) }
         }
         claim.release()
@@ -231,6 +231,12 @@ struct CaptureStart {
 
     /// The entries of `captures/`, each a running capture or its remains (a stray entry counts
     /// too: more sharers only shorten the leads); nil when it cannot be listed.
+    /// What frees room for a capture: landing the takes that hold it (when `landingHint` named
+    /// some), a replenish, a larger pool.
+    private static func fullPoolRemedies(_ landingHint: String) -> [ProVideoError.Remedy] {
+        (landingHint.isEmpty ? [] : [.land]) + [.replenish, .resize]
+    }
+
     private static func countCaptures(in directory: String) -> Int? {
         do {
             return try FileSystem.entries(directory, consequence: "the leads keep their last share")?.count

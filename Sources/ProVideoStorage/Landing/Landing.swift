@@ -184,7 +184,7 @@ struct Landing {
             return nil
         } catch {
             return "its space was not returned to the reserve (\((error as? ProVideoError)?.message ?? "\(error)")): "
-                + "`provideo replenish` returns it"
+                + "a replenish returns it"
         }
     }
 
@@ -212,16 +212,16 @@ struct Landing {
     /// Why a lander could not take a fleet slot: nothing lands without one.
     static func slotFailure(_ fleet: FleetSlots?, _ error: Error) -> String {
         "no fleet slot could be taken in \(fleet?.file ?? "?") (\((error as? ProVideoError)?.message ?? "\(error)")): "
-            + "nothing was landed, so the fleet's budget holds; check the shared store, then run `provideo land` again"
+            + "nothing was landed, so the fleet's budget holds; check the shared store, then land again"
     }
 
-    /// "; N take(s) waiting to land hold X: …" when takes still waiting to land hold space the
-    /// reserve needs; "" otherwise.
+    /// "; N take(s) waiting to land hold X, which landing returns" when takes still waiting to
+    /// land hold space the reserve needs; "" otherwise (and when they cannot be listed: a hint,
+    /// not a figure anything acts on).
     func hint() -> String {
         guard let takes = try? waiting(), !takes.isEmpty else { return "" }
         let bytes = takes.map(\.length).saturatingSum()
-        return "; \(takes.count) take(s) waiting to land hold \(ByteFormat.human(bytes)): `provideo land` lands them "
-            + "and returns their space"
+        return "; \(takes.count) take(s) waiting to land hold \(ByteFormat.human(bytes)), which landing returns"
     }
 
     /// The held recordings marked for landing whose file is there.

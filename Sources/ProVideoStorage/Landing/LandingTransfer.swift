@@ -57,7 +57,7 @@ struct LandingTransfer: Sendable {
             if let unrecorded = record.saveFailure(forHeld: held.path, calls, access: access) {
                 var reported = error as? ProVideoError ?? ProVideoError(.ioError, "\(error)", path: held.path)
                 reported.message += "; and this failure could not be recorded beside the take (\(unrecorded)): this "
-                    + "process still waits \(Int(backoff)) s before the next attempt, but `provideo list` cannot show it"
+                    + "process still waits \(Int(backoff)) s before the next attempt, but the pool's listing cannot show it"
                 throw reported
             }
             throw error
@@ -68,8 +68,8 @@ struct LandingTransfer: Sendable {
 
     private func land(_ source: FileDescriptor, length: Int64, _ record: inout LandingRecord) throws {
         guard held.destination.hasPrefix("/") else {
-            throw ProVideoError(.corruptState, "\(held.path).json names no absolute destination; `provideo move` it to one",
-                                path: held.path)
+            throw ProVideoError(.corruptState, "\(held.path).json names no absolute destination", path: held.path,
+                                remedies: [.move])
         }
         let name = FileSystem.lastComponent(of: held.destination)
         let temporary = RecordingCopy.temporaryName(for: name, tag: FileSystem.lastComponent(of: held.path))

@@ -142,9 +142,10 @@ struct RecordingPlacement {
         try FileSystem.rename(files.data, kept)
         try FileSystem.syncDirectory(layout.recordings, calls)
         var reported = problem
-        reported.message += "; the recording (\(length) bytes) is kept in the pool at \(kept): "
-            + "`provideo move \(kept) [DEST]` moves it once a destination can take it"
+        reported.message += "; the recording (\(length) bytes) is kept in the pool at \(kept), to move once a "
+            + "destination can take it"
         reported.path = kept
+        reported.remedies = [.move]
         return Outcome(path: kept, problem: reported)
     }
 
@@ -152,7 +153,7 @@ struct RecordingPlacement {
     /// (`provideo land`, Landing/).
     func queueForLanding(_ files: CaptureFiles, _ journal: CaptureJournal, length: Int64,
                          owner: RecordingOwner) throws -> Outcome {
-        let waiting = ProVideoError(.ioError, "waiting to land at \(journal.destination) (`provideo land`)")
+        let waiting = ProVideoError(.ioError, "waiting to land at \(journal.destination)", remedies: [.land])
         var placement = try keepInPool(files, journal, length: length, owner: owner, problem: waiting, landing: true)
         placement.problem = nil
         placement.landing = true

@@ -41,7 +41,7 @@ extension Pool {
         for files in try layout.captureFiles() {
             switch CaptureClaim.liveness(files, calls) {
             case .dead:
-                problems.append("the capture \(files.id) is in the pool with no live recorder; run `provideo recover`")
+                problems.append("the capture \(files.id) is in the pool with no live recorder; a recovery salvages it")
                 continue
             case .unknown(let error):
                 problems.append("\(layout.captures)/\(files.id) may be a running capture and cannot be read "

@@ -64,13 +64,13 @@ extension Pool {
         let layout = PoolLayout(directory: path)
         if FileSystem.exists(path) { try PoolAccess.requireAccess(to: path) }
         if FileSystem.exists(layout.configuration) {
-            throw ProVideoError(.poolExists, "a pool already exists at \(path); use `provideo resize` to change "
-                                + "its capacity or `provideo destroy` first", path: path)
+            throw ProVideoError(.poolExists, "a pool already exists at \(path)", path: path,
+                                remedies: [.resize, .destroy])
         }
         if !onUnmountedFilesystem, let entry = FstabEntry.unmounted(holding: path, table: fstab) {
             throw ProVideoError(.invalidArgument, "cannot create a pool at \(path): \(entry.notMounted(path, table: fstab)); "
-                                + "mount it (`mount \(entry.mountPoint)`) and create the pool again, or pass --force to "
-                                + "create it on the filesystem beneath", path: path)
+                                + "mount it (`mount \(entry.mountPoint)`) and create the pool again, or create it on the "
+                                + "filesystem beneath", path: path, remedies: [.createOnUnmountedFilesystem])
         }
         let parent = FileSystem.parent(of: path)
         guard FileSystem.isDirectory(parent) else {
@@ -191,8 +191,7 @@ extension Pool {
                 throw ProVideoError(.poolNotFound, "no pool at \(path): \(entry.notMounted(path, table: fstab)); mount it "
                                     + "(`mount \(entry.mountPoint)`) to see the pool on it", path: path)
             }
-            throw ProVideoError(.poolNotFound, "no pool at \(path); create one with "
-                                + "`provideo --pool \(path) create --capacity 64G`", path: path)
+            throw ProVideoError(.poolNotFound, "no pool at \(path)", path: path, remedies: [.create])
         }
         let pool = try Pool(path: path, configuration: try PoolConfiguration.load(layout.configuration),
                             calls: systemCalls)
@@ -224,8 +223,8 @@ extension Pool {
             let held = try listing().recordings
             guard held.isEmpty else {
                 throw ProVideoError(.invalidArgument, "the pool still holds \(held.count) recording(s) in "
-                                    + "\(layout.recordings); move them out with `provideo move`, then destroy the pool",
-                                    path: path)
+                                    + "\(layout.recordings); move them out, then destroy the pool",
+                                    path: path, remedies: [.list])
             }
             try salvageDeadCaptures(control: .none)
             // The reserve goes first: killed here, the pool is still valid, with no capacity,

@@ -45,8 +45,8 @@ extension Pool {
         let notePath = held + ".json"
         guard FileSystem.parent(of: held) == layout.recordings, try FileSystem.isPresent(held),
               var note = try heldRecordings().first(where: { $0.path == held }) else {
-            throw ProVideoError(.invalidArgument, "\(held) is not a recording this pool holds; "
-                                + "`provideo list` shows them", path: held)
+            throw ProVideoError(.invalidArgument, "\(held) is not a recording this pool holds", path: held,
+                                remedies: [.list])
         }
         let target = try CaptureDestination(poolDirectory: path).resolve(destination ?? note.destination)
         // Rewritten below with `movingTo`: the note is readable again from then on.
@@ -58,7 +58,7 @@ extension Pool {
             // copy of a take moved under it.
             let file = try FileDescriptor.open(held, note.landing == true ? O_RDWR : O_RDONLY | O_NONBLOCK)
             if note.landing == true, try !file.lock(0, 1, wait: false) {
-                throw ProVideoError(.busy, "`provideo land` is landing \(held) now; move it once that landing stops "
+                throw ProVideoError(.busy, "a landing is transferring \(held) now; move it once that landing stops "
                                     + "(or let it land)", path: held)
             }
             let length = try Self.checkedLength(of: file, note: note)
@@ -177,7 +177,7 @@ extension Pool {
         if !note.destination.hasPrefix("/") {
             // Relative, it would name a file in whatever directory `land` or `move` runs in.
             note.reason = "its note is corrupt (destination '\(note.destination)' is not an absolute path): "
-                + "`provideo move` it to a destination. " + note.reason
+                + "move it to a destination. " + note.reason
             note.destination = ""
         }
         if !(0...Pool.maximumCapacity).contains(note.length) {
@@ -201,8 +201,7 @@ extension Pool {
     /// its file's own size, no destination, and why.
     private static func unreadableNote(_ path: String, recording: String, error: Error?) -> HeldRecording {
         let cause = error.map { "cannot be read (\(($0 as? ProVideoError)?.message ?? "\($0)"))" } ?? "is missing"
-        var reason = "its note \(path) \(cause); where it was meant to go is unknown: "
-            + "`provideo move \(recording) DEST` places it"
+        var reason = "its note \(path) \(cause); where it was meant to go is unknown: move it to a destination"
         var length: Int64 = 0
         do {
             length = Int64(clamping: try FileSystem.facts(recording).size)

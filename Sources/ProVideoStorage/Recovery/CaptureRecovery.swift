@@ -125,8 +125,8 @@ struct CaptureRecovery {
             message = "capture \(files.id) is left as it is: its data \(files.data) cannot be read\(because)"
         case .noJournal(let committed):
             message = "the journal of capture \(files.id) is \(observed.facts.journal == .missing ? "missing" : "unreadable")"
-                + "\(because): its \(committed) committed bytes are kept at \(files.data); `provideo recover "
-                + "--salvage-to DIR` places them in DIR"
+                + "\(because): its \(committed) committed bytes are kept at \(files.data), to be salvaged into a "
+                + "directory of your choice"
         case .nothingProven:
             message = "capture \(files.id) is left as it is: neither its journal nor its commit record can be read\(because); "
                 + "what it committed is unknown, so nothing of it is discarded"
@@ -140,7 +140,9 @@ struct CaptureRecovery {
         let path = reason == .dataUnreadable ? files.data : reason == .commitUnknown ? files.commit
             : reason == .livenessUnknown ? files.progress : files.journal
         // A capture whose recorder may be alive is busy, not broken: `recover` says so and goes on.
-        return ProVideoError(reason == .livenessUnknown ? .busy : .corruptState, message, path: path)
+        var remedies: [ProVideoError.Remedy] = []
+        if case .noJournal = reason { remedies = [.salvageWithoutJournal] }
+        return ProVideoError(reason == .livenessUnknown ? .busy : .corruptState, message, path: path, remedies: remedies)
     }
 
     private static func describe(_ commit: CaptureFacts.Commit) -> String {

@@ -29,7 +29,7 @@ enum RecoveryAction: Equatable, Sendable {
         /// Its `data` cannot be read.
         case dataUnreadable
         /// Its journal is missing or unreadable and its commit record proves `committed` bytes:
-        /// `provideo recover --salvage-to DIR` places them.
+        /// A salvage into a directory places them (`ProVideoError.Remedy.salvageWithoutJournal`).
         case noJournal(committed: Int64)
         /// Its journal is missing or unreadable and its commit record proves nothing.
         case nothingProven

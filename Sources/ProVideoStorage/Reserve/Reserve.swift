@@ -59,8 +59,8 @@ struct Reserve {
     func grow(_ fd: FileDescriptor, from oldSize: Int64, to newSize: Int64) throws {
         guard newSize > oldSize, newSize % unit == 0 else {
             throw ProVideoError(.corruptState, "\(path) would grow from \(oldSize) to \(newSize) bytes, not a whole number of "
-                                + "\(unit)-byte units: its size was changed outside the pool; `provideo check` says more",
-                                path: path)
+                                + "\(unit)-byte units: its size was changed outside the pool",
+                                path: path, remedies: [.check])
         }
         let needed = newSize - oldSize
         try requireSpace(needed, reaching: newSize)

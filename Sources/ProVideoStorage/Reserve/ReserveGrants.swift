@@ -180,10 +180,10 @@ struct ReserveGrants {
             let rc = calls.fallocate(data.rawValue, false, granted, amount)
             if rc < 0 {
                 // The reserve gave `amount` up for nothing: it grows back, or the error says
-                // the pool is that much short (`provideo replenish` restores it).
+                // the pool is that much short (a replenish restores it).
                 throw Rollback.keepingFirst(ProVideoError.system("fallocate", errno: -rc, path: data.path),
-                                            restoring: "the capture's file and \(amount) bytes of the reserve "
-                                            + "(`provideo replenish` restores them)") {
+                                            restoring: "the capture's file and \(amount) bytes of the reserve",
+                                            remedy: .replenish) {
                     try rollBack(data, to: granted)
                     try reserve.grow(reserveFD, from: size - amount, to: size)
                 }
