@@ -262,7 +262,9 @@ public final class CaptureMount: @unchecked Sendable {
                                   + "finished in \(String(format: "%.3f", seconds)) s",
                                   path: landed, bytes: result.length, landingTo: result.landingTo, seconds: seconds))
             } catch {
-                report(MountEvent(.failed, name: mounted.name, message: "\(mounted.name): \(error)", error: error))
+                // What happened, without the recovery it names: the mount salvages right away.
+                let what = (error as? ProVideoError)?.message ?? "\(error)"
+                report(MountEvent(.failed, name: mounted.name, message: "\(mounted.name): \(what)", error: error))
                 // A failed capture let go of the pool: its committed part is placed now, as its
                 // owner, rather than at the next start or `provideo recover`.
                 do {

@@ -124,8 +124,9 @@ enum MountOperations {
             mounted = try mount.startCapture(name, mode: mode & 0o7777 & ~pv_fuse_umask())
         } catch {
             // The writer sees only an errno: the daemon's log says why.
-            mount.report(MountEvent(.notRecorded, name: name, message: "cannot record \(name) for user \(pv_fuse_uid()): "
-                                    + "\((error as? ProVideoError)?.advised ?? "\(error)")", uid: pv_fuse_uid(), error: error))
+            let why = (error as? ProVideoError)?.advised ?? "\(error)"
+            mount.report(MountEvent(.notRecorded, name: name, message: "cannot record \(name) for user \(pv_fuse_uid()): \(why)",
+                                    uid: pv_fuse_uid(), error: error))
             throw error
         }
         info.pointee.fh = mount.add(.capture(mounted, writing: true))

@@ -1,7 +1,8 @@
 import Glibc
 
 /// The one error type of ProVideoStorage: a code to switch on, a message that says what
-/// happened, the operations that deal with it (`remedies`), and the cause (an errno value and the path involved) when a system
+/// happened, the operations that deal with it (`remedies`), and the cause (an errno value and
+/// the path involved) when a system
 /// call failed. Modelled on swift-nio's `FileSystemError`.
 public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable {
     /// What went wrong, to switch on. Extensible, as swift-nio's `FileSystemError.Code`: a later
@@ -92,7 +93,8 @@ public struct ProVideoError: Error, CustomStringConvertible, Sendable, Equatable
     /// The message, then the remedies' names: "… (remedies: replenish, resize)".
     public var description: String {
         guard !remedies.isEmpty else { return message }
-        return "\(message) (\(remedies.count == 1 ? "remedy" : "remedies"): \(remedies.map(\.rawValue).joined(separator: ", ")))"
+        let names = remedies.map(\.rawValue).joined(separator: ", ")
+        return "\(message) (\(remedies.count == 1 ? "remedy" : "remedies"): \(names))"
     }
 }
 

@@ -178,6 +178,7 @@ enum Commands {
             // the take is at its destination without waiting for a later command.
             if let salvaged = (try? Pool.open(at: path))?.salvaged.first {
                 error.message += "; salvaged \(ByteFormat.human(salvaged.length)) (\(salvaged.length) bytes) to \(salvaged.path)"
+                error.remedies.removeAll { $0 == .recover }
             }
             throw error
         }

@@ -67,8 +67,8 @@ struct CaptureDestination {
         }
         if let waiting = waiting.first(where: { DestinationIdentity.same($0.destination, destination) }) {
             throw ProVideoError(.busy, "cannot start a capture to \(destination): the take \(waiting.path) is waiting to "
-                                + "land there; give this take another name, or start it once that one has landed", path: destination,
-                                remedies: [.land])
+                                + "land there; give this take another name, or start it once that one has landed",
+                                path: destination, remedies: [.land])
         }
         // Checked again here, under the lock: the check at resolve time came before it, and a
         // capture that finished (or a take that landed) since has put its file there. Its

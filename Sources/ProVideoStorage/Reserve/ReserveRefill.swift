@@ -25,7 +25,7 @@ extension Reserve {
             }
         }
         throw ProVideoError(.notEnoughSpace, "the filesystem has no space to add to the reserve "
-                            + "(\(lastError?.message ?? "nothing free")); free some space, then replenish again", errno: ENOSPC,
-                            path: FileSystem.parent(of: path), remedies: [.replenish])
+                            + "(\(lastError?.message ?? "nothing free")); free some space, then replenish again",
+                            errno: ENOSPC, path: FileSystem.parent(of: path), remedies: [.replenish])
     }
 }
