@@ -40,6 +40,26 @@ import Testing
             .modes["pool"]?.slowestAppends?.onCPU == 1)
     }
 
+    /// The mount's hand-overs that were neither on a CPU nor waiting for one are the writer
+    /// waiting for the daemon: its line points at the script that splits them, the pool's not.
+    @Test func theMountsLineSaysWhereItsRestIsSplit() {
+        let plan = RunPlan(streams: 1, bitrate: 8, fps: 25, sizes: FrameSizes(sizes: [1]), scratchDirectory: "/tmp")
+        let runs = [BenchMode.pool, .mount].map { mode in
+            var run = ModeRun(mode: mode, engine: "e", accounting: FrameAccounting(interval: 1, inputQueueFrames: 1), bytes: 1,
+                              seconds: 1, cpuSeconds: 0, samples: [ModeRun.Sample(time: 0, latency: 10, cpuWait: 2, onCPU: 3)],
+                              completionLatency: LatencySummary(p50: 0, p99: 0, p999: 0, max: 0))
+            run.cpuWaitCounted = true
+            return run
+        }
+        let lines = BenchReport(plan: plan, runs: runs, repeatCount: 1, noise: "none", frameTrace: nil).table
+            .split(separator: "\n").map(String.init)
+        #expect(lines.contains("pool: the slowest 0.1% of hand-overs spent 30% on a CPU, 20% waiting for one, 50% elsewhere "
+                               + "(blocked, interrupts or steal)"), "\(lines)")
+        #expect(lines.contains("mount: the slowest 0.1% of hand-overs spent 30% on a CPU, 20% waiting for one, 50% elsewhere "
+                               + "(blocked, interrupts or steal; through the mount, mostly waiting for the daemon's answer, "
+                               + "which Tools/mount-bench/slow-requests.py splits)"), "\(lines)")
+    }
+
     @Test func freePageReportingIsFeatureBitFive() {
         // This machine's balloon: STATS_VQ, DEFLATE_ON_OOM, REPORTING (bits 1, 2, 5).
         #expect(FreePageReporting.offersReporting("0110010100000000000000000000000010000000\n"))
