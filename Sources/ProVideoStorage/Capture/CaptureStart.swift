@@ -90,9 +90,10 @@ struct CaptureStart {
                 try admission.admit(options, running: census.running, undecided: census.undecided, journal: &journal)
                 let reserveSize = try reserveFile.size()
                 guard reserveSize > 0 else {
+                    let hint = landingHint()
                     throw ProVideoError(.notEnoughSpace, "the pool has no remaining capacity"
                                         + (census.running.isEmpty ? "" : " (\(census.running.count) running capture(s) hold it)")
-                                        + landingHint(), path: path, remedies: Self.fullPoolRemedies(landingHint()))
+                                        + hint, path: path, remedies: Self.fullPoolRemedies(hint))
                 }
                 try createCaptureFiles(files, journal, claim: claim, owner: owner, btrfs: current.storage.isBtrfs)
                 CrashPoint.hit("capture.journaled")
