@@ -6,7 +6,8 @@ import ProVideoStorage
 /// A real single-node GlusterFS volume, mounted through FUSE with `mount -t glusterfs`, for the
 /// landing tests (root only). `GlusterVolume.with` starts `glusterd` if it is not running,
 /// creates and starts a one-brick volume, mounts it, and afterwards unmounts it, stops and
-/// deletes the volume and stops the `glusterd` it started, even when the body throws.
+/// deletes the volume and, when no other test process is using it, stops the `glusterd` the
+/// tests started, even when the body throws.
 package struct GlusterVolume {
     package let name: String
     package let mountPoint: String
@@ -30,8 +31,12 @@ package struct GlusterVolume {
     package static func with<T>(_ body: (GlusterVolume) throws -> T) throws -> T {
         try exclusive.withLock {
             _ = staleCleared
-            let startedDaemon = try startDaemonIfNeeded()
-            defer { if let pid = startedDaemon { stopDaemon(pid) } }
+            // One glusterd serves every test process at once: each uses it under a shared lock,
+            // and the last to leave stops the one the tests started (a second suite run beside
+            // this one lost its daemon when the first stopped the glusterd it had started).
+            let use = try DaemonUse.join()
+            defer { use.leave() }
+            try startDaemonIfNeeded()
             let scratch = TestSupport.scratchDirectory("gluster")
             defer { TestSupport.removeTree(scratch) }
             try "\(getpid())".write(toFile: scratch + "/owner", atomically: true, encoding: .utf8)
@@ -59,12 +64,12 @@ package struct GlusterVolume {
         return pv_statfs(path, &type, &available, &total) == 0 && type == 0x6573_5546
     }
 
-    /// Starts `glusterd` when none runs and waits until it answers; returns its pid, or nil
-    /// when one was already running (it is not ours to stop).
-    private static func startDaemonIfNeeded() throws -> Int32? {
+    /// Starts `glusterd` when none runs and waits until it answers; the pid of one it started
+    /// goes to `DaemonUse.startedByTests` (one already running without it is not ours to stop).
+    private static func startDaemonIfNeeded() throws {
         if daemonPid() != nil {
             try waitFor("glusterd to answer", seconds: 30) { answers() }
-            return nil
+            return
         }
         // A log of this start only: its own directory, made here (this may be the first test).
         let scratch = TestSupport.scratchDirectory("startofglusterd")
@@ -72,7 +77,42 @@ package struct GlusterVolume {
         let log = scratch + "/glusterd.log"
         daemonizing("glusterd", log: log)
         try waitFor("glusterd to start (\(logText(log)))", seconds: 30) { daemonPid() != nil && answers() }
-        return daemonPid()
+        if let pid = daemonPid() { try "\(pid)".write(toFile: DaemonUse.startedByTests, atomically: true, encoding: .utf8) }
+    }
+
+    /// A test process's use of glusterd: a shared `flock` on one file for every test process of
+    /// the machine, held from before glusterd is looked for until the volume is gone.
+    private struct DaemonUse {
+        static let lockFile = "/tmp/provideo-tests/glusterd.lock"
+        /// The pid of the glusterd a test process started; absent when the tests started none.
+        static let startedByTests = "/tmp/provideo-tests/glusterd.pid"
+        let fd: Int32
+
+        /// Takes the shared lock, waiting up to 60 s while a leaving process stops glusterd.
+        static func join() throws -> DaemonUse {
+            try FileManager.default.createDirectory(atPath: "/tmp/provideo-tests", withIntermediateDirectories: true)
+            let fd = open(lockFile, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+            guard fd >= 0 else { throw ProVideoError.system("open", errno: errno, path: lockFile) }
+            do {
+                try waitFor("the shared lock on \(lockFile)", seconds: 60) { flock(fd, LOCK_SH | LOCK_NB) == 0 }
+            } catch {
+                close(fd)
+                throw error
+            }
+            return DaemonUse(fd: fd)
+        }
+
+        /// Lets go; the last user (the exclusive lock is free to take) stops the glusterd the
+        /// tests started, with the brick processes it spawned.
+        func leave() {
+            defer { close(fd) }
+            _ = flock(fd, LOCK_UN)
+            guard flock(fd, LOCK_EX | LOCK_NB) == 0 else { return }
+            guard let text = try? String(contentsOfFile: Self.startedByTests, encoding: .utf8),
+                  let pid = Int32(text), pid == daemonPid() else { return }
+            stopDaemon(pid)
+            unlink(Self.startedByTests)
+        }
     }
 
     /// Runs a command that leaves a daemon behind (glusterd; the FUSE client of a mount) with
@@ -96,7 +136,7 @@ package struct GlusterVolume {
         (try? TestSupport.run("/bin/sh", ["-c", "\(cli) volume list"]))?.status == 0
     }
 
-    /// Stops the glusterd this process started, and the brick processes it spawned.
+    /// Stops glusterd, and the brick processes it spawned.
     private static func stopDaemon(_ pid: Int32) {
         kill(pid, SIGTERM)
         for _ in 0..<100 where kill(pid, 0) == 0 { usleep(100_000) }
