@@ -207,11 +207,16 @@ package enum FileSystem {
 
     /// Reads a whole small file, at most `smallFileLimit` bytes. Opened `O_NONBLOCK`: a FIFO in
     /// its place is refused, never waited on.
-    /// - Throws: the open's or read's error; `.corruptState` when it is not a regular file or
-    ///   holds more than the limit.
+    /// A file of a confined directory (a pool's state file) is read only as evidence
+    /// (`EvidenceFile`): one link, so a second name of another capture's file is refused.
+    /// - Throws: the open's or read's error; `.corruptState` when it is not a regular file,
+    ///   holds more than the limit, or (confined) has more than one link.
     package static func readSmallFile(_ path: String) throws -> [UInt8] {
         let fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
         let facts = try fd.facts()
+        if Confinement.split(path) != nil, let refusal = EvidenceFile.refusal(facts, expected: S_IFREG, path: path) {
+            throw refusal
+        }
         let procfs = path.hasPrefix("/proc/") || path.hasPrefix("/sys/")
         guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), procfs || facts.size <= UInt64(smallFileLimit) else {
             throw ProVideoError(.corruptState, "\(path) is not a small regular file (\(facts.size) bytes; at most "

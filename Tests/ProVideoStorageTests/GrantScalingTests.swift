@@ -227,8 +227,11 @@ import Testing
         // The first reading at each step; -1 for an account that could not be read.
         let record: @Sendable (String) -> Void = { step in
             guard let pool = reader.current, sums.current[step] == nil else { return }
-            let account = try? pool.lock.withReserve { try pool.capacityAccount(pool.reserve(pool.layout.reserve)) }
-            sums.update { $0[step] = account.map { $0.ownReserve + $0.held } ?? -1 }
+            let sum = try? pool.lock.withReserve { () throws -> Int64 in
+                let account = try pool.capacityAccount(pool.reserve(pool.layout.reserve))
+                return account.ownReserve + (try account.held)
+            }
+            sums.update { $0[step] = sum ?? -1 }
         }
         var calls = SystemCalls.live
         calls.fallocate = { fd, keepSize, offset, length in

@@ -254,7 +254,12 @@ enum Commands {
                                           + "capture start do it too)")
         }
         if lookingOnly {
-            for entry in try pool.status().undecided ?? [] {
+            let status = try pool.status()
+            for entry in status.strayEntries ?? [] {
+                CommandLineProgram.printError("warning: \(pool.path.terminalSafe)/captures/\(entry.name.terminalSafe) is "
+                                              + "\(entry.type), not a capture: nothing uses it; remove it")
+            }
+            for entry in status.undecided ?? [] {
                 CommandLineProgram.printError("warning: \(pool.path.terminalSafe)/captures/\(entry.id.terminalSafe) may be a "
                                               + "running capture and cannot be read: \(entry.reason.terminalSafe); remove it "
                                               + "if it is not a capture")

@@ -95,7 +95,7 @@ struct CaptureStart {
                                         + (census.running.isEmpty ? "" : " (\(census.running.count) running capture(s) hold it)")
                                         + hint, path: path, remedies: Self.fullPoolRemedies(hint))
                 }
-                try createCaptureFiles(files, journal, claim: claim, owner: owner, btrfs: current.storage.isBtrfs)
+                try createCaptureFiles(files, &journal, claim: claim, owner: owner, btrfs: current.storage.isBtrfs)
                 CrashPoint.hit("capture.journaled")
                 let data = try FileDescriptor.open(files.data, O_RDWR)
                 // The lead the granter keeps: a capture that started with less depended on its
@@ -185,9 +185,10 @@ struct CaptureStart {
     /// the capture here, with the reserve whole and nothing left behind: `captures/<id>/`,
     /// `progress` and `commit` with their blocks allocated (their first writes then need none),
     /// the empty `data` (NOCOW on btrfs before its first block), and the journal: 5 inodes,
-    /// with one more left for the later steps (a journal rewrite). The rewrites' blocks come
+    /// with one more left for the later steps (a journal rewrite), the journal recording which
+    /// file `data` is (`dataIdentity`). The rewrites' blocks come
     /// from the pool's spare when the filesystem is full. Locks the capture for `claim`.
-    private func createCaptureFiles(_ files: CaptureFiles, _ journal: CaptureJournal, claim: CaptureClaim,
+    private func createCaptureFiles(_ files: CaptureFiles, _ journal: inout CaptureJournal, claim: CaptureClaim,
                                     owner: uid_t?, btrfs: Bool) throws {
         let stepsAfterStart: Int64 = 1
         do {
@@ -208,6 +209,7 @@ struct CaptureStart {
                 try data.setOwner(owner, access.group)
                 try data.setMode(PoolAccess.ownFileMode)
             }
+            journal.dataIdentity = RecordingIdentity(try data.facts())
             try journal.save(files.journal, calls, access: access)
             guard try FileSystem.freeInodes(path) >= stepsAfterStart else { throw ProVideoError(.notEnoughSpace, "", errno: ENOSPC) }
         } catch {

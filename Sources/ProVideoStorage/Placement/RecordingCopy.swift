@@ -1,5 +1,6 @@
 import Glibc
 import ProVideoSystem
+import ProVideoJournal
 
 /// Copies a recording to a destination on another filesystem (rename(2) fails there with
 /// `EXDEV`). The copy goes to a hidden temporary name beside the destination with
@@ -16,14 +17,16 @@ enum RecordingCopy {
     /// then owns the copy. `control` gets the copy's and the verification's progress and may
     /// stop either (the temporary is removed). The temporary is created exclusively (`O_EXCL | O_NOFOLLOW`): a file
     /// or link planted at its predictable name is removed, never written through.
+    /// - Returns: which file the copy is (its device, inode, length and SHA-256), for the
+    ///   journal's proof of where the take went.
     /// - Throws: `.destinationExists` (nothing is overwritten), `.ioError` when a copy step
     ///   or the verification fails, `.cancelled`. The temporary file is removed on every failure.
     static func copy(_ source: FileDescriptor, length: Int64, to name: String, in directory: DirectoryHandle, tag: String,
-                     calls: SystemCalls, control: OperationControl) throws {
+                     calls: SystemCalls, control: OperationControl) throws -> RecordingIdentity {
         let temporary = temporaryName(for: name, tag: tag)
-        if try isCopy(of: source, length: length, at: name, in: directory, calls: calls, control: control) {
+        if let existing = try copy(of: source, length: length, at: name, in: directory, calls: calls, control: control) {
             // A copy killed after its final rename, salvaged again: the destination is this copy.
-            return
+            return existing
         }
         try directory.remove(temporary)
         var created: FileFacts?
@@ -42,8 +45,8 @@ enum RecordingCopy {
                 throw ProVideoError(.ioError, "the copy at \(directory.display(temporary)) has \(copied) bytes, expected "
                                     + "\(length)", path: directory.display(temporary))
             }
-            guard try digest(source, length: length, calls: calls, control: control)
-                    == digest(target, length: length, calls: calls, control: control) else {
+            let copiedDigest = try digest(target, length: length, calls: calls, control: control)
+            guard try digest(source, length: length, calls: calls, control: control) == copiedDigest else {
                 throw ProVideoError(.ioError, "the copy at \(directory.display(temporary)) differs from the recording "
                                     + "(SHA-256)", path: directory.display(temporary))
             }
@@ -51,6 +54,7 @@ enum RecordingCopy {
             // the copy is the recording.
             try control.checkpoint("the copy to \(directory.display(name))")
             try NoClobberPublish(calls: calls).publish(target, from: temporary, as: name, in: directory)
+            return RecordingIdentity(try target.facts(), length: length, sha256: hex(copiedDigest))
         } catch {
             if let created, directory.holds(temporary, created) { try? directory.remove(temporary) }
             throw error
@@ -69,15 +73,20 @@ enum RecordingCopy {
         return "." + DerivedName.shortened(name, toBytes: DerivedName.maximumBytes - 1 - suffix.utf8.count) + suffix
     }
 
-    /// Whether `name` in `directory` is a regular file (not followed) with exactly `source`'s
-    /// first `length` bytes.
-    static func isCopy(of source: FileDescriptor, length: Int64, at name: String, in directory: DirectoryHandle,
-                       calls: SystemCalls, control: OperationControl) throws -> Bool {
+    /// Which file `name` in `directory` is, when it is a regular file (not followed) with
+    /// exactly `source`'s first `length` bytes; nil when it is not.
+    static func copy(of source: FileDescriptor, length: Int64, at name: String, in directory: DirectoryHandle,
+                     calls: SystemCalls, control: OperationControl) throws -> RecordingIdentity? {
         guard let facts = directory.facts(of: name), facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG),
-              Int64(facts.size) == length else { return false }
+              Int64(facts.size) == length else { return nil }
         let existing = try directory.open(name, O_RDONLY | O_NONBLOCK)
-        return try digest(source, length: length, calls: calls, control: control)
-            == digest(existing, length: length, calls: calls, control: control)
+        let existingDigest = try digest(existing, length: length, calls: calls, control: control)
+        guard try digest(source, length: length, calls: calls, control: control) == existingDigest else { return nil }
+        return RecordingIdentity(try existing.facts(), length: length, sha256: hex(existingDigest))
+    }
+
+    static func hex(_ digest: [UInt8]) -> String {
+        digest.map { String($0, radix: 16).count == 1 ? "0" + String($0, radix: 16) : String($0, radix: 16) }.joined()
     }
 
     /// Copies bytes [0, length) from `source` to the same offsets of `target`.

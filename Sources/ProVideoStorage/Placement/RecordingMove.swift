@@ -1,5 +1,6 @@
 import Glibc
 import ProVideoSystem
+import ProVideoJournal
 
 /// Moves a finished recording to its destination, the one way both a finishing capture and
 /// `provideo move` do: renameat2(2) with `RENAME_NOREPLACE` and both directories flushed; on
@@ -16,8 +17,8 @@ struct RecordingMove {
     enum Outcome: Equatable {
         /// The source file now is the destination.
         case renamed
-        /// The destination is a verified, flushed copy; the source is still there.
-        case copied
+        /// The destination is a verified, flushed copy, this file; the source is still there.
+        case copied(RecordingIdentity)
     }
 
     /// The rename put the recording at its destination (it is gone from the source), but a
@@ -59,8 +60,8 @@ struct RecordingMove {
             }
             if rc == -EEXIST { throw Self.destinationExists(directory.display(name)) }
             guard rc == -EXDEV else { throw ProVideoError.system("renameat2", errno: -rc, path: directory.display(name)) }
-            try RecordingCopy.copy(source, length: length, to: name, in: directory, tag: tag, calls: calls, control: control)
-            return .copied
+            return .copied(try RecordingCopy.copy(source, length: length, to: name, in: directory, tag: tag, calls: calls,
+                                                  control: control))
         }
     }
 

@@ -14,6 +14,9 @@ struct RecordingPlacement {
     /// Where a recording went.
     struct Outcome {
         var path: String
+        /// Which file at `path` the recording is: what proves it placed (`CaptureJournal.placedIdentity`);
+        /// nil where no journal of this version recorded it.
+        var identity: RecordingIdentity?
         /// Set when the recording could not reach its destination and stays in the pool.
         var problem: ProVideoError?
         /// The recording stays in the pool to land at its destination in the background.
@@ -53,31 +56,39 @@ struct RecordingPlacement {
         let mover = RecordingMove(calls: calls, control: control)
         let source = try DirectoryHandle.open(files.directory)
         let data = try FileDescriptor.open(files.data, O_RDONLY)
+        // Renamed, the recording is the file `data` is.
+        let renamed = RecordingIdentity(try data.facts(), length: length)
         // On btrfs even a rename needs free space (its metadata reservation, see
         // `MetadataHeadroom`): on a full filesystem the spare gives its blocks for it. A copy's
         // ENOSPC is the destination's, which the spare cannot help.
-        func move(to target: String) throws {
+        func move(to target: String) throws -> RecordingIdentity {
+            var identity = renamed
             let step = {
-                _ = try mover.move(data, named: "data", in: source, length: length, to: target, in: directory, owner: owner,
-                                   tag: journal.id, renaming: sameFilesystem)
+                if case .copied(let copy) = try mover.move(data, named: "data", in: source, length: length, to: target,
+                                                           in: directory, owner: owner, tag: journal.id,
+                                                           renaming: sameFilesystem) {
+                    identity = copy
+                }
             }
-            guard sameFilesystem, let spare = access.spare else { return try step() }
+            guard sameFilesystem, let spare = access.spare else {
+                try step()
+                return identity
+            }
             try spare.retryingOnFullFilesystem(calls, step)
+            return identity
         }
         var target = name
         do {
             do {
-                try move(to: target)
-                return Outcome(path: directory.display(target), problem: nil)
+                return Outcome(path: directory.display(target), identity: try move(to: target), problem: nil)
             } catch let error as ProVideoError where error.code == .destinationExists && whenTaken == .recoveredSibling {
                 target = FileSystem.lastComponent(of: Self.recoveredName(destination, id: journal.id))
-                try move(to: target)
-                return Outcome(path: directory.display(target), problem: nil)
+                return Outcome(path: directory.display(target), identity: try move(to: target), problem: nil)
             }
         } catch let placed as RecordingMove.PlacedUnflushed {
             // The recording is at its destination: the journal records it there (it is never
             // looked for in the pool again), and the flush's failure is what `finish` reports.
-            return Outcome(path: directory.display(target), problem: placed.error)
+            return Outcome(path: directory.display(target), identity: renamed, problem: placed.error)
         } catch let error as ProVideoError {
             var problem = error
             if error.code == .destinationExists {
@@ -139,6 +150,7 @@ struct RecordingPlacement {
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil, landing: landing ? true : nil)
         try note.save(kept + ".json", calls, access: access)
+        let identity = RecordingIdentity(try FileDescriptor.open(files.data, O_RDONLY).facts(), length: length)
         try FileSystem.rename(files.data, kept)
         try FileSystem.syncDirectory(layout.recordings, calls)
         var reported = problem
@@ -146,7 +158,7 @@ struct RecordingPlacement {
             + "destination can take it"
         reported.path = kept
         reported.remedies = [.move]
-        return Outcome(path: kept, problem: reported)
+        return Outcome(path: kept, identity: identity, problem: reported)
     }
 
     /// Keeps a finished recording in the pool, sealed and durable, to land in the background

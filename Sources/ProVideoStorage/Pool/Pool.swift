@@ -168,6 +168,7 @@ public final class Pool: @unchecked Sendable {
         var allocated = try reserveFile.allocatedBytes()
         var captures: [PoolStatus.Capture] = []
         let census = try CaptureCensus.take(of: layout, calls)
+        let stray = try layout.strayCaptureEntries().map { StrayCaptureEntry(name: $0.name, type: $0.what) }
         for (files, journal) in census.running {
             // No file: a capture at its start (before its data is made) or one that ended since
             // the census, granted nothing. Any other failure is thrown: a grant that cannot be
@@ -204,6 +205,7 @@ public final class Pool: @unchecked Sendable {
             landingWaitsForFleetSlot: try lock.othersWaitForFleetSlot() ? true : nil,
             ioSchedulers: schedulers.isEmpty ? nil : schedulers,
             undecided: census.undecided.isEmpty ? nil : census.undecided,
+            strayEntries: stray.isEmpty ? nil : stray,
             remainingCapacityIsAtLeast: unknown.isEmpty ? nil : unknown.map { $0.message })
     }
 
@@ -216,15 +218,8 @@ public final class Pool: @unchecked Sendable {
     ///   unknown; the captures' and the claims' read errors.
     func capacityAccount(_ reserveFile: Reserve) throws -> CapacityAccount {
         let capacity = try PoolConfiguration.load(layout.configuration).initialCapacity
-        // An entry of captures/ that is not a directory (a stray file or link) holds no capture's
-        // file; one that went meanwhile has finished.
-        let captures = try layout.captureFiles().filter { files in
-            do {
-                return try FileSystem.facts(files.directory).mode & UInt32(S_IFMT) == UInt32(S_IFDIR)
-            } catch let error as ProVideoError where error.errno == ENOENT {
-                return false
-            }
-        }
+        // Running and kept alike: a kept capture's grant is the pool's until recovery gives it back.
+        let captures = try layout.captureFiles()
         return try CapacityAccount.read(reserve: reserveFile, claims: lock.claims.all(calls),
                                         captures: captures.map { ($0.data, $0.progress) }, initialCapacity: capacity)
     }
@@ -294,8 +289,16 @@ public final class Pool: @unchecked Sendable {
         // Captures running in other processes may have grants in flight: their bytes the
         // reserve still holds stay for their cuts.
         let account = try capacityAccount(reserveFile)
-        if account.excess > 0 {
-            try reserveFile.open(nocow: false).truncate(account.reserve - account.excess, calls)
+        let excess: Int64
+        do {
+            excess = try account.excess
+        } catch let error as ProVideoError where error.code == .corruptState {
+            // A grant that cannot be counted leaves the excess unknown: nothing is cut on a
+            // guess (`check` names the capture).
+            excess = 0
+        }
+        if excess > 0 {
+            try reserveFile.open(nocow: false).truncate(account.reserve - excess, calls)
         }
         access.spare?.refill(to: reserveFile.headroom(reaching: configuration.initialCapacity), calls, access: access)
     }

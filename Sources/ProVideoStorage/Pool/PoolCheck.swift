@@ -38,6 +38,10 @@ extension Pool {
             }
         }
         var reserved = mapped
+        for (name, what) in try layout.strayCaptureEntries() {
+            problems.append("\(layout.captures)/\(name) is \(what), not a capture (the pool makes only directories there); "
+                            + "nothing uses it: remove it")
+        }
         for files in try layout.captureFiles() {
             switch CaptureClaim.liveness(files, calls) {
             case .dead:
@@ -66,9 +70,13 @@ extension Pool {
         let capacity = try initialCapacity
         // A grant in flight holds its bytes in a capture's file and the reserve until its cut.
         let account = try lock.withReserve { try capacityAccount(reserve(layout.reserve)) }
-        if account.ownReserve + account.held > capacity {
-            problems.append("the reserve (\(account.ownReserve) bytes beyond grants in flight) and the captures' grants "
-                            + "(\(account.held) bytes) exceed the pool's capacity of \(capacity) bytes")
+        do {
+            if try account.overcommitted > 0 {
+                problems.append("the reserve (\(account.ownReserve) bytes beyond grants in flight) and the captures' grants "
+                                + "(\(try account.held) bytes) exceed the pool's capacity of \(capacity) bytes")
+            }
+        } catch let error as ProVideoError where error.code == .corruptState {
+            problems.append("the pool's capacity cannot be checked: \(error.message)")
         }
         return problems
     }

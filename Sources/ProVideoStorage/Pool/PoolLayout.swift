@@ -1,3 +1,4 @@
+import Glibc
 import ProVideoSystem
 
 /// Where a pool keeps its files. Everything lives in one directory on one filesystem:
@@ -39,18 +40,46 @@ struct PoolLayout: Sendable {
     /// capture waits for a salvage; more is a planted flood, refused before any work on it.
     static let captureEntriesLimit = 16_384
 
-    /// The files of every capture in the pool, running or dead, in a stable order.
+    /// The files of every capture in the pool, running or dead, in a stable order: the
+    /// entries of `captures/` that are directories (not followed), or that cannot be looked
+    /// at (their liveness is then unknown, `CaptureClaim`). The library makes nothing else
+    /// there: a file or link is no capture's (`strayCaptureEntries`), and refuses nothing.
     /// - Throws: `.ioError` when `captures/` exists but cannot be listed, or cannot be looked at
     ///   (`FileSystem.isPresent`): an empty answer there would let a replenish grow the reserve
     ///   into running captures' grants; `.corruptState` past `captureEntriesLimit` entries.
     func captureFiles() throws -> [CaptureFiles] {
+        try captureEntries().compactMap { $0.stray == nil ? $0.files : nil }
+    }
+
+    /// The entries of `captures/` that are not directories, each with what it is: no capture
+    /// of the pool's (status and check name them; recovery and the account pass them by).
+    /// - Throws: as `captureFiles`.
+    func strayCaptureEntries() throws -> [(name: String, what: String)] {
+        try captureEntries().compactMap { entry in entry.stray.map { (entry.files.id, $0) } }
+    }
+
+    /// Every entry of `captures/`, sorted, with what it is when it is not a directory.
+    private func captureEntries() throws -> [(files: CaptureFiles, stray: String?)] {
         guard let names = try FileSystem.entries(captures, consequence: "nothing was changed") else { return [] }
         guard names.count <= Self.captureEntriesLimit else {
             throw ProVideoError(.corruptState, "\(captures) holds \(names.count) entries, more than a pool ever "
                                 + "makes (\(Self.captureEntriesLimit)); nothing was changed: remove what is not a capture",
                                 path: captures)
         }
-        return names.sorted().map { capture($0) }
+        return names.sorted().compactMap { name in
+            let files = capture(name)
+            do {
+                let facts = try FileSystem.factsWithoutFollowing(files.directory)
+                return (files, EvidenceFile.refusal(facts, expected: S_IFDIR, path: files.directory).map { _ in
+                    EvidenceFile.describe(facts.mode & UInt32(S_IFMT))
+                })
+            } catch let error as ProVideoError where error.errno == ENOENT {
+                // Gone since the listing: a capture that finished.
+                return nil
+            } catch {
+                return (files, nil)
+            }
+        }
     }
 }
 

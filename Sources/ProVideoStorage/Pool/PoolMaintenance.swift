@@ -77,7 +77,7 @@ extension Pool {
                     file, named: FileSystem.lastComponent(of: held), in: try DirectoryHandle.open(layout.recordings),
                     length: length, to: FileSystem.lastComponent(of: target), in: directory, owner: owner,
                     tag: FileSystem.lastComponent(of: held))
-                if outcome == .copied { try FileSystem.remove(held) }
+                if case .copied = outcome { try FileSystem.remove(held) }
             } catch let placed as RecordingMove.PlacedUnflushed {
                 // Renamed into place: the pool no longer holds it, so its note goes as after a move.
                 unflushed = placed.error
@@ -274,9 +274,9 @@ extension Pool {
                 let owner = try RecordingOwner.of(source)
                 let copied = try owner.acting { () -> Bool in
                     guard let directory = try? DirectoryHandle.open(FileSystem.parent(of: target)) else { return false }
-                    return try RecordingCopy.isCopy(of: source, length: Int64(try source.facts().size),
-                                                    at: FileSystem.lastComponent(of: target), in: directory, calls: calls,
-                                                    control: .none)
+                    return try RecordingCopy.copy(of: source, length: Int64(try source.facts().size),
+                                                  at: FileSystem.lastComponent(of: target), in: directory, calls: calls,
+                                                  control: .none) != nil
                 }
                 guard copied else { continue }
                 try FileSystem.remove(held)

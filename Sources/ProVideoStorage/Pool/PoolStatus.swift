@@ -72,8 +72,19 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     /// Entries of `captures/` that may be running and cannot be read (`UndecidedCapture`);
     /// nil when there are none.
     package var undecided: [UndecidedCapture]?
+    /// Entries of `captures/` that are not directories, each with what it is (a file, a link):
+    /// no capture's, so nothing counts or refuses them; nil when there are none.
+    package var strayEntries: [StrayCaptureEntry]?
     /// Why `remainingCapacity` is a floor, not the figure: one reason per running capture
     /// whose progress block cannot be read (it counts as having written all it was granted,
     /// `CapacityAccount.remainingFloor`); nil when the figure is exact.
     package var remainingCapacityIsAtLeast: [String]?
+}
+
+/// An entry of `captures/` that is not a directory: the library makes only directories there.
+package struct StrayCaptureEntry: Codable, Sendable, Equatable {
+    /// Its name in `captures/`.
+    package var name: String
+    /// What it is ("a symbolic link", "a regular file", …).
+    package var type: String
 }

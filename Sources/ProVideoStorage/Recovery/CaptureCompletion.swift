@@ -31,7 +31,9 @@ struct CaptureCompletion {
         var journal = journal
         var placement: RecordingPlacement.Outcome
         if journal.discarded == true || journal.placedAt != nil {
-            placement = RecordingPlacement.Outcome(path: journal.placedAt ?? journal.destination, problem: nil)
+            placement = RecordingPlacement.Outcome(path: journal.placedAt ?? journal.destination,
+                                                   identity: journal.placedIdentity,
+                                                   problem: nil)
         } else if try FileSystem.isPresent(files.data) {
             // Whose the take is, before its file is cut: a `data` that is not its capture's own
             // is refused as it was found, never trimmed first (`RecordingOwner`).
@@ -40,6 +42,7 @@ struct CaptureCompletion {
             placement = try RecordingPlacement(layout: layout, access: access, calls: calls)
                 .place(files, journal, length: length, whenTaken: whenTaken, control: control)
             journal.placedAt = placement.path
+            journal.placedIdentity = placement.identity
             journal.phase = .completing
             try journal.save(files.journal, calls, access: access)
             CrashPoint.hit("finish.placed")
@@ -47,7 +50,8 @@ struct CaptureCompletion {
             // Killed after the rename into place, before the journal recorded it: only recovery
             // comes here, once its decision saw the place hold the take, and it reports the
             // place it looked at (`CaptureObservation.placedPath`).
-            placement = RecordingPlacement.Outcome(path: journal.destination, problem: nil)
+            placement = RecordingPlacement.Outcome(path: journal.destination, identity: journal.dataIdentity,
+                                                   problem: nil)
         }
         // A copied (or discarded) recording's file goes back to the reserve whole.
         if try FileSystem.isPresent(files.data) {
@@ -88,12 +92,25 @@ struct CaptureCompletion {
             Self.removeFiles(of: files)
             return
         }
+        try revokeCommitRecords(files)
+        CrashPoint.hit("cancel.revoked")
         journal.discarded = true
         journal.placedAt = nil
         journal.phase = .completing
         try journal.save(files.journal, calls, access: access)
         CrashPoint.hit("cancel.journaled")
         _ = try complete(files, journal: journal, length: 0, control: .none)
+    }
+
+    /// Zeroes a discarded capture's commit records, durably, before its journal says
+    /// discarded: a journal is a claim and a commit record that proves bytes outranks it
+    /// (`RecoveryDecision`), so the record must stop proving them first. Killed between the
+    /// two, the capture is a recording that committed nothing: discarded all the same.
+    private func revokeCommitRecords(_ files: CaptureFiles) throws {
+        guard try FileSystem.isPresent(files.commit) else { return }
+        let commit = try FileDescriptor.open(files.commit, O_WRONLY | O_DSYNC)
+        let zeros = [UInt8](repeating: 0, count: CaptureJournal.commitFileLength)
+        try zeros.withUnsafeBytes { try commit.writeAll($0, at: 0, calls) }
     }
 
     /// Bytes given back to the reserve per step (`giveBack`): what a crash between a step's two

@@ -12,13 +12,15 @@ struct CaptureFacts: Equatable, Sendable, CustomStringConvertible {
         case missing
         /// It exists and cannot be read or decoded, or holds a value out of range.
         case unreadable
-        /// `phase: starting`: the journal is durable and the capture recorded nothing.
+        /// `phase: starting`: the journal claims the capture accepted no frame yet.
         case starting
         /// `phase: recording`, neither placed nor discarded: `data` is the recording.
         case recording
-        /// `placedAt` set: the recording was placed (renamed, copied and verified, or held).
+        /// `placedAt` set: the journal claims the recording was placed (renamed, copied and
+        /// verified, or held); `placed` says whether the place proves it.
         case placed
-        /// `discarded` set: its owner discarded it.
+        /// `discarded` set: the journal claims its owner discarded it (a discard zeroes the
+        /// commit records first, so a record that still proves bytes contradicts it).
         case discarded
     }
 
@@ -35,7 +37,7 @@ struct CaptureFacts: Equatable, Sendable, CustomStringConvertible {
     /// What `data` is.
     enum Data: Hashable, Sendable {
         case missing
-        /// It exists and its size cannot be read, or it is not a regular file.
+        /// It exists and its size cannot be read, or it is not a regular file of one link.
         case unreadable
         case size(Int64)
     }
@@ -43,14 +45,18 @@ struct CaptureFacts: Equatable, Sendable, CustomStringConvertible {
     /// What the place the recording went to holds, looked at only where the journal says it
     /// was placed (`placedAt`) or where `data` is gone while recording (a kill after the rename
     /// into place and before the journal recorded it: its recovered sibling, else its
-    /// destination).
+    /// destination). A path is no proof: the file the journal recorded as the take is
+    /// (`CaptureJournal.placedIdentity`, `dataIdentity`).
     enum Placed: Hashable, Sendable {
         /// Not looked at: the journal neither names a placement nor lacks its `data`.
         case notLooked
         case absent
-        /// The path exists and cannot be read.
+        /// The path exists and cannot be looked at.
         case unknown
-        /// A regular file of this many bytes.
+        /// Something is there that is not proven to be the take: another file, a link, a
+        /// directory, or any file where the journal recorded no identity to compare.
+        case unproven
+        /// The file the journal recorded as the take, of this many bytes.
         case holds(Int64)
     }
 

@@ -60,11 +60,12 @@ struct CaptureObservation {
         var placed = CaptureFacts.Placed.notLooked
         if let journal, journalFact == .placed || (journalFact == .recording && data == .missing) {
             // Killed between the rename into place and the journal's update, the recording is
-            // at its recovered sibling (named with this capture's id, so it is this one) when
-            // that exists, else at its destination.
+            // at its recovered sibling when that holds it, else at its destination: either
+            // way the file `data` was.
             let places = journal.placedAt.map { [$0] }
                 ?? [RecordingPlacement.recoveredName(journal.destination, id: journal.id), journal.destination]
-            (placedPath, placed) = Self.observePlace(places, files: files, &problems)
+            let take = journal.placedAt == nil ? journal.dataIdentity : journal.placedIdentity
+            (placedPath, placed) = Self.observePlace(places, take: take, files: files, &problems)
         }
         self.facts = CaptureFacts(liveness: liveness, journal: journalFact, commit: commit, data: data, placed: placed)
         self.journal = journal
@@ -72,13 +73,17 @@ struct CaptureObservation {
         self.placedPath = placedPath
     }
 
-    /// A pool file's size; not a regular file is unreadable.
+    /// A pool file's size; not a regular file of one link is unreadable (`EvidenceFile`).
     private static func observeFile(_ path: String, _ problems: inout [ProVideoError]) -> CaptureFacts.Data {
         do {
-            let facts = try FileSystem.facts(path)
-            guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG), facts.size <= UInt64(Pool.maximumCapacity) else {
-                problems.append(ProVideoError(.corruptState, "\(path) is not a regular file of at most "
-                                              + "\(Pool.maximumCapacity) bytes", path: path))
+            let facts = try FileSystem.factsWithoutFollowing(path)
+            if let refusal = EvidenceFile.refusal(facts, expected: S_IFREG, path: path) {
+                problems.append(refusal)
+                return .unreadable
+            }
+            guard facts.size <= UInt64(Pool.maximumCapacity) else {
+                problems.append(ProVideoError(.corruptState, "\(path) holds more than \(Pool.maximumCapacity) bytes, more "
+                                              + "than a pool grants", path: path))
                 return .unreadable
             }
             return .size(Int64(facts.size))
@@ -90,14 +95,16 @@ struct CaptureObservation {
         }
     }
 
-    /// What the first of `places` that exists holds (statx, a link not followed), and that place;
-    /// the last place when none exists. Looked at as the capture's owner (the directory's), so
-    /// that root learns nothing of a path its recorder could not see. A place that cannot be
-    /// looked at stops the search: whether the take is there is unknown, and so is whether it
-    /// is at the places after it.
-    private static func observePlace(_ places: [String], files: CaptureFiles,
+    /// Whether one of `places` holds `take` (statx, a link not followed), and the place: the
+    /// first that holds it; else the first where something else is (`unproven`), else the
+    /// last (`absent`). Looked at as the capture's owner (the directory's), so that root
+    /// learns nothing of a path its recorder could not see. A place that cannot be looked at
+    /// stops the search: whether the take is there is unknown, and so is whether it is at the
+    /// places after it. Without a recorded `take` nothing can be proven.
+    private static func observePlace(_ places: [String], take: RecordingIdentity?, files: CaptureFiles,
                                      _ problems: inout [ProVideoError]) -> (String, CaptureFacts.Placed) {
         var path = places[0]
+        var unproven: String?
         do {
             let directory = try FileSystem.facts(files.directory)
             let owner = RecordingOwner(uid: directory.uid, fallbackGroup: directory.gid)
@@ -109,12 +116,16 @@ struct CaptureObservation {
                 } catch let error as ProVideoError where error.errno == ENOENT {
                     continue
                 }
-                guard found.mode & UInt32(S_IFMT) == UInt32(S_IFREG), found.size <= UInt64(Pool.maximumCapacity) else {
-                    return (place, .unknown)
+                guard let take, take.matches(found), found.size <= UInt64(Pool.maximumCapacity) else {
+                    problems.append(ProVideoError(.corruptState, take == nil
+                        ? "the journal recorded no identity of the take to compare \(place) with"
+                        : "\(place) is not the take the journal recorded (another file, or not a regular file)", path: place))
+                    unproven = unproven ?? place
+                    continue
                 }
                 return (place, .holds(Int64(found.size)))
             }
-            return (path, .absent)
+            return unproven.map { ($0, .unproven) } ?? (path, .absent)
         } catch {
             problems.append(typed(error, path))
             return (path, .unknown)

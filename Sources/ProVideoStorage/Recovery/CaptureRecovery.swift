@@ -135,9 +135,19 @@ struct CaptureRecovery {
                 + "\(Self.describe(observed.facts.commit))\(because), so what it committed is unknown and nothing is discarded"
         case .dataMissing:
             message = "capture \(files.id) is left as it is: its data \(files.data) is gone and "
-                + "\(observed.placedPath ?? "its destination") does not hold its committed bytes; nothing was recovered"
+                + "\(observed.placedPath ?? "its destination") does not hold its committed bytes\(because); nothing was recovered"
+        case .placementUnproven:
+            message = "capture \(files.id) is left as it is: its journal says it was placed at "
+                + "\(observed.journal?.placedAt ?? "?"), but that place does not hold the take\(because); its data "
+                + "\(files.data) is kept, and nothing was reported recovered"
+        case .contradicted:
+            let said = observed.facts.journal == .starting ? "it was starting" : "it was discarded"
+            message = "capture \(files.id) is left as it is: its journal says \(said), but its commit record "
+                + "\(files.commit) is \(Self.describe(observed.facts.commit))\(because); bytes outrank a journal's claim, "
+                + "so its data \(files.data) is kept"
         }
-        let path = reason == .dataUnreadable ? files.data : reason == .commitUnknown ? files.commit
+        let path = reason == .dataUnreadable || reason == .placementUnproven ? files.data
+            : reason == .commitUnknown || reason == .contradicted ? files.commit
             : reason == .livenessUnknown ? files.progress : files.journal
         // A capture whose recorder may be alive is busy, not broken: `recover` says so and goes on.
         var remedies: [ProVideoError.Remedy] = []

@@ -1,10 +1,12 @@
 
 /// The one rule recovery follows, from what was observed of a capture to what is done with
 /// it: every salvage (`recover`, `land`, `replenish`, `resize`, `destroy`, a capture's start,
-/// any `Pool.open` that salvages, the mount) goes through it. Two rules hold for every input,
-/// and a test checks them over the whole product of facts: committed bytes that may exist are
-/// never discarded, and nothing is reported placed unless the place holds it. The table is in
-/// Docs/CAPTURE-LIFECYCLE.md.
+/// any `Pool.open` that salvages, the mount) goes through it. Evidence ranks: bytes a
+/// readable, single-link commit record proves outrank what a journal says, and a journal's
+/// "placed" is believed only where the place holds the file it recorded. Two rules hold for
+/// every input, and a test checks them over the whole product of facts: committed bytes that
+/// may exist are never discarded, and nothing is reported placed unless the place holds it. The
+/// table is in Docs/CAPTURE-LIFECYCLE.md.
 enum RecoveryDecision {
     static func decide(_ facts: CaptureFacts) -> RecoveryAction {
         switch facts.liveness {
@@ -15,12 +17,15 @@ enum RecoveryDecision {
         if facts.data == .unreadable { return .keep(.dataUnreadable) }
         switch facts.journal {
         case .starting:
-            // The journal turns `recording` before the first frame is accepted.
-            return .discard(reported: false)
+            // The journal turns `recording` before the first frame is accepted: a record that
+            // proves a byte, or may, says the journal is wrong.
+            return provesNothing(facts) ? .discard(reported: false) : .keep(.contradicted)
         case .placed:
-            return .completeRemoval(placedLength: placedLength(facts.placed))
+            if case .holds(let length) = facts.placed { return .completeRemoval(placedLength: length) }
+            // No byte of it is in the pool to keep: the place's contents are not ours to report.
+            return facts.data == .missing ? .completeRemoval(placedLength: nil) : .keep(.placementUnproven)
         case .discarded:
-            return .completeRemoval(placedLength: nil)
+            return provesNothing(facts) ? .completeRemoval(placedLength: nil) : .keep(.contradicted)
         case .recording:
             return decideRecording(facts)
         case .missing, .unreadable:
@@ -31,6 +36,12 @@ enum RecoveryDecision {
             case .torn, .unreadable, .missing: return .keep(.nothingProven)
             }
         }
+    }
+
+    /// Whether no committed byte can be in the pool: the commit record proves none was, or no
+    /// `data` is left to hold one.
+    private static func provesNothing(_ facts: CaptureFacts) -> Bool {
+        facts.commit == .length(0) || facts.data == .missing
     }
 
     private static func decideRecording(_ facts: CaptureFacts) -> RecoveryAction {
@@ -46,10 +57,5 @@ enum RecoveryDecision {
         case .unreadable:
             return .keep(.dataUnreadable)
         }
-    }
-
-    private static func placedLength(_ placed: CaptureFacts.Placed) -> Int64? {
-        if case .holds(let length) = placed { return length }
-        return nil
     }
 }

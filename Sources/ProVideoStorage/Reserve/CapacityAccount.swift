@@ -31,6 +31,10 @@ struct CapacityAccount {
         /// Why its progress block could not be read: its written bytes, and so the room it
         /// holds, are unknown (`remaining` throws this).
         var unreadable: ProVideoError?
+        /// Why its file's grant cannot be counted (`data` is not a regular file of one link):
+        /// what it holds of the pool is unknown, so nothing that grows the reserve may act
+        /// (`held` throws this, and `granted` is 0 for the floors only).
+        var uncountable: ProVideoError?
     }
 
     /// Bytes of the reserve (its file's size).
@@ -43,14 +47,16 @@ struct CapacityAccount {
     /// The reserve's allocation unit.
     var unit: Int64
 
-    /// Reads the reserve's size and every running capture's file (`data`) and progress block
-    /// (`progress`) now. A capture whose file is gone (it finished meanwhile) holds nothing; one
-    /// whose file cannot be looked at holds an unknown share, so the account cannot be made:
-    /// taken for 0, a regrowth or `replenish` grew the reserve into that capture's grant.
+    /// Reads the reserve's size and every capture's file (`data`) and progress block
+    /// (`progress`) now, running or kept. A capture whose file is gone (it finished meanwhile)
+    /// holds nothing; one whose file is not a regular file of one link (a link, a directory, a
+    /// second name of another capture's file) holds an unknown share (`uncountable`): taken for
+    /// its own size, a `replenish` added back the whole grant it stood for.
     /// - Throws: the reserve's statx error; a capture file's statx error other than ENOENT.
     static func read(reserve: Reserve, claims: ReserveClaims.Totals, captures: [(data: String, progress: String)],
                      initialCapacity: Int64) throws -> CapacityAccount {
         let shares = try captures.map { files in
+            var uncountable: ProVideoError?
             // The progress read on both sides of the grant's: a capture that published more
             // between them would make the share short by it (a status stream then saw the
             // capacity rise by 80 KiB once the next figure was read whole). After three tries
@@ -67,7 +73,14 @@ struct CapacityAccount {
             var granted: Int64 = 0
             for _ in 0..<3 {
                 do {
-                    let facts = try FileSystem.facts(files.data)
+                    let facts = try FileSystem.factsWithoutFollowing(files.data)
+                    if let refusal = EvidenceFile.refusal(facts, expected: S_IFREG, path: files.data) {
+                        uncountable = ProVideoError(.corruptState, "the grant of capture "
+                                                    + "\(FileSystem.lastComponent(of: FileSystem.parent(of: files.data))) "
+                                                    + "cannot be counted: \(refusal.message)", path: files.data)
+                        granted = 0
+                        break
+                    }
                     granted = max(Int64(clamping: facts.size), claims.claimEnds[facts.inode] ?? 0)
                 } catch let error as ProVideoError where error.errno == ENOENT {
                     granted = 0
@@ -76,35 +89,46 @@ struct CapacityAccount {
                 defer { written = after }
                 if after == written || unreadable != nil { break }
             }
-            return CaptureShare(granted: granted, written: written.map(reserve.rounded) ?? granted, unreadable: unreadable)
+            return CaptureShare(granted: granted, written: written.map(reserve.rounded) ?? granted, unreadable: unreadable,
+                                uncountable: uncountable)
         }
         return CapacityAccount(reserve: try reserve.size(), claims: claims, captures: shares,
                                initialCapacity: initialCapacity, unit: reserve.unit)
     }
 
-    /// Bytes the captures' files hold: their grants.
-    var held: Int64 { captures.map(\.granted).saturatingSum() }
+    /// Bytes the captures' files hold, running and kept: their grants.
+    /// - Throws: the first capture's `uncountable`: a sum short by a grant would let the reserve
+    ///   grow into it.
+    var held: Int64 {
+        get throws {
+            if let uncountable = captures.lazy.compactMap(\.uncountable).first { throw uncountable }
+            return captures.map(\.granted).saturatingSum()
+        }
+    }
 
     /// Bytes captures can still write, together: the reserve free of claims plus what each
     /// capture was granted and has not written yet.
-    /// - Throws: a capture's progress block's read error (`CaptureShare.unreadable`): its
-    ///   share is unknown, and counting it whole or as none would be a guess.
+    /// - Throws: a capture's progress block's read error (`CaptureShare.unreadable`) or its
+    ///   grant's (`uncountable`): its share is unknown, and counting it whole or as none would
+    ///   be a guess.
     var remaining: Int64 {
         get throws {
-            if let unreadable = captures.lazy.compactMap(\.unreadable).first { throw unreadable }
+            if let unknown = captures.lazy.compactMap({ $0.uncountable ?? $0.unreadable }).first { throw unknown }
             return (captures.map { max($0.granted - $0.written, 0) } + [ownReserve]).saturatingSum()
         }
     }
 
     /// What `remaining` is at least, for a figure that must be shown even when a capture's
-    /// progress block cannot be read (`status`, `metrics`): such a capture counts as having
-    /// written all it was granted (short, never over). Admission, `replenish` and every other
-    /// decision use `remaining`, which throws instead.
+    /// progress block or grant cannot be read (`status`, `metrics`): such a capture counts as
+    /// having written all it was granted (short, never over). Admission, `replenish` and every
+    /// other decision use `remaining`, which throws instead.
     /// - Returns: the bytes, and why each capture that made them a floor was unknown (empty:
     ///   the figure is exact, `remaining`'s).
     var remainingFloor: (bytes: Int64, unknown: [ProVideoError]) {
-        // An unreadable share's `written` is its `granted` (`read`): it adds no room here.
-        ((captures.map { max($0.granted - $0.written, 0) } + [ownReserve]).saturatingSum(), captures.compactMap(\.unreadable))
+        // An unreadable share's `written` is its `granted`, an uncountable one's both are 0
+        // (`read`): neither adds room here.
+        ((captures.map { max($0.granted - $0.written, 0) } + [ownReserve]).saturatingSum(),
+         captures.compactMap { $0.uncountable ?? $0.unreadable })
     }
 
     /// Bytes of the reserve that are the reserve's: its size less the grants in flight, which
@@ -112,14 +136,22 @@ struct CapacityAccount {
     var ownReserve: Int64 { max(reserve - (claims.held(reserveSize: reserve) ?? claims.total), 0) }
 
     /// The most the reserve may hold: `initialCapacity` less what the captures hold, in whole
-    /// units, never negative.
-    var reserveLimit: Int64 { max(initialCapacity - held, 0) / unit * unit }
+    /// units, never negative. The one invariant every operation that changes the reserve keeps
+    /// (Docs/CAPTURE-LIFECYCLE.md, "One invariant for the space"): reserve + grants ≤ capacity.
+    /// - Throws: as `held`.
+    var reserveLimit: Int64 { get throws { max(initialCapacity - (try held), 0) / unit * unit } }
 
     /// Bytes the reserve lacks to reach its limit (what `replenish` adds), never negative.
-    var missing: Int64 { max(initialCapacity - held - ownReserve, 0) }
+    /// - Throws: as `held`.
+    var missing: Int64 { get throws { max(initialCapacity - (try held) - ownReserve, 0) } }
 
     /// Bytes the reserve holds beyond its limit (what a repair cuts), never negative.
-    var excess: Int64 { max(ownReserve - reserveLimit, 0) }
+    /// - Throws: as `held`.
+    var excess: Int64 { get throws { max(ownReserve - (try reserveLimit), 0) } }
+
+    /// Bytes by which the reserve and the grants exceed the capacity (0: the invariant holds).
+    /// - Throws: as `held`.
+    var overcommitted: Int64 { get throws { max(ownReserve + (try held) - initialCapacity, 0) } }
 
     /// A running capture's own remaining capacity: what its file was granted beyond `length`,
     /// plus the reserve. Read `granted` before the reserve: a grant in progress then makes it
