@@ -438,3 +438,8 @@ int pv_name_this_thread(const char *name) {
     snprintf(cut, sizeof cut, "%s", name);
     return -pthread_setname_np(pthread_self(), cut);
 }
+
+int64_t pv_first_hole(int fd) {
+    off_t hole = lseek(fd, 0, SEEK_HOLE);
+    return hole < 0 ? -errno : (int64_t)hole;
+}

@@ -1,11 +1,10 @@
 import Glibc
 
-/// The rule for every read that decides (recovery, admission, the capacity account): a pool
-/// file is evidence only when it is of the type the pool makes there and, when it is a regular
-/// file, has one link. A link in its place, a directory, a FIFO, or a second name of another
-/// capture's file (a hard link, which `Confinement` cannot see: both names are beneath the
-/// pool) is not this capture's: what it would say is unknown (Docs/CAPTURE-LIFECYCLE.md,
-/// "Evidence ranks").
+/// The rule for every read that decides: a file of a confined directory is evidence only when
+/// it is of the type its owner makes there and, when it is a regular file, has one link. A
+/// link in its place, a directory, a FIFO, or a second name of another file (a hard link,
+/// which `Confinement` cannot see: both names are beneath the confined directory) is not the
+/// file it stands for: what it would say is unknown.
 package enum EvidenceFile {
     /// Why `facts` (of `path`, not followed) cannot be evidence, or nil when it can.
     /// - Parameter expected: `S_IFREG` or `S_IFDIR`.

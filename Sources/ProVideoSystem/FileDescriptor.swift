@@ -95,6 +95,17 @@ package final class FileDescriptor {
         return (Int64(mapped), Int64(end))
     }
 
+    /// Where the file's first hole starts (lseek(2) `SEEK_HOLE` from 0): its data ends there. A
+    /// preallocated extent never written reads as a hole on ext4, XFS and btrfs (their
+    /// unwritten extents), so no byte at or past it was ever written; the file's size when it
+    /// has none, or when the filesystem cannot say (`EINVAL`, `ENXIO`).
+    package func dataEnd() throws -> Int64 {
+        let hole = pv_first_hole(rawValue)
+        if hole == -Int64(EINVAL) || hole == -Int64(ENXIO) { return Int64(clamping: try facts().size) }
+        if hole < 0 { throw ProVideoError.system("lseek(SEEK_HOLE)", errno: Int32(-hole), path: path) }
+        return hole
+    }
+
     /// How many of `length` bytes at `offset` sit in the page cache (mmap(2) + mincore(2)).
     package func cachedBytes(offset: Int64, length: Int64) throws -> Int64 {
         let n = pv_cached_bytes(rawValue, offset, length)

@@ -207,8 +207,8 @@ package enum FileSystem {
 
     /// Reads a whole small file, at most `smallFileLimit` bytes. Opened `O_NONBLOCK`: a FIFO in
     /// its place is refused, never waited on.
-    /// A file of a confined directory (a pool's state file) is read only as evidence
-    /// (`EvidenceFile`): one link, so a second name of another capture's file is refused.
+    /// A file of a confined directory is read only as evidence (`EvidenceFile`): one link,
+    /// so a second name of another file there is refused.
     /// - Throws: the open's or read's error; `.corruptState` when it is not a regular file,
     ///   holds more than the limit, or (confined) has more than one link.
     package static func readSmallFile(_ path: String) throws -> [UInt8] {

@@ -14,7 +14,7 @@ extension CrashTests {
         static let scenarios = [
             "create.allocated", "resize.allocated/grow", "resize.allocated/shrink", "replenish.allocated",
             "destroy.reserveRemoved", "destroy.configurationRemoved", "capture.journaled", "grant.allocated", "finish.placed",
-            "finish.reserveRebuilt", "cancel.journaled",
+            "finish.reserveRebuilt", "cancel.revoked", "cancel.journaled",
         ]
         static let mib: Int64 = 1 << 20
 
@@ -42,7 +42,7 @@ extension CrashTests {
                 case "destroy.reserveRemoved", "destroy.configurationRemoved": try destroy(pool, point)
                 case "capture.journaled", "grant.allocated", "finish.placed", "finish.reserveRebuilt":
                     try capture(pool, dir, point)
-                case "cancel.journaled": try cancel(pool, dir)
+                case "cancel.revoked", "cancel.journaled": try cancel(pool, dir, point)
                 default: Issue.record("no scenario for \(scenario)")
                 }
             }
@@ -161,10 +161,12 @@ extension CrashTests {
             #expect(CrashKit.contents(dir).filter { $0 != "pool" } == (CrashKit.exists(destination) ? ["take.mov"] : []))
         }
 
-        /// Killed after cancel journaled its intent: the repair finishes the cancel (the bytes
-        /// are discarded, the capacity comes back whole, no file at the destination). There is
-        /// no CLI path to cancel, so a child process re-runs `cancelKilledInChildProcess`.
-        private func cancel(_ pool: String, _ dir: String) throws {
+        /// Killed after cancel zeroed the commit records (`cancel.revoked`: a recording that
+        /// committed nothing, discarded) or journaled its intent (`cancel.journaled`: the
+        /// repair finishes the cancel): either way the bytes are discarded, the capacity comes
+        /// back whole, no file is at the destination. There is no CLI path to cancel, so a
+        /// child process re-runs `cancelKilledInChildProcess`.
+        private func cancel(_ pool: String, _ dir: String, _ point: String) throws {
             guard let executable = CrashKit.testExecutable else {
                 Issue.record("cannot find the test executable to run the cancel child in")
                 return
@@ -172,13 +174,13 @@ extension CrashTests {
             try CrashKit.createPool(pool, capacity: "16M")
             let destination = dir + "/take.mov"
             let child = try CrashKit.run(executable, ["--testing-library", "swift-testing", "--filter", "cancelKilledInChildProcess"],
-                                         environment: ["PROVIDEO_CRASH_AT": "cancel.journaled",
+                                         environment: ["PROVIDEO_CRASH_AT": point,
                                                        "PROVIDEO_CRASH_CHILD_POOL": pool,
                                                        "PROVIDEO_CRASH_CHILD_DESTINATION": destination])
-            expectKilled(child, "cancel.journaled")
+            expectKilled(child, point)
             let recover = try CrashKit.provideo(pool, ["recover"])
             #expect(recover.status == 0, "recover: \(recover)")
-            let sane = try CrashKit.expectSane(pool, "cancel.journaled")
+            let sane = try CrashKit.expectSane(pool, point)
             #expect(sane.remainingCapacity == 16 * Self.mib, "a cancelled capture's capacity did not come back whole")
             #expect(!CrashKit.exists(destination), "a cancelled capture produced \(destination)")
             #expect(try TestSupport.poolListing(pool).recordings.isEmpty)
@@ -186,9 +188,9 @@ extension CrashTests {
     }
 }
 
-/// Run only as the child of `KillPoints.killedAt("cancel.journaled")` (skipped otherwise):
-/// starts a capture in the pool the parent names, appends 2 MiB and cancels, which kills this
-/// process at `cancel.journaled`.
+/// Run only as the child of `KillPoints.killedAt("cancel.…")` (skipped otherwise): starts a
+/// capture in the pool the parent names, appends 2 MiB and cancels, which kills this process
+/// at the parent's crash point.
 @Suite("Child process of killedAt(cancel.journaled): skipped unless that test starts it")
 struct ChildProcessOnlyCancel {
     @Test(.enabled(if: ProcessInfo.processInfo.environment["PROVIDEO_CRASH_CHILD_POOL"] != nil,
@@ -201,6 +203,6 @@ struct ChildProcessOnlyCancel {
                                             options: CaptureOptions(bitrate: 20_000_000, durabilityInterval: 0))
         try capture.append(TestSupport.pattern(2 << 20 + 5, seed: 3))
         try capture.cancel()
-        Issue.record("cancel returned: PROVIDEO_CRASH_AT=cancel.journaled did not kill the process")
+        Issue.record("cancel returned: PROVIDEO_CRASH_AT=\(environment["PROVIDEO_CRASH_AT"] ?? "") did not kill the process")
     }
 }

@@ -30,6 +30,25 @@ import Testing
         }
     }
 
+    /// A hold nested in itself on one thread keeps the byte until the outer hold ends: the
+    /// inner one's end releases nothing another open file description could take (issue 63:
+    /// releasing one step early survived the suite). `withReserve` inside `withReserve` is the
+    /// nesting the give-back's counting does under the size lock's caller.
+    @Test func aNestedHoldKeepsTheByteUntilTheOuterOneEnds() throws {
+        try TestSupport.withScratch("nested-hold") { scratch in
+            let pool = try Pool.create(at: scratch + "/pool", capacity: 8 << 20, measuringBandwidth: false)
+            defer { try? pool.destroy() }
+            let holder = try PoolLock(path: pool.layout.lock, access: pool.access)
+            let other = try PoolLock(path: pool.layout.lock, access: pool.access)
+            try holder.withMutation {
+                let inner = try holder.withMutation { try other.withMutationIfFree { 1 } }
+                #expect(inner == nil, "another description took the mutation lock while it was held twice")
+                #expect(try other.withMutationIfFree { 1 } == nil, "the inner hold's end let the mutation lock go")
+            }
+            #expect(try other.withMutationIfFree { 1 } == 1, "the outer hold's end did not let it go")
+        }
+    }
+
     /// Threads of one process wait for each other's hold of the reserve lock in the kernel
     /// (`ThreadLock.lock(until:)`), up to the deadline, and take it once it is let go; two
     /// `PoolLock`s of the process on one file (two captures' grants) share that hold

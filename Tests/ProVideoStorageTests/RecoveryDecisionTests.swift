@@ -2,12 +2,14 @@ import Testing
 @testable import ProVideoStorage
 
 /// The one recovery rule (`RecoveryDecision.decide`), over the whole product of the facts it
-/// takes, against the two rules it must keep (Docs/CAPTURE-LIFECYCLE.md, "Recovery decides on
-/// proof"), then row by row against the table the doc shows.
+/// takes, against the rules it must keep (Docs/CAPTURE-LIFECYCLE.md, "Recovery decides on
+/// proof" and "Evidence ranks"), then row by row against the table the doc shows, the
+/// contradictions of issue 63 among them.
 @Suite struct RecoveryDecisionTests {
     static let commits: [CaptureFacts.Commit] = [.missing, .unreadable, .torn, .length(0), .length(4096), .length(1 << 40)]
     static let data: [CaptureFacts.Data] = [.missing, .unreadable, .size(0), .size(4096), .size(1 << 20), .size(1 << 41)]
-    static let places: [CaptureFacts.Placed] = [.notLooked, .absent, .unknown, .holds(0), .holds(4096), .holds(1 << 40)]
+    static let places: [CaptureFacts.Placed] = [.notLooked, .absent, .unknown, .unproven, .holds(0), .holds(4096),
+                                                .holds(1 << 40)]
 
     /// Every combination of fact values.
     static var everyFact: [CaptureFacts] {
@@ -23,7 +25,7 @@ import Testing
     }
 
     @Test func theProductIsWhole() {
-        #expect(Self.everyFact.count == 3 * 6 * 6 * 6 * 6)
+        #expect(Self.everyFact.count == 3 * 6 * 6 * 6 * 7)
         #expect(Set(Self.everyFact.map(\.description)).count == Self.everyFact.count)
     }
 
@@ -41,8 +43,10 @@ import Testing
             }
             switch action {
             case .discard:
-                let proof = facts.journal == .starting
-                    || (facts.commit == .length(0) && facts.journal != .placed && facts.journal != .discarded)
+                // A journal's `starting` is a claim, not proof: the commit record's 0 is, or no
+                // `data` left to hold a byte.
+                let proof = (facts.commit == .length(0) || (facts.journal == .starting && facts.data == .missing))
+                    && facts.journal != .placed && facts.journal != .discarded
                 #expect(proof, "discarded without proof: \(facts)")
                 #expect(facts.data != .unreadable, "\(facts) → \(action)")
             case .removeRemains:
@@ -56,8 +60,13 @@ import Testing
                 #expect(committed > 0 && length == min(committed, size), "\(facts) → \(action)")
                 #expect(claimed == (size < committed ? committed : nil), "\(facts) → \(action)")
             case .completeRemoval:
-                // The take was placed or discarded by its owner, or its data is gone: what the
-                // removal gives back is no longer the only copy of a committed byte.
+                // The place holds the file the journal recorded, the owner's discard left a
+                // commit record of 0, or `data` is gone: what the removal gives back is no
+                // longer the only copy of a committed byte. A journal's word alone never is.
+                let placed: Bool
+                if case .holds = facts.placed { placed = true } else { placed = false }
+                #expect(facts.data == .missing || placed || (facts.journal == .discarded && facts.commit == .length(0)),
+                        "the removal gave back data on a journal's word: \(facts) → \(action)")
                 #expect(facts.journal == .placed || facts.journal == .discarded
                         || (facts.journal == .recording && facts.data == .missing), "\(facts) → \(action)")
             case .keep, .leave:
@@ -77,8 +86,22 @@ import Testing
         }
     }
 
+    /// Evidence ranks: wherever `data` holds bytes and the commit record proves some, or may
+    /// (unreadable, torn, missing), no journal phase makes them go without the place holding
+    /// the take: the action keeps or salvages them.
+    @Test func bytesOutrankAJournalsClaim() {
+        for facts in Self.everyFact where facts.liveness == .dead {
+            guard case .size(let size) = facts.data, size > 0, facts.commit != .length(0) else { continue }
+            if case .holds = facts.placed, facts.journal == .placed { continue }
+            switch RecoveryDecision.decide(facts) {
+            case .salvage, .keep: break
+            case let action: Issue.record("\(facts) → \(action)")
+            }
+        }
+    }
+
     /// Every dead capture whose facts prove committed bytes and no placement is salvaged or
-    /// kept, never silently dropped: the cases of issue 37 among them.
+    /// kept, never silently dropped: the cases of issues 37 and 63 among them.
     @Test(arguments: [
         // A killed capture with an intact journal whose commit record cannot be read (mode 000,
         // a FIFO, a link, over 1 MiB): kept, not discarded.
@@ -123,6 +146,31 @@ import Testing
          .salvage(length: 4096, claimed: nil)),
         (CaptureFacts(liveness: .dead, journal: .recording, commit: .length(4096), data: .unreadable, placed: .notLooked),
          .keep(.dataUnreadable)),
+        // Issue 63, F2: `placedAt` naming nothing, or a file that is not the take, beside the
+        // take's only copy: kept.
+        (CaptureFacts(liveness: .dead, journal: .placed, commit: .length(300_000), data: .size(1 << 22), placed: .absent),
+         .keep(.placementUnproven)),
+        (CaptureFacts(liveness: .dead, journal: .placed, commit: .length(300_000), data: .size(1 << 22), placed: .unproven),
+         .keep(.placementUnproven)),
+        // A copy placed, the pool's file half given back: the place holds the take.
+        (CaptureFacts(liveness: .dead, journal: .placed, commit: .length(300_000), data: .size(1 << 20),
+                      placed: .holds(300_000)), .completeRemoval(placedLength: 300_000)),
+        // F3: `starting` beside a record that proves bytes, or may: kept.
+        (CaptureFacts(liveness: .dead, journal: .starting, commit: .length(1 << 20), data: .size(1 << 22), placed: .notLooked),
+         .keep(.contradicted)),
+        (CaptureFacts(liveness: .dead, journal: .starting, commit: .unreadable, data: .size(1 << 22), placed: .notLooked),
+         .keep(.contradicted)),
+        (CaptureFacts(liveness: .dead, journal: .starting, commit: .torn, data: .missing, placed: .notLooked),
+         .discard(reported: false)),
+        // Discarded by a journal while the record still proves bytes: kept; with the record
+        // revoked (a cancel zeroes it first): finished.
+        (CaptureFacts(liveness: .dead, journal: .discarded, commit: .length(4096), data: .size(1 << 22), placed: .notLooked),
+         .keep(.contradicted)),
+        (CaptureFacts(liveness: .dead, journal: .discarded, commit: .length(0), data: .size(1 << 22), placed: .notLooked),
+         .completeRemoval(placedLength: nil)),
+        // A file at the destination that is not the renamed `data`: not the take.
+        (CaptureFacts(liveness: .dead, journal: .recording, commit: .length(300_000), data: .missing, placed: .unproven),
+         .keep(.dataMissing)),
         (CaptureFacts(liveness: .unknown, journal: .missing, commit: .missing, data: .missing, placed: .notLooked),
          .keep(.livenessUnknown)),
         (CaptureFacts(liveness: .alive, journal: .missing, commit: .missing, data: .missing, placed: .notLooked), .leave),

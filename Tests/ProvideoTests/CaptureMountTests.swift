@@ -274,6 +274,15 @@ struct CaptureMountTests {
             try #require(writer >= 0, "\(String(cString: strerror(errno)))")
             let bytes = TestSupport.pattern(3 << 20, seed: 11)
             #expect(bytes.withUnsafeBytes { Glibc.write(writer, $0.baseAddress, $0.count) } == bytes.count)
+            // A take only grows: cutting it, through its writer or by name, is refused (issue 63:
+            // a truncate that succeeded survived the suite).
+            let cut = ftruncate(writer, 1 << 20)
+            let cutError = errno
+            #expect(cut == -1 && cutError == EPERM, "ftruncate: \(cut), \(String(cString: strerror(cutError)))")
+            let cutByName = Glibc.truncate(path, 0)
+            let cutByNameError = errno
+            #expect(cutByName == -1 && cutByNameError == EPERM,
+                    "truncate: \(cutByName), \(String(cString: strerror(cutByNameError)))")
             let truncating = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0o644)
             let truncatingError = errno
             #expect(truncating == -1 && truncatingError == EPERM, "O_TRUNC open: \(truncating), \(String(cString: strerror(truncatingError)))")

@@ -84,6 +84,9 @@ int pv_mkdirat(int dirfd, const char *name, mode_t mode);
 /// the last extent (including extents past end of file, e.g. from FALLOC_FL_KEEP_SIZE). Unlike
 /// st_blocks these exclude metadata such as ext4's extent index blocks.
 int pv_extents(int fd, uint64_t below, uint64_t *mapped_bytes, uint64_t *end_of_last);
+/// lseek(2) SEEK_HOLE from 0: where the file's data ends (its size when it has no hole; an
+/// unwritten preallocated extent counts as a hole on ext4, XFS and btrfs); -errno on failure.
+int64_t pv_first_hole(int fd);
 
 /// statfs(2) f_type, free bytes for unprivileged users (f_bavail * f_bsize), total bytes.
 int pv_statfs(const char *path, int64_t *fs_type, uint64_t *available_bytes, uint64_t *total_bytes);

@@ -73,7 +73,10 @@ struct CaptureObservation {
         self.placedPath = placedPath
     }
 
-    /// A pool file's size; not a regular file of one link is unreadable (`EvidenceFile`).
+    /// What `data` holds: its size, or where its written bytes end when that is sooner (a
+    /// granted range never written is an unwritten extent, a hole to `SEEK_HOLE`): a commit
+    /// record that claims more than was written, forged or another's, then salvages no more
+    /// than the recorder wrote. Not a regular file of one link is unreadable (`EvidenceFile`).
     private static func observeFile(_ path: String, _ problems: inout [ProVideoError]) -> CaptureFacts.Data {
         do {
             let facts = try FileSystem.factsWithoutFollowing(path)
@@ -86,7 +89,8 @@ struct CaptureObservation {
                                               + "than a pool grants", path: path))
                 return .unreadable
             }
-            return .size(Int64(facts.size))
+            let written = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK).dataEnd()
+            return .size(min(Int64(facts.size), written))
         } catch let error as ProVideoError where error.errno == ENOENT {
             return .missing
         } catch {

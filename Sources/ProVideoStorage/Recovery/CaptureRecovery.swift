@@ -39,9 +39,11 @@ struct CaptureRecovery {
                 if let recording = try recover(CaptureObservation(files, calls), control: control, &report) {
                     recordings.append(recording)
                 }
-            } catch let error as ProVideoError where error.code == .corruptState || error.code == .permissionDenied {
+            } catch let error as ProVideoError where error.code == .corruptState || error.code == .permissionDenied
+                        || error.errno == EACCES || error.errno == EPERM {
                 // A planted link or file, or another user's capture this process may not
-                // change: refused, reported, and no reason to leave the others.
+                // change (a member meets root's): refused, reported, and no reason to leave
+                // the others.
                 report.keep(error)
             }
         }
