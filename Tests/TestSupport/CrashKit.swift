@@ -124,6 +124,8 @@ package enum CrashKit {
                 "\(context): remainingCapacity \(status.remainingCapacity) exceeds initialCapacity \(status.initialCapacity)",
                 sourceLocation: sourceLocation)
         #expect(reserve.size % unit == 0, "\(context): reserve size \(reserve.size)", sourceLocation: sourceLocation)
+        let invariant = try CapacityInvariant.read(pool)
+        #expect(invariant.holds, "\(context): \(invariant)", sourceLocation: sourceLocation)
         let leftovers = contents(pool).filter { ["capture", "reserve.new", "pool.json.tmp"].contains($0) }
             + contents(pool + "/captures").map { "captures/" + $0 }
         #expect(leftovers.isEmpty, "\(context): left in the pool: \(leftovers)", sourceLocation: sourceLocation)
