@@ -95,13 +95,14 @@ import Testing
             try Data().write(to: URL(fileURLWithPath: progress))
             let granted = try #require(account.captures.first?.granted)
             #expect(try pool.remainingCapacity == account.ownReserve + granted)
-            // Gone: the capture's share gives no room, so the figure is the reserve's alone.
-            try FileManager.default.removeItem(atPath: progress)
-            #expect(try pool.remainingCapacity == account.ownReserve)
             try block.write(to: URL(fileURLWithPath: progress))
             #expect(try pool.remainingCapacity == truth)
             let exact = try pool.status()
             #expect(exact.remainingCapacity == truth && exact.remainingCapacityIsAtLeast == nil)
+            // Gone: the capture's share gives no room (its lock went with it: it no longer
+            // counts as running), so the figure is the reserve's alone.
+            try FileManager.default.removeItem(atPath: progress)
+            #expect(try pool.remainingCapacity == account.ownReserve)
             try capture.finish()
         }
     }

@@ -47,6 +47,8 @@ import Testing
                 let reading = try CapacityInvariant.read(pool)
                 #expect(reading.reserve == reading.capacity - granted, "resize \(size): \(reading)")
                 try Self.expectInvariant(pool, "after resize \(size)")
+                // A dead capture writes no more: none of its grant is remaining capacity.
+                #expect(try TestSupport.poolStatus(pool).remainingCapacity == reading.reserve)
             }
             // The smallest pool there is (4 MiB) is below the kept grant.
             #expect(granted > 4 << 20)

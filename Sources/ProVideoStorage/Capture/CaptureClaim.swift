@@ -53,9 +53,9 @@ final class CaptureClaim {
             return .unknown(ProVideoError(.ioError, "\(files.progress) cannot be opened (\(error))", path: files.progress))
         }
         do {
-            let facts = try fd.facts()
-            guard facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG) else {
-                return .unknown(ProVideoError(.corruptState, "\(files.progress) is not a regular file", path: files.progress))
+            // A second name of another capture's `progress` would show that capture's lock.
+            if let refusal = EvidenceFile.refusal(try fd.facts(), expected: S_IFREG, path: files.progress) {
+                return .unknown(refusal)
             }
             return try fd.isLockedByOthers(0, 1) ? .alive : .dead
         } catch let error as ProVideoError {

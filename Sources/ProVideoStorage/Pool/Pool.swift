@@ -218,10 +218,13 @@ public final class Pool: @unchecked Sendable {
     ///   unknown; the captures' and the claims' read errors.
     func capacityAccount(_ reserveFile: Reserve) throws -> CapacityAccount {
         let capacity = try PoolConfiguration.load(layout.configuration).initialCapacity
-        // Running and kept alike: a kept capture's grant is the pool's until recovery gives it back.
+        // Running and kept alike: a kept capture's grant is held until recovery gives it back,
+        // and only a running one can still write into it.
         let captures = try layout.captureFiles()
         return try CapacityAccount.read(reserve: reserveFile, claims: lock.claims.all(calls),
-                                        captures: captures.map { ($0.data, $0.progress) }, initialCapacity: capacity)
+                                        captures: captures.map {
+                                            ($0.data, $0.progress, CaptureClaim.liveness($0, calls) == .alive)
+                                        }, initialCapacity: capacity)
     }
 
     func reserve(_ file: String) -> Reserve {

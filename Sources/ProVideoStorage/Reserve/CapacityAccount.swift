@@ -2,9 +2,10 @@ import Glibc
 import ProVideoSystem
 import ProVideoJournal
 
-/// The pool's capacity, counted in one place (issue 26): what the reserve holds, what each
-/// running capture's file was granted and what it has written, and what the reserve may grow
-/// back to. Every capacity figure the pool reports or acts on comes from here:
+/// The pool's capacity, counted in one place (issues 26 and 63): what the reserve holds, what
+/// each capture's file was granted (a running one's and a kept dead one's alike) and what a
+/// running one has written, and what the reserve may grow back to: reserve + grants ≤
+/// capacity, the one invariant every operation that changes the reserve keeps. Every capacity figure the pool reports or acts on comes from here:
 /// `Pool.remainingCapacity` (Apple's `remainingCapacity`), `replenish`, the repair of a reserve
 /// a power cut left too large, a finished capture's give-back, and `Capture.remainingCapacity`.
 ///
@@ -53,7 +54,10 @@ struct CapacityAccount {
     /// second name of another capture's file) holds an unknown share (`uncountable`): taken for
     /// its own size, a `replenish` added back the whole grant it stood for.
     /// - Throws: the reserve's statx error; a capture file's statx error other than ENOENT.
-    static func read(reserve: Reserve, claims: ReserveClaims.Totals, captures: [(data: String, progress: String)],
+    /// A capture that is not running (`running` false: dead or its liveness unknown) writes
+    /// nothing more: its whole grant is held and none of it is room (short, never over).
+    static func read(reserve: Reserve, claims: ReserveClaims.Totals,
+                     captures: [(data: String, progress: String, running: Bool)],
                      initialCapacity: Int64) throws -> CapacityAccount {
         let shares = try captures.map { files in
             var uncountable: ProVideoError?
@@ -89,8 +93,8 @@ struct CapacityAccount {
                 defer { written = after }
                 if after == written || unreadable != nil { break }
             }
-            return CaptureShare(granted: granted, written: written.map(reserve.rounded) ?? granted, unreadable: unreadable,
-                                uncountable: uncountable)
+            return CaptureShare(granted: granted, written: files.running ? written.map(reserve.rounded) ?? granted : granted,
+                                unreadable: files.running ? unreadable : nil, uncountable: uncountable)
         }
         return CapacityAccount(reserve: try reserve.size(), claims: claims, captures: shares,
                                initialCapacity: initialCapacity, unit: reserve.unit)
