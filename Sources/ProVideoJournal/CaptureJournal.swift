@@ -50,10 +50,14 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
     package var discarded: Bool?
     /// Which file `data` is, recorded when the capture's files are made: a take renamed into
     /// place before the journal said so is found by it, never by a path and a length.
-    package var dataIdentity: RecordingIdentity?
+    package var dataIdentity: FileIdentity?
+    /// Which file `commit` is, recorded when the capture's files are made: a record moved
+    /// whole from another capture (a hard link, then the other name removed) is valid and has
+    /// one link, and only this tells it is not this capture's.
+    package var commitIdentity: FileIdentity?
     /// Which file at `placedAt` is the take, recorded with `placedAt`: "placed" is proven only
     /// by the place holding that file (nil, in a journal of an earlier version: unproven).
-    package var placedIdentity: RecordingIdentity?
+    package var placedIdentity: FileIdentity?
     /// Bytes of the unused grant freed on the filesystem when the recording was placed, given
     /// to the reserve once the journal is gone (`CaptureCompletion.completionRoom`).
     package var owed: Int64?
@@ -95,7 +99,8 @@ package struct CaptureJournal: Codable, Sendable, Equatable {
         guard journal.startedAt.isFinite, abs(journal.startedAt) <= 1e11 else {
             throw corrupt("startedAt", "\(journal.startedAt)", "a time (seconds since 1970, at most 1e11 either way)")
         }
-        for (field, identity) in [("dataIdentity", journal.dataIdentity), ("placedIdentity", journal.placedIdentity)] {
+        for (field, identity) in [("dataIdentity", journal.dataIdentity), ("commitIdentity", journal.commitIdentity),
+                                  ("placedIdentity", journal.placedIdentity)] {
             guard let identity, !identity.isInRange else { continue }
             throw corrupt(field, "\(identity)", "a file's identity (a length of 0 to \(maximumLength) bytes, a SHA-256 "
                           + "of 64 lowercase hex digits)")

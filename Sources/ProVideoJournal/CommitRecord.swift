@@ -28,10 +28,17 @@ extension CaptureJournal {
     /// taken for 0 (Docs/CAPTURE-LIFECYCLE.md, "Recovery decides on proof"). A matching record
     /// past `Int64.max` reads as `Int64.max`: a salvage keeps no more than `data` holds, and
     /// says so.
-    package static func readCommitRecord(_ path: String) -> CommitRecordState {
+    /// - Parameter expected: which file the capture's journal recorded as its `commit`
+    ///   (`commitIdentity`); another file there is unreadable, whatever it holds.
+    package static func readCommitRecord(_ path: String, expected: FileIdentity? = nil) -> CommitRecordState {
         let bytes: [UInt8]
         do {
-            bytes = try FileSystem.readSmallFile(path)
+            let read = try FileSystem.readSmallFileWithFacts(path)
+            if let expected, !expected.matches(read.facts) {
+                return .unreadable(ProVideoError(.corruptState, "\(path) is not the commit record this capture's journal "
+                                                 + "recorded (another file: moved or linked from elsewhere)", path: path))
+            }
+            bytes = read.bytes
         } catch let error as ProVideoError {
             return error.errno == ENOENT ? .missing : .unreadable(error)
         } catch {

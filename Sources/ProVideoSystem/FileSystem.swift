@@ -211,7 +211,11 @@ package enum FileSystem {
     /// so a second name of another file there is refused.
     /// - Throws: the open's or read's error; `.corruptState` when it is not a regular file,
     ///   holds more than the limit, or (confined) has more than one link.
-    package static func readSmallFile(_ path: String) throws -> [UInt8] {
+    package static func readSmallFile(_ path: String) throws -> [UInt8] { try readSmallFileWithFacts(path).bytes }
+
+    /// `readSmallFile`, with the facts of the file it read (from its descriptor: the file read,
+    /// not whatever is at `path` afterwards).
+    package static func readSmallFileWithFacts(_ path: String) throws -> (bytes: [UInt8], facts: FileFacts) {
         let fd = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
         let facts = try fd.facts()
         if Confinement.split(path) != nil, let refusal = EvidenceFile.refusal(facts, expected: S_IFREG, path: path) {
@@ -227,7 +231,7 @@ package enum FileSystem {
         var offset: Int64 = 0
         while true {
             let n = try chunk.withUnsafeMutableBytes { try fd.read(into: $0, at: offset, .live) }
-            if n == 0 { return result }
+            if n == 0 { return (result, facts) }
             result += chunk[0..<n]
             if result.count > smallFileLimit {
                 throw ProVideoError(.corruptState, "\(path) holds more than \(smallFileLimit) bytes", path: path)

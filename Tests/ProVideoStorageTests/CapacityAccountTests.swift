@@ -32,6 +32,25 @@ import Testing
     /// answers neither a replenish nor its remaining capacity (`.corruptState`), and the
     /// reserve stays at 8 MiB. Before, the account fell back to the capacity read at open, and
     /// the remaining capacity was a figure against it.
+    /// What `replenish` adds never takes the reserve past the capacity less the grants, even
+    /// where a grant is no whole number of units (a file cut by hand: the evidence fuzzer's
+    /// case took a replenish 2 KiB over): a refill rounds up to a unit, so the figure is
+    /// counted to the limit, which is in whole units.
+    @Test func whatIsMissingRoundsUpToNoMoreThanTheLimit() throws {
+        let unit: Int64 = 4096, capacity: Int64 = 24 << 20
+        for grant: Int64 in [0, 1, 75_776, 4096, 4097, capacity - 1] {
+            for reserve: Int64 in [0, 8192, (capacity - grant) / unit * unit] {
+                let account = CapacityAccount(
+                    reserve: reserve, claims: ReserveClaims.Totals(),
+                    captures: [CapacityAccount.CaptureShare(granted: grant, written: grant)],
+                    initialCapacity: capacity, unit: unit)
+                let refilled = (try account.missing + unit - 1) / unit * unit
+                #expect(reserve + refilled + grant <= capacity, "grant \(grant), reserve \(reserve): adds \(refilled)")
+                #expect(try account.reserveLimit - reserve == refilled, "grant \(grant), reserve \(reserve)")
+            }
+        }
+    }
+
     @Test func anUnreadableCapacityIsUnknownNotTheOneReadAtOpen() throws {
         try withPool(capacity: 16 << 20) { pool, _ in
             #expect(try Pool.open(at: pool.path).resize(to: 8 << 20) == 8 << 20)

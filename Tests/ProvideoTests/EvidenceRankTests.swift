@@ -189,11 +189,13 @@ import Testing
         }
     }
 
-    /// F5: a `commit` that is a hard link to another capture's commit file proves nothing of
-    /// its own: neither capture is salvaged at the other's length, both are kept.
-    @Test func aHardLinkedCommitRecordIsNotBelieved() throws {
+    /// F5: a `commit` that is a hard link to another capture's commit file, or that file moved
+    /// whole into its place (one link again, a valid record), proves nothing of its own: neither
+    /// capture is salvaged at the other's length, both are kept.
+    @Test(arguments: ["hard link", "moved"])
+    func anotherCapturesCommitRecordIsNotBelieved(_ kind: String) throws {
         let short = TestSupport.pattern(200_003, seed: 636), long = TestSupport.pattern(600_001, seed: 637)
-        try PoolStateInputTests.withKilledCapture(short) { dir, pool, first in
+        try PoolStateInputTests.withKilledCapture(short, name: "other-commit-\(kind.split(separator: " ").last!)") { dir, pool, first in
             // The first capture aside while the second is recorded and killed, then back.
             let aside = dir + "/first.aside"
             try FileManager.default.moveItem(atPath: first, toPath: aside)
@@ -201,10 +203,14 @@ import Testing
             let second = TestSupport.onlyCapture(pool)
             try FileManager.default.moveItem(atPath: aside, toPath: first)
             try FileManager.default.removeItem(atPath: first + "/commit")
-            #expect(link(second + "/commit", first + "/commit") == 0)
+            if kind == "hard link" {
+                #expect(link(second + "/commit", first + "/commit") == 0)
+            } else {
+                try FileManager.default.moveItem(atPath: second + "/commit", toPath: first + "/commit")
+            }
             let recover = try CrashKit.provideo(pool, ["recover"])
             #expect(recover.status == 1 && !recover.stdout.contains("recovered")
-                    && recover.stderr.contains("hard links"), "\(recover)")
+                    && recover.stderr.contains(kind == "hard link" ? "hard links" : "not the commit record"), "\(recover)")
             #expect(!CrashKit.exists(dir + "/out/take.mov") && !CrashKit.exists(dir + "/out/long.mov"))
             #expect(Array(TestSupport.readFile(first + "/data").prefix(short.count)) == short)
             #expect(Array(TestSupport.readFile(second + "/data").prefix(long.count)) == long)

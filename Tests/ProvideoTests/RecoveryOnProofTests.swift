@@ -17,8 +17,8 @@ import Testing
         let input = TestSupport.pattern(300_007, seed: 41)
         try PoolStateInputTests.withKilledCapture(input, name: "unreadable-commit-\(kind)") { dir, pool, capture in
             let commit = capture + "/commit", saved = dir + "/commit.saved"
-            try FileManager.default.copyItem(atPath: commit, toPath: saved)
-            try FileManager.default.removeItem(atPath: commit)
+            // Moved, not copied: the record back is the file the journal recorded (`commitIdentity`).
+            try FileManager.default.moveItem(atPath: commit, toPath: saved)
             switch kind {
             case "symlink": try FileManager.default.createSymbolicLink(atPath: commit, withDestinationPath: saved)
             case "fifo": #expect(mkfifo(commit, 0o644) == 0)
@@ -43,7 +43,7 @@ import Testing
                 #expect(outcome.reason == .exit, "\(command): \(outcome)")
             }
             // The evidence back: the take is salvaged whole.
-            try TestSupport.shell("rm -rf '\(commit)' && cp '\(saved)' '\(commit)'")
+            try TestSupport.shell("rm -rf '\(commit)' && mv '\(saved)' '\(commit)'")
             let again = try CrashKit.provideo(pool, ["recover"])
             #expect(again.status == 0, "recover: \(again)")
             #expect(TestSupport.fileEquals(dir + "/out/take.mov", input), "the committed bytes were not kept")

@@ -467,7 +467,11 @@ MUTATIONS = [
     ("a state file with a second name read as evidence", "Sources/ProVideoSystem/FileSystem.swift",
      "if Confinement.split(path) != nil, let refusal = EvidenceFile.refusal(facts, expected: S_IFREG, path: path) {",
      "if false, let refusal = EvidenceFile.refusal(facts, expected: S_IFREG, path: path) {",
-     "aHardLinkedCommitRecordIsNotBelieved"),
+     "anotherCapturesCommitRecordIsNotBelieved"),
+    ("a commit record moved from another capture believed", "Sources/ProVideoJournal/CommitRecord.swift",
+     "            if let expected, !expected.matches(read.facts) {",
+     "            if let expected, !expected.matches(read.facts), false {",
+     "anotherCapturesCommitRecordIsNotBelieved"),
 ]
 
 

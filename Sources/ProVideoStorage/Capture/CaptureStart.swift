@@ -186,7 +186,7 @@ struct CaptureStart {
     /// `progress` and `commit` with their blocks allocated (their first writes then need none),
     /// the empty `data` (NOCOW on btrfs before its first block), and the journal: 5 inodes,
     /// with one more left for the later steps (a journal rewrite), the journal recording which
-    /// file `data` is (`dataIdentity`). The rewrites' blocks come
+    /// files `data` and `commit` are (`dataIdentity`, `commitIdentity`). The rewrites' blocks come
     /// from the pool's spare when the filesystem is full. Locks the capture for `claim`.
     private func createCaptureFiles(_ files: CaptureFiles, _ journal: inout CaptureJournal, claim: CaptureClaim,
                                     owner: uid_t?, btrfs: Bool) throws {
@@ -209,7 +209,8 @@ struct CaptureStart {
                 try data.setOwner(owner, access.group)
                 try data.setMode(PoolAccess.ownFileMode)
             }
-            journal.dataIdentity = RecordingIdentity(try data.facts())
+            journal.dataIdentity = FileIdentity(try data.facts())
+            journal.commitIdentity = FileIdentity(try FileSystem.facts(files.commit))
             try journal.save(files.journal, calls, access: access)
             guard try FileSystem.freeInodes(path) >= stepsAfterStart else { throw ProVideoError(.notEnoughSpace, "", errno: ENOSPC) }
         } catch {

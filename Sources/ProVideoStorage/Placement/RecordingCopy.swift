@@ -22,7 +22,7 @@ enum RecordingCopy {
     /// - Throws: `.destinationExists` (nothing is overwritten), `.ioError` when a copy step
     ///   or the verification fails, `.cancelled`. The temporary file is removed on every failure.
     static func copy(_ source: FileDescriptor, length: Int64, to name: String, in directory: DirectoryHandle, tag: String,
-                     calls: SystemCalls, control: OperationControl) throws -> RecordingIdentity {
+                     calls: SystemCalls, control: OperationControl) throws -> FileIdentity {
         let temporary = temporaryName(for: name, tag: tag)
         if let existing = try copy(of: source, length: length, at: name, in: directory, calls: calls, control: control) {
             // A copy killed after its final rename, salvaged again: the destination is this copy.
@@ -54,7 +54,7 @@ enum RecordingCopy {
             // the copy is the recording.
             try control.checkpoint("the copy to \(directory.display(name))")
             try NoClobberPublish(calls: calls).publish(target, from: temporary, as: name, in: directory)
-            return RecordingIdentity(try target.facts(), length: length, sha256: hex(copiedDigest))
+            return FileIdentity(try target.facts(), length: length, sha256: hex(copiedDigest))
         } catch {
             if let created, directory.holds(temporary, created) { try? directory.remove(temporary) }
             throw error
@@ -76,13 +76,13 @@ enum RecordingCopy {
     /// Which file `name` in `directory` is, when it is a regular file (not followed) with
     /// exactly `source`'s first `length` bytes; nil when it is not.
     static func copy(of source: FileDescriptor, length: Int64, at name: String, in directory: DirectoryHandle,
-                     calls: SystemCalls, control: OperationControl) throws -> RecordingIdentity? {
+                     calls: SystemCalls, control: OperationControl) throws -> FileIdentity? {
         guard let facts = directory.facts(of: name), facts.mode & UInt32(S_IFMT) == UInt32(S_IFREG),
               Int64(facts.size) == length else { return nil }
         let existing = try directory.open(name, O_RDONLY | O_NONBLOCK)
         let existingDigest = try digest(existing, length: length, calls: calls, control: control)
         guard try digest(source, length: length, calls: calls, control: control) == existingDigest else { return nil }
-        return RecordingIdentity(try existing.facts(), length: length, sha256: hex(existingDigest))
+        return FileIdentity(try existing.facts(), length: length, sha256: hex(existingDigest))
     }
 
     static func hex(_ digest: [UInt8]) -> String {

@@ -18,7 +18,7 @@ struct RecordingMove {
         /// The source file now is the destination.
         case renamed
         /// The destination is a verified, flushed copy, this file; the source is still there.
-        case copied(RecordingIdentity)
+        case copied(FileIdentity)
     }
 
     /// The rename put the recording at its destination (it is gone from the source), but a

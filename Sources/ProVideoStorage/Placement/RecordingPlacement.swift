@@ -16,7 +16,7 @@ struct RecordingPlacement {
         var path: String
         /// Which file at `path` the recording is: what proves it placed (`CaptureJournal.placedIdentity`);
         /// nil where no journal of this version recorded it.
-        var identity: RecordingIdentity?
+        var identity: FileIdentity?
         /// Set when the recording could not reach its destination and stays in the pool.
         var problem: ProVideoError?
         /// The recording stays in the pool to land at its destination in the background.
@@ -57,11 +57,11 @@ struct RecordingPlacement {
         let source = try DirectoryHandle.open(files.directory)
         let data = try FileDescriptor.open(files.data, O_RDONLY)
         // Renamed, the recording is the file `data` is.
-        let renamed = RecordingIdentity(try data.facts(), length: length)
+        let renamed = FileIdentity(try data.facts(), length: length)
         // On btrfs even a rename needs free space (its metadata reservation, see
         // `MetadataHeadroom`): on a full filesystem the spare gives its blocks for it. A copy's
         // ENOSPC is the destination's, which the spare cannot help.
-        func move(to target: String) throws -> RecordingIdentity {
+        func move(to target: String) throws -> FileIdentity {
             var identity = renamed
             let step = {
                 if case .copied(let copy) = try mover.move(data, named: "data", in: source, length: length, to: target,
@@ -150,7 +150,7 @@ struct RecordingPlacement {
         let note = HeldRecording(path: kept, destination: journal.destination, length: length, reason: problem.message,
                                  movingTo: nil, landing: landing ? true : nil)
         try note.save(kept + ".json", calls, access: access)
-        let identity = RecordingIdentity(try FileDescriptor.open(files.data, O_RDONLY).facts(), length: length)
+        let identity = FileIdentity(try FileDescriptor.open(files.data, O_RDONLY).facts(), length: length)
         try FileSystem.rename(files.data, kept)
         try FileSystem.syncDirectory(layout.recordings, calls)
         var reported = problem

@@ -47,7 +47,7 @@ struct CaptureObservation {
             problems.append(Self.typed(error, files.journal))
         }
         let commit: CaptureFacts.Commit
-        switch CaptureJournal.readCommitRecord(files.commit) {
+        switch CaptureJournal.readCommitRecord(files.commit, expected: journal?.commitIdentity) {
         case .length(let length): commit = .length(length)
         case .torn: commit = .torn
         case .missing: commit = .missing
@@ -105,7 +105,7 @@ struct CaptureObservation {
     /// learns nothing of a path its recorder could not see. A place that cannot be looked at
     /// stops the search: whether the take is there is unknown, and so is whether it is at the
     /// places after it. Without a recorded `take` nothing can be proven.
-    private static func observePlace(_ places: [String], take: RecordingIdentity?, files: CaptureFiles,
+    private static func observePlace(_ places: [String], take: FileIdentity?, files: CaptureFiles,
                                      _ problems: inout [ProVideoError]) -> (String, CaptureFacts.Placed) {
         var path = places[0]
         var unproven: String?

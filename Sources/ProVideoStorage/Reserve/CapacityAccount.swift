@@ -145,9 +145,11 @@ struct CapacityAccount {
     /// - Throws: as `held`.
     var reserveLimit: Int64 { get throws { max(initialCapacity - (try held), 0) / unit * unit } }
 
-    /// Bytes the reserve lacks to reach its limit (what `replenish` adds), never negative.
+    /// Bytes the reserve lacks to reach its limit (what `replenish` adds), never negative: up
+    /// to the limit in whole units, since a refill rounds up to one (a grant of an odd size,
+    /// a file cut by hand, once took a replenish 2 KiB past the capacity).
     /// - Throws: as `held`.
-    var missing: Int64 { get throws { max(initialCapacity - (try held) - ownReserve, 0) } }
+    var missing: Int64 { get throws { max((try reserveLimit) - ownReserve, 0) } }
 
     /// Bytes the reserve holds beyond its limit (what a repair cuts), never negative.
     /// - Throws: as `held`.

@@ -1,12 +1,13 @@
 import Glibc
 import ProVideoSystem
 
-/// Which file a take is: its filesystem's device and its inode, its length and, for a copy,
-/// the SHA-256 its verification computed. A journal records it before recovery may believe
-/// a claim of where the take is (`CaptureJournal.dataIdentity`, `placedIdentity`): a path
-/// that holds a file of the take's length is no proof, the file it holds is
+/// Which file a take (or a capture's commit record) is: its filesystem's device and its
+/// inode, its length and, for a copy, the SHA-256 its verification computed. A journal records
+/// it before recovery may believe a claim of where the take is (`CaptureJournal.dataIdentity`,
+/// `placedIdentity`) or a record of what it committed (`commitIdentity`): a path that holds a
+/// file of the take's length, or a valid record, is no proof; the file it holds is
 /// (Docs/CAPTURE-LIFECYCLE.md, "Evidence ranks").
-package struct RecordingIdentity: Codable, Sendable, Equatable {
+package struct FileIdentity: Codable, Sendable, Equatable {
     package var deviceMajor: UInt32
     package var deviceMinor: UInt32
     package var inode: UInt64
