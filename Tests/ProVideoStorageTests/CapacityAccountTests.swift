@@ -39,7 +39,7 @@ import Testing
     @Test func whatIsMissingRoundsUpToNoMoreThanTheLimit() throws {
         let unit: Int64 = 4096, capacity: Int64 = 24 << 20
         for grant: Int64 in [0, 1, 75_776, 4096, 4097, capacity - 1] {
-            for reserve: Int64 in [0, 8192, (capacity - grant) / unit * unit] {
+            for reserve: Int64 in [0, 8192, (capacity - grant) / unit * unit] where reserve + grant <= capacity {
                 let account = CapacityAccount(
                     reserve: reserve, claims: ReserveClaims.Totals(),
                     captures: [CapacityAccount.CaptureShare(granted: grant, written: grant)],
