@@ -79,7 +79,10 @@ struct CaptureObservation {
     /// than the recorder wrote. Not a regular file of one link is unreadable (`EvidenceFile`).
     private static func observeFile(_ path: String, _ problems: inout [ProVideoError]) -> CaptureFacts.Data {
         do {
-            let facts = try FileSystem.factsWithoutFollowing(path)
+            // Opened beneath the pool (a link or a directory there is refused), then judged by
+            // what was opened.
+            let data = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK)
+            let facts = try data.facts()
             if let refusal = EvidenceFile.refusal(facts, expected: S_IFREG, path: path) {
                 problems.append(refusal)
                 return .unreadable
@@ -89,8 +92,7 @@ struct CaptureObservation {
                                               + "than a pool grants", path: path))
                 return .unreadable
             }
-            let written = try FileDescriptor.open(path, O_RDONLY | O_NONBLOCK).dataEnd()
-            return .size(min(Int64(facts.size), written))
+            return .size(min(Int64(facts.size), try data.dataEnd()))
         } catch let error as ProVideoError where error.errno == ENOENT {
             return .missing
         } catch {
