@@ -85,6 +85,19 @@ import Testing
         #expect(Self.timeToLand(fast).max < 60, "\(fast)")
     }
 
+    /// `--answer` is what a store is bought by: it says the fleets the model was checked on
+    /// against real runs, and so where its table is the model's word alone (issue 69).
+    @Test func theAnswerSaysWhereTheModelWasChecked() throws {
+        let answer = try Self.run(["--answer", "--servers", "2", "--channels", "1", "--bitrate", "20M", "--take", "10",
+                                   "--duration", "60"])
+        let checked = answer["checked"] as? String ?? ""
+        #expect(checked.contains("2-6 servers x 1-3 channels") && checked.contains("1-3 slots")
+                && checked.contains("within 20 %"), "\(checked)")
+        let text = try TestSupport.run("/usr/bin/python3", [Self.model, "--answer", "--servers", "2", "--channels", "1",
+                                                            "--bitrate", "20M", "--take", "10", "--duration", "60"])
+        #expect(text.status == 0 && text.stdout.hasSuffix(checked + "\n"), "\(text.stdout)")
+    }
+
     @Test func badParametersAreUsageErrors() throws {
         for arguments in [["--bitrate", "0"], ["--slots", "0"], ["--store", "fast"], ["--svg", "/tmp/x.svg"],
                           ["--interval", "-1"]] {
