@@ -18,8 +18,8 @@ struct FleetRateShareTests {
     }
 
     /// Bytes in the files of `directory` (the transfer's hidden temporary, then the take), each
-    /// file once however many names it has: a publish links the temporary to the take's name
-    /// before it removes the temporary.
+    /// file once however many names it has: where a store has no `RENAME_NOREPLACE`, a publish
+    /// links the temporary to the take's name before it removes the temporary.
     static func bytes(in directory: String) -> Int64 {
         var seen = Set<UInt64>(), total: Int64 = 0
         for name in (try? FileManager.default.contentsOfDirectory(atPath: directory)) ?? [] {
@@ -31,10 +31,10 @@ struct FleetRateShareTests {
         return total
     }
 
-    /// Three slots, two holders, each counting its own slot among the held: from a second
-    /// after B's first byte (A's share is probed at most once a second) until either has copied
-    /// its take, each writes at most R ÷ 2 and the two together at most R, with 10 % for the
-    /// 1 MiB read each transfer makes before its pacing sleeps.
+    /// Three slots, two holders, each counting its own slot among the held: from just over a
+    /// second after B's first byte (A's share is probed at most once a second) until either
+    /// has copied its take, each writes at most R ÷ 2 and the two together at most R, with 10 %
+    /// for the 1 MiB read each transfer makes before its pacing sleeps.
     @Test func twoLandersTogetherStayWithinTheFleetRate() throws {
         try TestSupport.withScratch { scratch in
             try TestSupport.withScratchOnAnotherFilesystem { store in
@@ -68,8 +68,8 @@ struct FleetRateShareTests {
                     #expect(TestSupport.fileHolds(directories[index] + "/take.mov", inputs[index]))
                 }
 
-                // Both copying: from a second after B's first byte to the last sample before
-                // either had its whole take.
+                // Both copying, each at its share: from just over a second after B's first byte
+                // to the last sample before either had its whole take.
                 guard let bStarted = samples.first(where: { $0.bytes[1] > 0 })?.at,
                       let first = samples.firstIndex(where: { $0.at >= bStarted + 1.2 }),
                       let done = samples.firstIndex(where: { zip($0.bytes, lengths).contains { $0 >= Int64($1) } }),
