@@ -58,6 +58,21 @@ import Testing
         #expect(later.mean > 30.001 && later.max < 35, "\(later)")
     }
 
+    /// Three servers of two 30 Mbit/s channels, 20 s takes (75 MB): a cycle's six takes are
+    /// 450 MB, 18 s at the fleet rate of 200 Mbit/s, so with two slots each take lands within
+    /// its cycle (its lander's next look and a freed slot's try add at most a second each), and
+    /// the backlog is never more than one cycle's takes. A model that let a freed slot's try
+    /// wait for the next take to end fell behind for good here (issue 69).
+    @Test func aFleetRateAboveTheRecordingKeepsEachCycleInItsTake() throws {
+        let report = try Self.run(["--servers", "3", "--channels", "2", "--bitrate", "30M", "--take", "20",
+                                   "--duration", "240", "--slots", "2", "--fleet-rate", "200M", "--interval", "1",
+                                   "--store", "100G", "--read", "100G", "--seed", "99"])
+        #expect(report["landed"] as? Int == 72, "\(report)")
+        #expect(Self.timeToLand(report).max < 20, "\(report)")
+        #expect(((report["backlogBytes"] as? [String: Double])?["peak"] ?? .infinity) <= 450_000_000, "\(report)")
+        #expect(report["backlogGrows"] as? Bool == false, "\(report)")
+    }
+
     /// Eight servers of two 147 Mbit/s channels (294 MB/s together): a store of 2 Gbit/s
     /// (250 MB/s) falls behind for good; one of 8 Gbit/s keeps the backlog to the takes just ended.
     @Test func aStoreSlowerThanTheFleetFallsBehind() throws {
@@ -68,6 +83,19 @@ import Testing
         let fast = try Self.run(fleet + ["--store", "8G"])
         #expect(fast["backlogGrows"] as? Bool == false, "\(fast)")
         #expect(Self.timeToLand(fast).max < 60, "\(fast)")
+    }
+
+    /// `--answer` is what a store is bought by: it says the fleets the model was checked on
+    /// against real runs, and so where its table is the model's word alone (issue 69).
+    @Test func theAnswerSaysWhereTheModelWasChecked() throws {
+        let answer = try Self.run(["--answer", "--servers", "2", "--channels", "1", "--bitrate", "20M", "--take", "10",
+                                   "--duration", "60"])
+        let checked = answer["checked"] as? String ?? ""
+        #expect(checked.contains("2-6 servers x 1-3 channels") && checked.contains("1-3 slots")
+                && checked.contains("within 20 %"), "\(checked)")
+        let text = try TestSupport.run("/usr/bin/python3", [Self.model, "--answer", "--servers", "2", "--channels", "1",
+                                                            "--bitrate", "20M", "--take", "10", "--duration", "60"])
+        #expect(text.status == 0 && text.stdout.hasSuffix(checked + "\n"), "\(text.stdout)")
     }
 
     @Test func badParametersAreUsageErrors() throws {

@@ -118,6 +118,17 @@ struct GlusterLandingTests {
         }
     }
 
+    /// The fleet's rate shared on the volume (issue 69): two servers' landers, the slots file
+    /// and both takes on it, write at most the fleet rate together, counted at the brick.
+    @Test func twoLandersOnTheVolumeStayWithinTheFleetRate() throws {
+        try GlusterVolume.with { volume in
+            try FleetRateShareTests.landTwoWithinTheRate(store: volume.mountPoint + "/share",
+                                                         measuredAt: volume.brick + "/share") { _ in
+                volume.mountPoint + "/fleet.slots"
+            }
+        }
+    }
+
     /// While `land` transfers (capped at 64 Mbit/s), `status --json` shows the bytes landed
     /// growing, the transfer, a rate and an ETA.
     @Test func statusShowsTheProgressOfATransfer() throws {
