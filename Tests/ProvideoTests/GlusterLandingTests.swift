@@ -4,21 +4,6 @@ import TestSupport
 import Testing
 import ProVideoStorage
 
-    /// The fleet's slots file on the GlusterFS volume (issue 43): the volume's locks
-    /// translator keeps the OFD lock of one server's lander, and the other's waits for it.
-    @Test func aFleetSlotOnTheVolumeLandsTheServersInTurn() throws {
-        try GlusterVolume.with { volume in
-            try FleetLandingTests.landInTurn { _ in volume.mountPoint + "/fleet.slots" }
-        }
-    }
-
-    /// A lander killed while it holds the volume's only slot lets go of it with its process.
-    @Test func aKilledHoldersSlotOnTheVolumeGoesToTheNextServer() throws {
-        try GlusterVolume.with { volume in
-            try FleetLandingTests.killTheHolder { _ in volume.mountPoint + "/fleet.slots" }
-        }
-    }
-
 /// Takes landing on a real single-node GlusterFS volume mounted through FUSE (where renameat2
 /// has no `RENAME_NOREPLACE`): recorded with `provideo record`, landed by `provideo land`,
 /// byte-identical under the same name, never over an existing file. The pool lives on the
@@ -159,6 +144,21 @@ struct GlusterLandingTests {
             #expect(seen.allSatisfy { ($0.etaSeconds ?? -1) >= 0 })
             let identical = TestSupport.fileHolds(takes + "/slow.mov", input)
             #expect(identical)
+        }
+    }
+
+    /// The fleet's slots file on the GlusterFS volume (issue 43): the volume's locks
+    /// translator keeps the OFD lock of one server's lander, and the other's waits for it.
+    @Test func aFleetSlotOnTheVolumeLandsTheServersInTurn() throws {
+        try GlusterVolume.with { volume in
+            try FleetLandingTests.landInTurn { _ in volume.mountPoint + "/fleet.slots" }
+        }
+    }
+
+    /// A lander killed while it holds the volume's only slot lets go of it with its process.
+    @Test func aKilledHoldersSlotOnTheVolumeGoesToTheNextServer() throws {
+        try GlusterVolume.with { volume in
+            try FleetLandingTests.killTheHolder { _ in volume.mountPoint + "/fleet.slots" }
         }
     }
 }
