@@ -196,3 +196,27 @@ struct ExtentExchangeTests {
         }
     }
 }
+
+/// What a give-back may exchange into the reserve: FIEMAP's never-written tail of a range
+/// (`FileDescriptor.unwrittenTail`), on the root filesystem (ext4 marks unwritten extents too).
+@Suite struct UnwrittenTailTests {
+    @Test func theTailStartsWhereTheLastWrittenByteOrHoleEnds() throws {
+        try TestSupport.withScratch { directory in
+            let mib: Int64 = 1 << 20
+            let fd = try FileDescriptor.open(directory + "/file", O_RDWR | O_CREAT | O_EXCL, mode: 0o600)
+            #expect(SystemCalls.live.fallocate(fd.rawValue, false, 0, 4 * mib) == 0)
+            #expect(try fd.unwrittenTail(from: 0, to: 4 * mib) == 0, "a file only allocated was never written")
+            let bytes = [UInt8](repeating: 0x5A, count: Int(mib))
+            #expect(bytes.withUnsafeBytes { pwrite(fd.rawValue, $0.baseAddress, $0.count, off_t(mib)) } == Int(mib))
+            try fd.sync(.live)
+            #expect(try fd.unwrittenTail(from: 0, to: 4 * mib) == 2 * mib)
+            #expect(try fd.unwrittenTail(from: 3 * mib, to: 4 * mib) == 3 * mib)
+            #expect(try fd.unwrittenTail(from: 0, to: 2 * mib) == 2 * mib, "a range that ends written has no tail")
+            #expect(try fd.unwrittenTail(from: 0, to: mib) == 0)
+            // A hole at the end: nothing there to give, and nothing before it either.
+            try fd.truncate(6 * mib, .live)
+            #expect(try fd.unwrittenTail(from: 0, to: 6 * mib) == 6 * mib)
+            #expect(try fd.unwrittenTail(from: 2 * mib, to: 6 * mib) == 6 * mib)
+        }
+    }
+}
