@@ -136,7 +136,7 @@ struct CaptureCompletion {
     /// Moves the capture's never-written `[start, end)`, its file's tail, to the end of the
     /// reserve by extent exchange, under the size lock: the reserve is extended by a hole, the
     /// hole and the tail are exchanged, and the capture's file, whose tail is now the hole, is
-    /// cut; nothing is allocated or freed. A crash between the steps leaves the reserve and the
+    /// cut; nothing is allocated or freed; then the reserve is flushed. A crash between the steps leaves the reserve and the
     /// captures' grants over `initialCapacity`, which the repair at open cuts (at worst freeing
     /// the step's blocks, as a crash in a cut-and-grow step loses them until `replenish`).
     /// - Returns: false, having changed nothing, when the capacity the captures hold cannot be
@@ -146,19 +146,19 @@ struct CaptureCompletion {
     private func exchangeBack(_ data: FileDescriptor, from start: Int64, to end: Int64,
                               _ exchange: ExtentExchange) throws -> Bool {
         let amount = end - start
-        return try lock.withReserveSize {
+        let moved: FileDescriptor? = try lock.withReserveSize {
             let excess: Int64
             do {
                 excess = try lock.withReserve { try account().excess }
             } catch let error as ProVideoError where error.code == .busy {
                 throw error
             } catch {
-                return false
+                return nil
             }
             // The step moves bytes from the capture's grant to the reserve, so the sum stays as
             // it is: within `initialCapacity` unless it was over already (then cut and grow
             // gives back only what fits).
-            guard excess == 0, amount % reserve.unit == 0 else { return false }
+            guard excess == 0, amount % reserve.unit == 0 else { return nil }
             let reserveFD = try reserve.open(nocow: false)
             let size = try reserve.size()
             try reserveFD.truncate(size + amount, calls)
@@ -166,13 +166,17 @@ struct CaptureCompletion {
             if rc < 0 {
                 try reserveFD.truncate(size, calls)
                 exchange.refused(errno: -rc, path: reserve.path)
-                return false
+                return nil
             }
             try data.truncate(start, calls)
-            // As a grown reserve is: its new size survives a power cut before the step is done.
-            try reserveFD.sync(calls)
-            return true
+            return reserveFD
         }
+        guard let moved else { return false }
+        // As a grown reserve is, its new size survives a power cut before the step is done; but
+        // outside the size lock, which every exchanging grant takes: a flush waits for the
+        // filesystem's log, and the grants must not wait with it.
+        try moved.sync(calls)
+        return true
     }
 
     /// Bytes of a finishing capture's unused grant that are freed on the filesystem rather than

@@ -164,9 +164,12 @@ struct ReserveGrants {
     /// Steps 2 and 3 by extent exchange: the reserve's last `amount` bytes become the capture's
     /// file's `[granted, granted + amount)`, and the reserve is cut by as much, under the size
     /// lock (the reserve's tail must not move between the exchange and the cut; both take well
-    /// under a millisecond). A kill between them (`grant.allocated`) leaves the reserve with a
-    /// hole for a tail and the capture's file holding its blocks: the repair's cut to
-    /// `initialCapacity` less the captures' grants takes the hole, exact to the byte.
+    /// under a millisecond, but the exchange first waits for the capture's direct writes in
+    /// flight, as a fallocate does). A kill between them (`grant.allocated`) leaves the reserve
+    /// with a hole for a tail and the capture's file holding its blocks: the next salvage cuts
+    /// the hole first (`Reserve.cutUnmappedTail`), exact to the byte. (A grant of a capture still
+    /// running elsewhere that comes before that salvage takes the hole for its own: its writes
+    /// there allocate, and `check` names its file as not mapped up to its size.)
     /// - Returns: true when made (the claim is ended, nothing to cut); false when the filesystem
     ///   refused the exchange: `exchange` is turned off, the capture's file and the claim are as
     ///   they were, and the caller falls back to fallocate.
