@@ -36,6 +36,27 @@ int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length) {
     return NEG_ERRNO(fallocate(fd, keep_size ? FALLOC_FL_KEEP_SIZE : 0, offset, length));
 }
 
+/* XFS_IOC_EXCHANGE_RANGE (Linux 6.10+, fs/xfs/libxfs/xfs_fs.h), declared here because
+ * Debian 12's headers predate it. */
+struct pv_xfs_exchange_range {
+    int32_t file1_fd;
+    uint32_t pad;
+    uint64_t file1_offset;
+    uint64_t file2_offset;
+    uint64_t length;
+    uint64_t flags;
+};
+#define PV_XFS_IOC_EXCHANGE_RANGE _IOW('X', 129, struct pv_xfs_exchange_range)
+
+int pv_exchange_range(int fd, int from_fd, int64_t from_offset, int64_t offset, int64_t length) {
+    if (from_offset < 0 || offset < 0 || length < 0) return -EINVAL;
+    struct pv_xfs_exchange_range args = {
+        .file1_fd = from_fd, .file1_offset = (uint64_t)from_offset, .file2_offset = (uint64_t)offset,
+        .length = (uint64_t)length,
+    };
+    return NEG_ERRNO(ioctl(fd, PV_XFS_IOC_EXCHANGE_RANGE, &args));
+}
+
 int pv_rename_noreplace(const char *from, const char *to) {
     return NEG_ERRNO(renameat2(AT_FDCWD, from, AT_FDCWD, to, RENAME_NOREPLACE));
 }
@@ -144,6 +165,42 @@ int pv_extents(int fd, uint64_t below, uint64_t *mapped_bytes, uint64_t *end_of_
     free(map);
     *mapped_bytes = mapped;
     *end_of_last = end;
+    return 0;
+}
+
+int pv_unwritten_tail(int fd, uint64_t from, uint64_t to, uint64_t *start) {
+    enum { batch = 128 };
+    size_t size = sizeof(struct fiemap) + batch * sizeof(struct fiemap_extent);
+    struct fiemap *map = calloc(1, size);
+    if (!map) return -ENOMEM;
+    /* `tail`: where the run of unwritten extents reaching `covered` began. */
+    uint64_t tail = from, covered = from, next = from;
+    while (next < to) {
+        memset(map, 0, size);
+        map->fm_start = next;
+        map->fm_length = to - next;
+        map->fm_flags = FIEMAP_FLAG_SYNC;
+        map->fm_extent_count = batch;
+        if (ioctl(fd, FS_IOC_FIEMAP, map) < 0) { int e = errno; free(map); return -e; }
+        if (map->fm_mapped_extents == 0) break;
+        int last = 0;
+        for (unsigned i = 0; i < map->fm_mapped_extents; i++) {
+            struct fiemap_extent *x = &map->fm_extents[i];
+            uint64_t x_start = x->fe_logical < from ? from : x->fe_logical;
+            uint64_t x_end = x->fe_logical + x->fe_length > to ? to : x->fe_logical + x->fe_length;
+            if (x_end <= x_start) continue;
+            if (x_start > covered) tail = x_start;  /* a hole: nothing before it goes back */
+            if (!(x->fe_flags & FIEMAP_EXTENT_UNWRITTEN) || (x->fe_flags & FIEMAP_EXTENT_SHARED)) tail = x_end;
+            covered = x_end;
+            if (x->fe_flags & FIEMAP_EXTENT_LAST) last = 1;
+        }
+        uint64_t reached = map->fm_extents[map->fm_mapped_extents - 1].fe_logical
+                         + map->fm_extents[map->fm_mapped_extents - 1].fe_length;
+        if (last || reached <= next) break;
+        next = reached;
+    }
+    free(map);
+    *start = covered < to ? to : tail;
     return 0;
 }
 
@@ -431,15 +488,11 @@ int pv_statx_at(int dirfd, const char *name, pv_file_facts *out) {
 }
 
 const int pv_O_DIRECT = O_DIRECT;
+const int pv_O_TMPFILE = O_TMPFILE;
 const int pv_O_PATH = O_PATH;
 
 int pv_name_this_thread(const char *name) {
     char cut[16];
     snprintf(cut, sizeof cut, "%s", name);
     return -pthread_setname_np(pthread_self(), cut);
-}
-
-int64_t pv_first_hole(int fd) {
-    off_t hole = lseek(fd, 0, SEEK_HOLE);
-    return hole < 0 ? -errno : (int64_t)hole;
 }

@@ -29,6 +29,15 @@ package final class FileDescriptor {
         if rc < 0 { throw ProVideoError.system("close", errno: -rc, path: path) }
     }
 
+    /// open(2) of an unnamed regular file in `directory` (`O_TMPFILE`, read and write, mode
+    /// 0600): it has no name to remove, and its blocks go back when it is closed.
+    /// - Throws: the errno of open(2) (`EOPNOTSUPP` where the filesystem has no unnamed files).
+    package static func openUnnamed(in directory: String) throws -> FileDescriptor {
+        let fd = Glibc.open(directory, O_RDWR | pv_O_TMPFILE | O_CLOEXEC, 0o600)
+        if fd < 0 { throw ProVideoError.system("open(O_TMPFILE)", errno: Glibc.errno, path: directory) }
+        return FileDescriptor(rawValue: fd, path: directory)
+    }
+
     /// open(2) with `O_CLOEXEC`; `direct` adds `O_DIRECT`. A path inside a confined directory
     /// is opened beneath it without following any link (`Confinement`), and must be
     /// a directory (`O_DIRECTORY`) or a regular file, with one link when opened for writing.
@@ -95,15 +104,17 @@ package final class FileDescriptor {
         return (Int64(mapped), Int64(end))
     }
 
-    /// Where the file's first hole starts (lseek(2) `SEEK_HOLE` from 0): its data ends there. A
-    /// preallocated extent never written reads as a hole on ext4, XFS and btrfs (their
-    /// unwritten extents), so no byte at or past it was ever written; the file's size when it
-    /// has none, or when the filesystem cannot say (`EINVAL`, `ENXIO`).
-    package func dataEnd() throws -> Int64 {
-        let hole = pv_first_hole(rawValue)
-        if hole == -Int64(EINVAL) || hole == -Int64(ENXIO) { return Int64(clamping: try facts().size) }
-        if hole < 0 { throw ProVideoError.system("lseek(SEEK_HOLE)", errno: Int32(-hole), path: path) }
-        return hole
+    /// Where the never-written end of `[from, to)` begins (FS_IOC_FIEMAP): every byte from there
+    /// to `to` lies in unwritten extents that no other file shares; `to` when the range ends in
+    /// written bytes or a hole. In bytes, within `from ... to`.
+    package func unwrittenTail(from: Int64, to: Int64) throws -> Int64 {
+        guard from >= 0, to >= from else { return to }
+        var start: UInt64 = 0
+        let rc = pv_unwritten_tail(rawValue, UInt64(from), UInt64(to), &start)
+        if rc < 0 { throw ProVideoError.system("ioctl(FS_IOC_FIEMAP)", errno: -rc, path: path) }
+        // The kernel's answer is a number read from disk: outside the range, nothing is unwritten.
+        guard start >= UInt64(from), start <= UInt64(to) else { return to }
+        return Int64(start)
     }
 
     /// How many of `length` bytes at `offset` sit in the page cache (mmap(2) + mincore(2)).

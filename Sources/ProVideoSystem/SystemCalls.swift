@@ -10,6 +10,13 @@ import Glibc
 package struct SystemCalls: Sendable {
     /// fallocate(2) on `fd`; `keepSize` adds `FALLOC_FL_KEEP_SIZE`.
     package var fallocate: @Sendable (_ fd: Int32, _ keepSize: Bool, _ offset: Int64, _ length: Int64) -> Int32
+    /// XFS_IOC_EXCHANGE_RANGE: swaps the extents of `fd`'s `[offset, offset + length)` with
+    /// `fromFD`'s `[fromOffset, fromOffset + length)`, so that blocks move from one file to
+    /// another without being freed or allocated (issue 64).
+    package var exchangeRange: @Sendable (_ fd: Int32, _ fromFD: Int32, _ fromOffset: Int64, _ offset: Int64,
+                                          _ length: Int64) -> Int32 = { fd, from, fromOffset, offset, length in
+        pv_exchange_range(fd, from, fromOffset, offset, length)
+    }
     /// ftruncate(2).
     package var ftruncate: @Sendable (_ fd: Int32, _ length: Int64) -> Int32
     /// fdatasync(2).

@@ -99,8 +99,8 @@ import Testing
             case let action: outranked.append("\(facts) → \(action)")
             }
         }
-        #expect(outranked.isEmpty, "\(outranked.count) combinations gave bytes up on a journal's word, among them:\n"
-                + outranked.prefix(5).joined(separator: "\n"))
+        let examples = outranked.prefix(5).joined(separator: "\n")
+        #expect(outranked.isEmpty, "\(outranked.count) combinations gave bytes up on a journal's word, among them:\n\(examples)")
     }
 
     /// Every dead capture whose facts prove committed bytes and no placement is salvaged or

@@ -237,7 +237,8 @@ package struct LoopFilesystem {
     package let device: String
 
     /// - Parameters:
-    ///   - type: "ext4", "xfs", "btrfs" or "tmpfs" (tmpfs needs no device).
+    ///   - type: "ext4", "xfs", "btrfs", "tmpfs" (tmpfs needs no device) or `ExchangeXFS.type`
+    ///     (XFS with exchange-range; check `ExchangeXFS.isAvailable` first).
     ///   - megabytes: the image size.
     ///   - sectorSize: the loop device's logical sector size (512 or 4096).
     ///   - mkfsOptions: added to the mkfs command (`-m 0 -N 64` for ext4, say).
@@ -300,6 +301,7 @@ package struct LoopFilesystem {
         let mkfs: String
         switch type {
         case "xfs": mkfs = "mkfs.xfs -q -f -m reflink=1"
+        case ExchangeXFS.type: mkfs = try ExchangeXFS.mkfsCommand()
         case "btrfs": mkfs = "mkfs.btrfs -q -f"
         default: mkfs = "mkfs.ext4 -q -F"
         }

@@ -224,6 +224,10 @@ package enum Sizing {
         /// Whether the pool's filesystem is mounted with online discard (nil: not known), which
         /// the answer depends on: `StorageFacts.mountedWithDiscard`.
         package var mountedWithDiscard: Bool?
+        /// How the pool's grants moved the reserve's space during the trials (`GrantMethod`).
+        package var grants: GrantMethod? = nil
+        /// The pool's filesystem's online discard, what it costs and the remedies; nil without.
+        package var onlineDiscard: OnlineDiscard? = nil
         /// The recorder threads' `SCHED_FIFO` priority (nil: the default policy).
         package var realtimePriority: Int32?
         /// Frames each recorder holds between its capture card and its writer (`--input-queue`).
@@ -359,6 +363,8 @@ package enum Sizing {
                             recorderHeld: host?.held, inputQueueNeeded: host?.queueNeeded,
                             searched: settings.streams, confirmed: confirmed, budgetRanOut: budgetRanOut,
                             mountedWithDiscard: StorageFacts.mountedWithDiscard(pool.path),
+                            grants: pool.grantMethod,
+                            onlineDiscard: OnlineDiscard.of(pool.path, grantsByExchange: pool.grantMethod == .extentExchange),
                             realtimePriority: settings.realtimePriority, inputQueueFrames: settings.inputQueueFrames,
                             trials: trials,
                             seconds: Double(MonotonicClock.nanoseconds() - started) / 1e9, answer: answer)

@@ -271,12 +271,10 @@ enum BenchCommands {
         if report.confirmed == false, let lowest = report.trials.last(where: \.confirming)?.streams, lowest > streamsMin {
             print("(no number held at length: search below it with --streams-max \(lowest - 1))")
         }
-        if report.mountedWithDiscard == true {
-            print("(the pool's filesystem is mounted with `discard`: every delete beside the recorders, and every take "
-                  + "given back, discards its blocks inline, and on many disks that stalls the writes queued beside it; "
-                  + "with `nodiscard` and fstrim.timer the answer can be larger: Docs/BENCHMARKS.md, "
-                  + "\"Online discard costs the recorder\")")
+        if let discard = report.onlineDiscard {
+            print("(\(discard.message); Docs/BENCHMARKS.md, \"Online discard costs the recorder\")")
         }
+        if let grants = report.grants { print("(grants: \(grants.rawValue))") }
         print(String(format: "(the storage passes a trial when no capture failed and no frame was refused; the recorder "
                      + "when none was dropped and its append p99.9 was under the frame interval, %.1f ms, holding "
                      + "%d frame(s) between its capture card and its writer (--input-queue); recorder threads %@; "

@@ -13,6 +13,10 @@ enum CommandReports {
         var maxCaptures: Int?
         /// `create` without --bandwidth: what the measurement found (absent: not measured).
         var measurement: BandwidthMeasurement?
+        /// `create`: how grants move the reserve's space (`GrantMethod`'s name), as probed.
+        var grants: String?
+        /// `create`: the filesystem's online discard, what it costs and the remedies.
+        var onlineDiscard: OnlineDiscard?
     }
 
     /// `replenish`.
@@ -64,6 +68,9 @@ enum CommandReports {
         var path: String
         var ok: Bool
         var problems: [String]
+        /// The pool's filesystem discards online: not a problem of its accounting, what limits
+        /// its streams; absent when it does not.
+        var onlineDiscard: OnlineDiscard?
     }
 
     /// `destroy`.

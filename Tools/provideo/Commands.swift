@@ -24,13 +24,17 @@ enum Commands {
         }, fstab: fstab, onUnmountedFilesystem: force, systemCalls: .live)
         if zero { progress.finish() }
         let measured = bandwidth == nil ? try Captures.measure(pool) : nil  // nil: given, or too small to measure
+        let discard = OnlineDiscard.of(pool.path, grantsByExchange: pool.grantMethod == .extentExchange)
         if json {
             return try CommandLineProgram.printJSON(CommandReports.Capacity(path: pool.path, initialCapacity: pool.initialCapacity,
                                                                             zeroFilled: zero, bandwidth: pool.bandwidth,
-                                                                            maxCaptures: pool.maxCaptures, measurement: measured))
+                                                                            maxCaptures: pool.maxCaptures, measurement: measured,
+                                                                            grants: pool.grantMethod.rawValue, onlineDiscard: discard))
         }
         let created = try pool.initialCapacity
         print("created a pool of \(ByteFormat.human(created)) (\(created) bytes) at \(pool.path)")
+        print("grants: \(pool.grantMethod.rawValue)" + (pool.grantsNote.map { " (\($0.terminalSafe))" } ?? ""))
+        if let discard { print("note: \(discard.message.terminalSafe)") }
         if let measured {
             print(Captures.sentence(measured))
         } else if bandwidth == nil {
@@ -402,12 +406,17 @@ enum Commands {
     static func check(_ path: String, _ arguments: inout Arguments) throws {
         let json = arguments.flag("--json")
         try arguments.finish()
-        let problems = try openPool(path, lookingOnly: true).check()
+        let pool = try openPool(path, lookingOnly: true)
+        let problems = try pool.check()
+        // Not a problem of the pool's accounting, but what limits its streams: said beside it.
+        let discard = OnlineDiscard.of(pool.path, grantsByExchange: pool.grantMethod == .extentExchange)
         if json {
-            try CommandLineProgram.printJSON(CommandReports.Check(path: path, ok: problems.isEmpty, problems: problems))
+            try CommandLineProgram.printJSON(CommandReports.Check(path: path, ok: problems.isEmpty, problems: problems,
+                                                                  onlineDiscard: discard))
         } else {
             if problems.isEmpty { print("ok: the pool's accounting matches the disk") }
             for problem in problems { print("problem: \(problem.terminalSafe)") }
+            if let discard { print("note: \(discard.message.terminalSafe)") }
         }
         if problems.isEmpty { return }
         throw ProVideoError(.corruptState, "the pool at \(path) failed \(problems.count) check(s)")

@@ -42,6 +42,10 @@ struct StatusView {
         ] + SchedulerLines.status(status) + [
             "engine      \(status.engine.terminalSafe)",
         ]
+        if let grants = status.grants {
+            lines.append("grants      \(grants.rawValue)" + (status.grantsNote.map { " (\($0.terminalSafe))" } ?? ""))
+        }
+        if let discard = status.onlineDiscard { lines.append("discard     \(discard.message.terminalSafe)") }
         lines.append(Captures.admissionLine(status))
         for capture in status.captures {
             var line = Captures.line(capture, size: size)

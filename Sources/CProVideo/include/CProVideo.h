@@ -16,6 +16,10 @@
 int pv_open_direct(const char *path, int flags, mode_t mode);
 /// fallocate(2). `keep_size` adds FALLOC_FL_KEEP_SIZE.
 int pv_fallocate(int fd, int keep_size, int64_t offset, int64_t length);
+/// XFS_IOC_EXCHANGE_RANGE on `fd`: swaps the extents of `fd`'s [offset, offset + length) with
+/// `from_fd`'s [from_offset, from_offset + length) (XFS made with `-i exchange=1`, Linux 6.10+;
+/// elsewhere -ENOTTY or -EOPNOTSUPP). Both ranges must lie within each file's size. 0 or -errno.
+int pv_exchange_range(int fd, int from_fd, int64_t from_offset, int64_t offset, int64_t length);
 /// renameat2(2) with RENAME_NOREPLACE.
 int pv_rename_noreplace(const char *from, const char *to);
 /// linkat(2) with AT_SYMLINK_FOLLOW: a second name for `from`, so `/proc/self/fd/N` names the
@@ -69,6 +73,8 @@ int pv_statx_at(int dirfd, const char *name, pv_file_facts *out);
 
 /// O_DIRECT and O_PATH, which need _GNU_SOURCE and so do not reach Swift from <fcntl.h>.
 extern const int pv_O_DIRECT;
+/// O_TMPFILE: an unnamed regular file in the directory opened, gone when closed.
+extern const int pv_O_TMPFILE;
 extern const int pv_O_PATH;
 /// openat2(2) with RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS |
 /// RESOLVE_NO_XDEV: `path` stays below `dirfd`, on its mount, and no component may be a
@@ -84,9 +90,9 @@ int pv_mkdirat(int dirfd, const char *name, mode_t mode);
 /// the last extent (including extents past end of file, e.g. from FALLOC_FL_KEEP_SIZE). Unlike
 /// st_blocks these exclude metadata such as ext4's extent index blocks.
 int pv_extents(int fd, uint64_t below, uint64_t *mapped_bytes, uint64_t *end_of_last);
-/// lseek(2) SEEK_HOLE from 0: where the file's data ends (its size when it has no hole; an
-/// unwritten preallocated extent counts as a hole on ext4, XFS and btrfs); -errno on failure.
-int64_t pv_first_hole(int fd);
+/// FIEMAP of [from, to): `start` is where the run of unwritten, unshared extents that ends at `to`
+/// begins (`to` when the range ends written or in a hole): bytes past it were never written.
+int pv_unwritten_tail(int fd, uint64_t from, uint64_t to, uint64_t *start);
 
 /// statfs(2) f_type, free bytes for unprivileged users (f_bavail * f_bsize), total bytes.
 int pv_statfs(const char *path, int64_t *fs_type, uint64_t *available_bytes, uint64_t *total_bytes);

@@ -29,6 +29,8 @@ public final class Pool: @unchecked Sendable {
     let state: Mutex<PoolState>
     /// The slowest recent grant of this pool's captures, which sizes their leads (`GrantLead`).
     let slowestGrant = SlowestGrant()
+    /// Whether this pool's grants move extents, as probed when it was opened (`ExtentExchange`).
+    let exchange: ExtentExchange
     var configuration: PoolConfiguration {
         get { state.withLock { $0.configuration } }
         set { state.withLock { $0.configuration = newValue } }
@@ -75,10 +77,23 @@ public final class Pool: @unchecked Sendable {
         self.path = path
         self.layout = PoolLayout(directory: path)
         self.access = try PoolAccess.of(directory: path)
-        self.lock = try PoolLock(path: layout.lock, access: access)
+        let lock = try PoolLock(path: layout.lock, access: access)
+        self.lock = lock
         self.calls = calls
         self.state = Mutex(PoolState(configuration: configuration))
+        let storage = configuration.storage
+        // A read-only pool grants nothing; its probe would only fail to create its files.
+        self.exchange = lock.readOnly ? ExtentExchange(off: nil)
+            : ExtentExchange(probing: path, filesystemMagic: storage.filesystemMagic,
+                             unit: Int64(max(storage.directIOAlignment.io, storage.blockSize)), calls: calls)
     }
+
+    /// How this pool's grants move the reserve's space, as probed when it was opened (and
+    /// turned to fallocate and cut if an exchange was refused since).
+    package var grantMethod: GrantMethod { exchange.method }
+
+    /// On XFS, why grants do not exchange extents; nil while they do, and on other filesystems.
+    package var grantsNote: String? { exchange.note }
 
     // MARK: Support
 
@@ -206,7 +221,9 @@ public final class Pool: @unchecked Sendable {
             ioSchedulers: schedulers.isEmpty ? nil : schedulers,
             undecided: census.undecided.isEmpty ? nil : census.undecided,
             strayEntries: stray.isEmpty ? nil : stray,
-            remainingCapacityIsAtLeast: unknown.isEmpty ? nil : unknown.map { $0.message })
+            remainingCapacityIsAtLeast: unknown.isEmpty ? nil : unknown.map { $0.message },
+            grants: exchange.method, grantsNote: exchange.note,
+            onlineDiscard: OnlineDiscard.of(path, grantsByExchange: exchange.isOn))
     }
 
     // MARK: Internals
@@ -230,7 +247,7 @@ public final class Pool: @unchecked Sendable {
     func reserve(_ file: String) -> Reserve {
         let storage = configuration.storage
         return Reserve(path: file, calls: calls, access: access, unit: Int64(max(storage.directIOAlignment.io, storage.blockSize)),
-                       blockSize: Int64(storage.blockSize), isBtrfs: storage.isBtrfs)
+                       blockSize: Int64(storage.blockSize), isBtrfs: storage.isBtrfs, exchange: exchange)
     }
 
     func busyError(_ busy: BusyReasons, action: String) -> ProVideoError {

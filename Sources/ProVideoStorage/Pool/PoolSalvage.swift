@@ -22,6 +22,11 @@ extension Pool {
     /// - Returns: the recordings salvaged.
     @discardableResult
     func salvageDeadCaptures(control: OperationControl) throws -> [SalvagedRecording] {
+        // A grant by exchange killed before its cut left the reserve a hole for a tail, whose
+        // blocks a dead capture's file holds: cut first, the account is exact again, and the
+        // salvage gives those blocks back by exchange. Nowhere else: the size lock waits for
+        // the cuts in flight, which a start must not (a `discard` mount's take seconds).
+        if exchange.isOn { try lock.withReserveSize { try reserve(layout.reserve).cutUnmappedTail() } }
         var report = CaptureRecovery.Report()
         defer { keep(report) }
         return try recovery.salvageDeadCaptures(control: control, &report)

@@ -79,6 +79,15 @@ public struct PoolStatus: Codable, Sendable, Equatable {
     /// whose progress block cannot be read (it counts as having written all it was granted,
     /// `CapacityAccount.remainingFloor`); nil when the figure is exact.
     package var remainingCapacityIsAtLeast: [String]?
+    /// How grants move the reserve's space into the captures' files, as this process's open of
+    /// the pool probed it (`GrantMethod`); nil from a status made before it was recorded.
+    package var grants: GrantMethod?
+    /// On XFS, why grants do not exchange extents (the probe's or a refused exchange's error);
+    /// nil while they do, and on other filesystems.
+    package var grantsNote: String?
+    /// The pool's filesystem discards online (`discard` in its mount options), with what it
+    /// costs and the remedies; nil when it does not.
+    package var onlineDiscard: OnlineDiscard?
 }
 
 /// An entry of `captures/` that is not a directory: the library makes only directories there.

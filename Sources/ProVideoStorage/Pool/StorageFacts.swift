@@ -117,10 +117,7 @@ package struct StorageFacts: Codable, Sendable, Equatable {
     /// options (`tune2fs -o discard`), which mountinfo leaves out. Not part of `StorageFacts`:
     /// the pool stores those, and the mount can change.
     package static func mountedWithDiscard(_ path: String) -> Bool? {
-        guard let facts = try? FileSystem.facts(path),
-              let mount = MountInfo.find(mountID: facts.mountID)
-                ?? MountInfo.find(major: facts.deviceMajor, minor: facts.deviceMinor) else { return nil }
-        return mount.superOptions.contains("discard")
+        MountInfo.holding(path).map { $0.superOptions.contains("discard") }
     }
 
     /// Free bytes on the filesystem holding `path` for unprivileged users (statfs `f_bavail`).
@@ -145,6 +142,13 @@ struct MountInfo {
     static func find(mountID: UInt64) -> MountInfo? {
         guard mountID != 0 else { return nil }
         return all().first { $0.id == mountID }
+    }
+
+    /// The mount holding `path`, by its mount ID, else by its device number; nil when `path`
+    /// cannot be looked at or its mount is not listed.
+    static func holding(_ path: String) -> MountInfo? {
+        guard let facts = try? FileSystem.facts(path) else { return nil }
+        return find(mountID: facts.mountID) ?? find(major: facts.deviceMajor, minor: facts.deviceMinor)
     }
 
     /// The last (topmost) mount whose device number is `major:minor`.

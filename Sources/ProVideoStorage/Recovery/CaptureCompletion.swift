@@ -130,14 +130,70 @@ struct CaptureCompletion {
     /// never over (`CapacityAccount`). A reserve lock that stays taken for 30 s (`.busy`), or a
     /// reserve whose growth failed other than for space, loses the step already cut, as a crash
     /// there would (`replenish` restores it), and stops the give-back with that error.
+    ///
+    /// Where grants exchange extents (`ExtentExchange`), a step whose bytes were never written
+    /// (FIEMAP: unwritten extents) goes back by exchange instead, freeing nothing
+    /// (`exchangeBack`); written bytes never go back into the reserve, whose next grant would
+    /// hand their old content to another capture's file: they are cut as above.
     func giveBack(from data: String, keeping keep: Int64) throws {
         while true {
             let size = Int64(try FileSystem.facts(data).size)
             guard size > keep else { return }
             let amount = min(size - keep, Self.returnStep)
-            try FileDescriptor.open(data, O_RDWR).truncate(size - amount, calls)
+            let fd = try FileDescriptor.open(data, O_RDWR)
+            if let exchange = reserve.exchange, exchange.isOn {
+                let unwritten = reserve.rounded(try fd.unwrittenTail(from: size - amount, to: size))
+                if unwritten < size, try exchangeBack(fd, from: unwritten, to: size, exchange) { continue }
+            }
+            try fd.truncate(size - amount, calls)
             try growReserve(by: amount)
         }
+    }
+
+    /// Moves the capture's never-written `[start, end)`, its file's tail, to the end of the
+    /// reserve by extent exchange, under the size lock: the reserve is extended by a hole, the
+    /// hole and the tail are exchanged, and the capture's file, whose tail is now the hole, is
+    /// cut; nothing is allocated or freed; then the reserve is flushed. A crash between the steps leaves the reserve and the
+    /// captures' grants over `initialCapacity`, which the repair at open cuts (at worst freeing
+    /// the step's blocks, as a crash in a cut-and-grow step loses them until `replenish`).
+    /// - Returns: false, having changed nothing, when the capacity the captures hold cannot be
+    ///   counted or the reserve is already over its share (the caller cuts and grows instead), or when
+    ///   the filesystem refused the exchange (`exchange` is then turned off).
+    /// - Throws: `.busy` when a lock stayed taken for 30 s; ftruncate's and fdatasync's errors.
+    private func exchangeBack(_ data: FileDescriptor, from start: Int64, to end: Int64,
+                              _ exchange: ExtentExchange) throws -> Bool {
+        let amount = end - start
+        let moved: FileDescriptor? = try lock.withReserveSize {
+            let excess: Int64
+            do {
+                excess = try lock.withReserve { try account().excess }
+            } catch let error as ProVideoError where error.code == .busy {
+                throw error
+            } catch {
+                return nil
+            }
+            // The step moves bytes from the capture's grant to the reserve, so the sum stays as
+            // it is: within `initialCapacity` unless it was over already (then cut and grow
+            // gives back only what fits).
+            guard excess == 0, amount % reserve.unit == 0 else { return nil }
+            let reserveFD = try reserve.open(nocow: false)
+            let size = try reserve.size()
+            try reserveFD.truncate(size + amount, calls)
+            let rc = calls.exchangeRange(reserveFD.rawValue, data.rawValue, start, size, amount)
+            if rc < 0 {
+                try reserveFD.truncate(size, calls)
+                exchange.refused(errno: -rc, path: reserve.path)
+                return nil
+            }
+            try data.truncate(start, calls)
+            return reserveFD
+        }
+        guard let moved else { return false }
+        // As a grown reserve is, its new size survives a power cut before the step is done; but
+        // outside the size lock, which every exchanging grant takes: a flush waits for the
+        // filesystem's log, and the grants must not wait with it.
+        try moved.sync(calls)
+        return true
     }
 
     /// Bytes of a finishing capture's unused grant that are freed on the filesystem rather than

@@ -74,7 +74,7 @@ struct CaptureObservation {
     }
 
     /// What `data` holds: its size, or where its written bytes end when that is sooner (a
-    /// granted range never written is an unwritten extent, a hole to `SEEK_HOLE`): a commit
+    /// granted range never written is an unwritten extent, FIEMAP's `unwrittenTail`): a commit
     /// record that claims more than was written, forged or another's, then salvages no more
     /// than the recorder wrote. Not a regular file of one link is unreadable (`EvidenceFile`).
     private static func observeFile(_ path: String, _ problems: inout [ProVideoError]) -> CaptureFacts.Data {
@@ -92,7 +92,7 @@ struct CaptureObservation {
                                               + "than a pool grants", path: path))
                 return .unreadable
             }
-            return .size(min(Int64(facts.size), try data.dataEnd()))
+            return .size(try data.unwrittenTail(from: 0, to: Int64(facts.size)))
         } catch let error as ProVideoError where error.errno == ENOENT {
             return .missing
         } catch {

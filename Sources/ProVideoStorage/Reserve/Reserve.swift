@@ -16,6 +16,9 @@ struct Reserve {
     let blockSize: Int64
     /// The filesystem is btrfs, whose metadata reservations the headroom must cover too.
     var isBtrfs = false
+    /// Whether grants and give-backs move extents instead (`ExtentExchange`, XFS); nil: they
+    /// never do.
+    var exchange: ExtentExchange? = nil
 
     /// The largest reserve, and so the largest capacity a pool takes, in bytes: 8 EiB less
     /// 1 GiB, the largest multiple of 1 GiB a file offset (Int64) holds. A capacity is rounded
@@ -134,6 +137,18 @@ struct Reserve {
     func rollBack(_ fd: FileDescriptor, to size: Int64) throws {
         try fd.truncate(size + 1, calls)
         try fd.truncate(size, calls)
+    }
+
+    /// Cuts the reserve's unmapped tail, which only a grant by extent exchange killed between
+    /// its exchange and its cut leaves (`ReserveGrants`): the tail's blocks are in the capture's
+    /// file, so the reserve is that much smaller and the cut frees nothing. Call with the size
+    /// lock held, where no live grant is halfway, and only where grants exchange extents:
+    /// elsewhere nothing leaves such a tail, and `Pool.check()` names one.
+    func cutUnmappedTail() throws {
+        let size = try size()
+        let end = try extents().end
+        guard end < size else { return }
+        try open(nocow: false).truncate(rounded(end), calls)
     }
 
     /// Frees blocks allocated past the end of the file, left by a grow that was killed.

@@ -16,6 +16,12 @@ import ProVideoSystem
 /// claims keep two captures from taking the same bytes (Docs/MULTI-CHANNEL.md has the design
 /// and its measurements).
 ///
+/// Where the filesystem moves extents between files (`ExtentExchange`: XFS with exchange-range),
+/// steps 2 and 3 are one, under the size lock: the capture's file is extended by a hole, the
+/// reserve's last `n` bytes are exchanged into it (`XFS_IOC_EXCHANGE_RANGE`), and the reserve,
+/// whose tail is now the hole, is cut: nothing is allocated or freed, and it takes 0.03–0.18 ms
+/// for 64 MiB (issue 64). The claim and the accounting are the same.
+///
 /// Order 2 → 3 never leaves freed bytes for another writer to take. It needs `n` bytes free
 /// beside the reserve; on a filesystem too full for that, the reserve gives them up first.
 /// A kill or a power cut can lose a grant's bookkeeping either way: a capture's file larger than
@@ -96,6 +102,9 @@ struct ReserveGrants {
     ///   is released (the reserve is whole, or the error says what it lacks).
     func allocate(_ amount: Int64, to data: FileDescriptor, granted: Int64) throws -> Bool {
         let calls = reserve.calls
+        if let exchange = reserve.exchange, exchange.isOn, try exchangeIn(amount, to: data, granted: granted, exchange) {
+            return false
+        }
         let rc = calls.fallocate(data.rawValue, false, granted, amount)
         if rc == -ENOSPC || rc == -EDQUOT {
             try allocateFromTheReserve(amount, to: data, granted: granted,
@@ -149,6 +158,64 @@ struct ReserveGrants {
                     try reserve.grow(reserveFD, from: size - amount, to: size)
                 }
             }
+        }
+    }
+
+    /// Steps 2 and 3 by extent exchange: the reserve's last `amount` bytes become the capture's
+    /// file's `[granted, granted + amount)`, and the reserve is cut by as much, under the size
+    /// lock (the reserve's tail must not move between the exchange and the cut; both take well
+    /// under a millisecond, but the exchange first waits for the capture's direct writes in
+    /// flight, as a fallocate does). A kill between them (`grant.allocated`) leaves the reserve
+    /// with a hole for a tail and the capture's file holding its blocks: the next salvage cuts
+    /// the hole first (`Reserve.cutUnmappedTail`), exact to the byte. (A grant of a capture still
+    /// running elsewhere that comes before that salvage takes the hole for its own: its writes
+    /// there allocate, and `check` names its file as not mapped up to its size.)
+    /// - Returns: true when made (the claim is ended, nothing to cut); false when the filesystem
+    ///   refused the exchange: `exchange` is turned off, the capture's file and the claim are as
+    ///   they were, and the caller falls back to fallocate.
+    /// - Throws: ftruncate's or the claim's error, after undoing what was done; `.busy` when the
+    ///   size lock stayed taken for 30 s.
+    private func exchangeIn(_ amount: Int64, to data: FileDescriptor, granted: Int64, _ exchange: ExtentExchange) throws -> Bool {
+        let calls = reserve.calls
+        return try lock.withReserveSize {
+            let size = try reserve.size()
+            guard size >= amount else {
+                throw ProVideoError(.invariantViolated, "an exchange of \(amount) bytes from a reserve of \(size) bytes",
+                                    path: reserve.path)
+            }
+            let reserveFD = try reserve.open(nocow: false)
+            // The exchange needs the range inside both files: the capture's file gets it as a
+            // hole, which allocates nothing.
+            try data.truncate(granted + amount, calls)
+            do {
+                try lock.withReserve { try lock.claims.beginCut(amount, from: size, calls) }
+            } catch {
+                throw Rollback.keepingFirst(error, restoring: "the capture's file's size (\(granted) bytes)") {
+                    try data.truncate(granted, calls)
+                }
+            }
+            let rc = calls.exchangeRange(data.rawValue, reserveFD.rawValue, size - amount, granted, amount)
+            if rc < 0 {
+                try data.truncate(granted, calls)
+                try lock.withReserve { try lock.claims.clearCut(0, calls) }
+                exchange.refused(errno: -rc, path: data.path)
+                return false
+            }
+            CrashPoint.hit("grant.allocated")
+            do {
+                try reserveFD.truncate(size - amount, calls)
+            } catch {
+                // The reserve's tail must not stay a hole that the next grant would exchange:
+                // the blocks go back where they were.
+                throw Rollback.keepingFirst(error, restoring: "the reserve's last \(amount) bytes and the capture's file") {
+                    let back = calls.exchangeRange(data.rawValue, reserveFD.rawValue, size - amount, granted, amount)
+                    if back < 0 { throw ProVideoError.system("ioctl(XFS_IOC_EXCHANGE_RANGE)", errno: -back, path: data.path) }
+                    try data.truncate(granted, calls)
+                    try lock.withReserve { try lock.claims.endClaim(allocated: false, cutEnded: true, calls) }
+                }
+            }
+            try lock.withReserve { try lock.claims.endClaim(allocated: false, cutEnded: true, calls) }
+            return true
         }
     }
 
