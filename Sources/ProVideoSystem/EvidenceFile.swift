@@ -1,10 +1,10 @@
 import Glibc
 
 /// The rule for every read that decides: a file of a confined directory is evidence only when
-/// it is of the type its owner makes there and, when it is a regular file, has one link. A
-/// link in its place, a directory, a FIFO, or a second name of another file (a hard link,
-/// which `Confinement` cannot see: both names are beneath the confined directory) is not the
-/// file it stands for: what it would say is unknown.
+/// it is of the type its owner makes there and, when it is a regular file, has one link (or
+/// none: removed since it was opened). A link in its place, a directory, a FIFO, or a second
+/// name of another file (a hard link, which `Confinement` cannot see: both names are beneath
+/// the confined directory) is not the file it stands for: what it would say is unknown.
 package enum EvidenceFile {
     /// Why `facts` (of `path`, not followed) cannot be evidence, or nil when it can.
     /// - Parameter expected: `S_IFREG` or `S_IFDIR`.
@@ -14,7 +14,8 @@ package enum EvidenceFile {
             return ProVideoError(.corruptState, "\(path) is \(describe(type)), not "
                                  + (expected == S_IFDIR ? "a directory" : "a regular file"), path: path)
         }
-        guard expected != S_IFREG || facts.linkCount == 1 else {
+        // No link at all is a file removed after it was opened (its owner ending): still itself.
+        guard expected != S_IFREG || facts.linkCount <= 1 else {
             return ProVideoError(.corruptState, "\(path) has \(facts.linkCount) hard links: it may be another file's "
                                  + "second name, so what it says is not evidence of its own", path: path)
         }
