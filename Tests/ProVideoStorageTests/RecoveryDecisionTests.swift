@@ -99,8 +99,10 @@ import Testing
             case let action: outranked.append("\(facts) → \(action)")
             }
         }
-        let examples = outranked.prefix(5).joined(separator: "\n")
-        #expect(outranked.isEmpty, "\(outranked.count) combinations gave bytes up on a journal's word, among them:\n\(examples)")
+        // A count, not the list: a mutation fails thousands of combinations, and the list as the
+        // expectation's captured value took the run past ten minutes.
+        let examples = outranked.prefix(5).joined(separator: "\n"), given = outranked.count
+        #expect(given == 0, "combinations that gave bytes up on a journal's word, among them:\n\(examples)")
     }
 
     /// Every dead capture whose facts prove committed bytes and no placement is salvaged or
