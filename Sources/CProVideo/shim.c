@@ -136,6 +136,17 @@ int pv_statx(const char *path, pv_file_facts *out) { return statx_facts(AT_FDCWD
 
 int pv_fstatx(int fd, pv_file_facts *out) { return statx_facts(fd, "", AT_EMPTY_PATH, out); }
 
+/* One FS_IOC_FIEMAP of [start, start + length), data flushed first, into `map` (`size` bytes,
+   room for `count` extents); 0 or -errno. */
+static int fiemap_query(int fd, struct fiemap *map, size_t size, unsigned count, uint64_t start, uint64_t length) {
+    memset(map, 0, size);
+    map->fm_start = start;
+    map->fm_length = length;
+    map->fm_flags = FIEMAP_FLAG_SYNC;
+    map->fm_extent_count = count;
+    return ioctl(fd, FS_IOC_FIEMAP, map) < 0 ? -errno : 0;
+}
+
 int pv_extents(int fd, uint64_t below, uint64_t *mapped_bytes, uint64_t *end_of_last) {
     enum { batch = 128 };
     size_t size = sizeof(struct fiemap) + batch * sizeof(struct fiemap_extent);
@@ -143,12 +154,8 @@ int pv_extents(int fd, uint64_t below, uint64_t *mapped_bytes, uint64_t *end_of_
     if (!map) return -ENOMEM;
     uint64_t start = 0, mapped = 0, end = 0;
     for (;;) {
-        memset(map, 0, size);
-        map->fm_start = start;
-        map->fm_length = FIEMAP_MAX_OFFSET - start;
-        map->fm_flags = FIEMAP_FLAG_SYNC;
-        map->fm_extent_count = batch;
-        if (ioctl(fd, FS_IOC_FIEMAP, map) < 0) { int e = errno; free(map); return -e; }
+        int rc = fiemap_query(fd, map, size, batch, start, FIEMAP_MAX_OFFSET - start);
+        if (rc < 0) { free(map); return rc; }
         if (map->fm_mapped_extents == 0) break;
         int last = 0;
         for (unsigned i = 0; i < map->fm_mapped_extents; i++) {
@@ -176,12 +183,8 @@ int pv_unwritten_tail(int fd, uint64_t from, uint64_t to, uint64_t *start) {
     /* `tail`: where the run of unwritten extents reaching `covered` began. */
     uint64_t tail = from, covered = from, next = from;
     while (next < to) {
-        memset(map, 0, size);
-        map->fm_start = next;
-        map->fm_length = to - next;
-        map->fm_flags = FIEMAP_FLAG_SYNC;
-        map->fm_extent_count = batch;
-        if (ioctl(fd, FS_IOC_FIEMAP, map) < 0) { int e = errno; free(map); return -e; }
+        int rc = fiemap_query(fd, map, size, batch, next, to - next);
+        if (rc < 0) { free(map); return rc; }
         if (map->fm_mapped_extents == 0) break;
         int last = 0;
         for (unsigned i = 0; i < map->fm_mapped_extents; i++) {

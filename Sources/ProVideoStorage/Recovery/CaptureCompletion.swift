@@ -164,14 +164,7 @@ struct CaptureCompletion {
                               _ exchange: ExtentExchange) throws -> Bool {
         let amount = end - start
         let moved: FileDescriptor? = try lock.withReserveSize {
-            let excess: Int64
-            do {
-                excess = try lock.withReserve { try account().excess }
-            } catch let error as ProVideoError where error.code == .busy {
-                throw error
-            } catch {
-                return nil
-            }
+            guard let excess = try counted({ try $0.excess }) else { return nil }
             // The step moves bytes from the capture's grant to the reserve, so the sum stays as
             // it is: within `initialCapacity` unless it was over already (then cut and grow
             // gives back only what fits).
@@ -223,16 +216,9 @@ struct CaptureCompletion {
     ///   `EIO`).
     private func growReserve(by bytes: Int64) throws {
         try lock.withReserveSize {
-            // Grants that cannot be counted are not given away.
-            let missing: Int64
-            do {
-                missing = try lock.withReserve { try account().missing }
-            } catch let error as ProVideoError where error.code == .busy {
-                throw error
-            } catch {
-                // Unknown, not zero: nothing is given back until `replenish` can count the grants.
-                return
-            }
+            // Grants that cannot be counted are not given away: unknown, not zero, nothing is
+            // given back until `replenish` can count them.
+            guard let missing = try counted({ try $0.missing }) else { return }
             let grow = min(bytes, missing) / reserve.unit * reserve.unit
             guard grow > 0 else { return }
             do {
@@ -240,6 +226,20 @@ struct CaptureCompletion {
             } catch let error as ProVideoError where error.code == .notEnoughSpace {
                 return
             }
+        }
+    }
+
+    /// A figure of the account read under the reserve lock; nil when the account cannot be
+    /// made (a grant that cannot be counted, a file that cannot be read): the give-back then
+    /// adds nothing.
+    /// - Throws: `.busy` when the reserve lock stayed taken for 30 s.
+    private func counted(_ figure: (CapacityAccount) throws -> Int64) throws -> Int64? {
+        do {
+            return try lock.withReserve { try figure(account()) }
+        } catch let error as ProVideoError where error.code == .busy {
+            throw error
+        } catch {
+            return nil
         }
     }
 
